@@ -1,0 +1,33 @@
+# Two commands do everything on a fresh machine with python3 and pip:
+#   make run   -> set up .venv, run the default workflow, write results/report.html
+#   make test  -> set up .venv, run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= all
+
+.PHONY: run test lint bench setup clean
+
+$(BIN)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	touch $@
+
+setup: $(BIN)/.installed
+
+run: setup
+	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml
+	$(BIN)/snakemake --cores 1 --configfile config/config.yaml --report results/report.html
+
+test: setup
+	$(BIN)/python -m pytest -n 2 --durations=15 tests
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: setup
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf results .snakemake

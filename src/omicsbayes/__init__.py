@@ -1,0 +1,8 @@
+"""omicsbayes: Bayesian latent factor models for omics cohorts.
+
+Subpackages: ``io`` (cohort readers), ``preprocess`` (transforms), ``models`` (estimators, one
+module per paper), ``inference`` (shared sampling and variational pieces), ``evaluate``
+(splitters and metrics), ``plotting`` (figures from saved results).
+"""
+
+__version__ = "0.1.0"

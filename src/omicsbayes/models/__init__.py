@@ -1,0 +1,43 @@
+"""Estimators, one module per paper (scikit-learn conventions).
+
+=====================  ==========================================================
+module                 estimators
+=====================  ==========================================================
+``rank_factor``        RankFactorClassifier (paper 000)
+``pfa``                PoissonFactorAnalysis, PFAClassifier (baseline of 000, 002)
+``bam``                BayesianProbitClassifier, BAMClassifier (paper 001)
+``rflvm``              RFLVM (paper 002)
+``ibp_factor``         IBPFactorModel (baseline of 002)
+``bm2pca``             BM2PCAClassifier (paper 003)
+``mvgp``               ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF (paper 004)
+``baselines``          scikit-learn baselines used by the workflow
+=====================  ==========================================================
+
+Names are imported lazily so that importing one family does not load the others.
+"""
+
+import importlib
+
+_WHERE = {
+    "RankFactorClassifier": "rank_factor",
+    "PoissonFactorAnalysis": "pfa",
+    "PFAClassifier": "pfa",
+    "BayesianProbitClassifier": "bam",
+    "BAMClassifier": "bam",
+    "RFLVM": "rflvm",
+    "IBPFactorModel": "ibp_factor",
+    "BM2PCAClassifier": "bm2pca",
+    "ConstrainedMVGP": "mvgp",
+    "TraceGP": "mvgp",
+    "MVGP": "mvgp",
+    "KPMF": "mvgp",
+    "PMF": "mvgp",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
