@@ -1,0 +1,164 @@
+"""Tests of the Polson-Scott augmentation block and the Bayesian SVM (paper 000, eq. 8)."""
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+from omicsbayes.inference.bsvm import (
+    BayesianSVM,
+    bsvm_coef_posterior,
+    expected_hinge,
+    expected_inv_lambda,
+    sample_inv_lambda,
+)
+from omicsbayes.inference.tpbn import TPBNShrinkage
+
+
+def _mixture_density(lam, u):
+    return np.exp(-((u + lam) ** 2) / (2 * lam)) / np.sqrt(2 * np.pi * lam)
+
+
+@pytest.mark.parametrize("u", [-2.5, -0.7, -1e-3, 0.0, 0.4, 1.3, 3.0])
+def test_augmentation_identity(u):
+    value, _ = integrate.quad(_mixture_density, 0, np.inf, args=(u,), limit=200)
+    assert value == pytest.approx(np.exp(-2 * max(0.0, u)), rel=1e-6)
+
+
+@pytest.mark.parametrize("u", [-1.5, 0.3, 2.0])
+def test_inv_lambda_conditional_matches_quadrature(u):
+    # p(lambda | u) is proportional to the mixture integrand; its E[1/lambda] by quadrature.
+    z, _ = integrate.quad(_mixture_density, 0, np.inf, args=(u,))
+    m, _ = integrate.quad(lambda t: _mixture_density(t, u) / t, 0, np.inf)
+    rng = np.random.default_rng(0)
+    draws = sample_inv_lambda(np.full(40000, u), rng)
+    assert m / z == pytest.approx(1 / abs(u), rel=1e-5)
+    assert draws.mean() == pytest.approx(m / z, rel=0.03)
+    # IG(mean mu, shape 1) has variance mu^3
+    assert draws.var() == pytest.approx(1 / abs(u) ** 3, rel=0.15)
+
+
+def test_expected_inv_lambda_is_gig_moment():
+    # q(lambda) propto lambda^(-1/2) exp(-(lambda + m2/lambda)/2): E[1/lambda] by quadrature
+    for m2 in (0.05, 1.0, 7.0):
+        dens = lambda t, m2=m2: t**-0.5 * np.exp(-(t + m2 / t) / 2)  # noqa: E731
+        z, _ = integrate.quad(dens, 0, np.inf)
+        m, _ = integrate.quad(lambda t, d=dens: d(t) / t, 0, np.inf)
+        assert expected_inv_lambda(m2) == pytest.approx(m / z, rel=1e-6)
+    assert np.isfinite(expected_inv_lambda(0.0))
+
+
+def test_expected_hinge_against_quadrature():
+    for mu, var in [(-1.0, 0.3), (0.2, 2.0), (1.5, 0.01)]:
+        val, _ = integrate.quad(
+            lambda u, mu=mu, var=var: max(u, 0) * stats.norm.pdf(u, mu, np.sqrt(var)),
+            -20,
+            20,
+            points=[0],
+        )
+        assert expected_hinge(mu, var) == pytest.approx(val, rel=1e-6, abs=1e-10)
+
+
+def test_coef_conditional_against_grid():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 1))
+    y = np.array([1, -1, 1, 1, -1, -1.0])
+    inv_lam = rng.gamma(2.0, 1.0, size=6)
+    prior = np.array([0.7])
+    mean, cov = bsvm_coef_posterior(x, y, inv_lam, prior)
+    grid = np.linspace(-15, 15, 200001)
+    lam = 1 / inv_lam
+    u = 1 - y[:, None] * x[:, :1] * grid[None, :]
+    logp = -0.5 * prior[0] * grid**2 + np.sum(
+        -0.5 * np.log(2 * np.pi * lam[:, None]) - (u + lam[:, None]) ** 2 / (2 * lam[:, None]),
+        axis=0,
+    )
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    grid_mean = np.sum(w * grid)
+    grid_var = np.sum(w * (grid - grid_mean) ** 2)
+    assert mean[0] == pytest.approx(grid_mean, rel=1e-6, abs=1e-8)
+    assert cov[0, 0] == pytest.approx(grid_var, rel=1e-5)
+
+
+def test_coef_conditional_multivariate_against_direct_solve():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 3))
+    y = np.sign(rng.normal(size=30))
+    inv_lam = rng.gamma(2.0, 1.0, size=30)
+    prior = np.array([0.5, 2.0, 1.0])
+    mean, cov = bsvm_coef_posterior(X, y, inv_lam, prior)
+    # gradient of the log conditional vanishes at the mean; Hessian is -precision
+    lam = 1 / inv_lam
+
+    def grad(b):
+        u = 1 - y * (X @ b)
+        return -prior * b + X.T @ (y * (u + lam) / lam)
+
+    assert np.allclose(grad(mean), 0, atol=1e-9)
+    eps = 1e-5
+    hess = np.stack([(grad(mean + eps * e) - grad(mean - eps * e)) / (2 * eps) for e in np.eye(3)])
+    assert np.allclose(-np.linalg.inv(hess), cov, rtol=1e-5)
+
+
+def test_tpbn_gibbs_xi_conditional_against_grid():
+    # xi | theta, eta is proportional to N(theta; 0, xi) Ga(xi; r, eta): compare E[1/xi] on a grid.
+    shrink = TPBNShrinkage((1, 1, 1), 0.5, 0.5)
+    theta, eta = 0.8, 1.7
+    shrink.eta[:] = eta
+    rng = np.random.default_rng(3)
+    draws = []
+    for _ in range(3000):
+        shrink.eta[:] = eta
+        shrink.update_gibbs(np.array([[[theta]]]), rng)
+        draws.append(shrink.prior_precision.ravel()[0])
+    grid = np.linspace(1e-6, 60, 400001)
+    logp = stats.norm.logpdf(theta, 0, np.sqrt(grid)) + stats.gamma.logpdf(grid, 0.5, scale=1 / eta)
+    w = np.exp(logp - logp.max())
+    assert np.mean(draws) == pytest.approx(np.sum(w / grid) / w.sum(), rel=0.05)
+
+
+def test_tpbn_vb_matches_bessel_ratio():
+    # ERRATA 000 section 8: <1/xi> = sqrt(2<eta>/<a^2>) K_{r-1.5}(u) / K_{r-0.5}(u), r = 1/2
+    shrink = TPBNShrinkage((1, 2, 3), 0.5, 0.5)
+    m2 = np.array([[[0.1, 1.0, 4.0], [0.01, 0.5, 2.0]]])
+    eta = shrink.eta.copy()
+    prec = shrink.update_vb(m2)
+    w = np.sqrt(2 * eta * m2)
+    expected = np.sqrt(2 * eta / m2) * special.kv(0.5 - 1.5, w) / special.kv(0.5 - 0.5, w)
+    assert np.allclose(prec, expected, rtol=1e-8)
+
+
+def _toy(n, rng, gap=1.0):
+    y = np.where(rng.random(n) < 0.5, 1, 0)
+    X = rng.normal(size=(n, 5))
+    X[:, 0] += np.where(y == 1, 2 + gap, -2 - gap)
+    return X, y
+
+
+@pytest.mark.parametrize("inference", ["vb", "gibbs"])
+def test_bayesian_svm_separates_toy_problem(inference):
+    rng = np.random.default_rng(4)
+    X, y = _toy(80, rng)
+    Xt, yt = _toy(200, rng)
+    y_lab = np.array(["neg", "pos"])[y]
+    clf = BayesianSVM(inference=inference, n_samples=200, burn_in=100, random_state=0)
+    clf.fit(X, y_lab)
+    assert list(clf.classes_) == ["neg", "pos"]
+    assert np.mean(clf.predict(Xt) == np.array(["neg", "pos"])[yt]) > 0.97
+    # the informative coefficient dominates the shrunk noise coefficients
+    assert abs(clf.coef_[0]) > 2.5 * np.abs(clf.coef_[1:]).max()
+    if inference == "gibbs":
+        assert clf.inference_data_.posterior["coef"].shape == (1, 200, 5)
+    else:
+        assert np.all(np.isfinite(clf.lower_bound_))
+
+
+def test_bayesian_svm_rejects_bad_input():
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="exactly 2"):
+        BayesianSVM().fit(X, [0, 1, 2, 1])
+    with pytest.raises(ValueError, match="inference"):
+        BayesianSVM(inference="mcmc").fit(X, [0, 1, 0, 1])
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        BayesianSVM().fit(X, [0, 1, 0, 1])
