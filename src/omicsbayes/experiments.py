@@ -1,0 +1,231 @@
+"""Classification experiments as the workflow runs them, usable without Snakemake.
+
+One experiment = a cohort, a label column turned into tasks, transforms, models and an evaluation
+protocol. The workflow calls :func:`fit_split` once per (transform, model, split) and
+:func:`score_predictions` once per experiment; both are plain functions of arrays and tables.
+
+Tasks
+-----
+``binary``
+    ``positive`` lists the label values of the positive class; every other labelled sample is
+    negative. One task.
+``one_vs_rest``
+    One binary task per class. Models that share one factor model across tasks
+    (:attr:`MULTI_TASK_MODELS`) fit all tasks jointly; every other model is fitted once per task.
+``multiclass``
+    The labels as they are; the model must handle several classes (accuracy and error only).
+"""
+
+import inspect
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from . import models
+from .evaluate import metrics
+from .models import baselines
+
+MULTI_TASK_MODELS = frozenset({"RankFactorClassifier", "PFAClassifier"})
+TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
+
+
+class ExperimentError(ValueError):
+    """A configuration or data problem found while setting up an experiment."""
+
+
+def model_classes():
+    """Names of every estimator class a config may name, mapped to the class's module."""
+    names = {name: "omicsbayes.models" for name in models.__all__}
+    names.update({name: "omicsbayes.models.baselines" for name in baselines.__all__})
+    return names
+
+
+def make_estimator(spec, random_state=None):
+    """Build an estimator from a config model entry.
+
+    Parameters
+    ----------
+    spec : dict
+        ``{"class": name, "variant": optional Table-1 name, "params": {...}}``.
+    random_state : int, optional
+        Passed to the estimator when it takes a ``random_state``.
+    """
+    name = spec["class"]
+    if name not in model_classes():
+        known = ", ".join(sorted(model_classes()))
+        raise ExperimentError(f"model class {name!r} is unknown; expected one of: {known}")
+    cls = getattr(baselines, name) if name in baselines.__all__ else getattr(models, name)
+    params = dict(spec.get("params") or {})
+    accepted = inspect.signature(cls.__init__).parameters
+    if random_state is not None and "random_state" in accepted:
+        params["random_state"] = int(random_state)
+    if spec.get("variant"):
+        return cls.from_variant(spec["variant"], **params)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ExperimentError(
+            f"model class {name!r} has no parameter(s) {unknown}; "
+            f"expected some of {sorted(p for p in accepted if p != 'self')}"
+        )
+    return cls(**params)
+
+
+def task_targets(labels, task):
+    """Turn a label column into task targets.
+
+    Parameters
+    ----------
+    labels : pandas.Series
+        One label per sample; missing values mean unlabelled.
+    task : dict
+        ``{"kind": "binary", "positive": [...]}``, ``{"kind": "one_vs_rest"}`` or
+        ``{"kind": "multiclass"}``.
+
+    Returns
+    -------
+    targets : pandas.DataFrame
+        Samples x tasks; binary tasks hold 0.0/1.0 and NaN for unlabelled samples, a multiclass
+        task holds the label strings (None for unlabelled).
+    """
+    kind = task.get("kind", "binary")
+    if kind not in TASK_KINDS:
+        raise ExperimentError(f"task kind {kind!r} is unknown; expected one of {TASK_KINDS}")
+    labelled = labels.notna()
+    values = labels.astype("string")
+    if kind == "multiclass":
+        return pd.DataFrame({"multiclass": values.where(labelled, None).astype(object)})
+    if kind == "binary":
+        positive = [str(v) for v in task.get("positive", [])]
+        missing = sorted(set(positive) - set(values[labelled]))
+        if not positive or missing:
+            raise ExperimentError(
+                f"task.positive must list label values present in the cohort; "
+                f"not found: {missing or positive}; present: {sorted(set(values[labelled]))}"
+            )
+        name = "+".join(positive)
+        return pd.DataFrame({name: np.where(labelled, values.isin(positive), np.nan)})
+    classes = sorted(set(values[labelled]))
+    return pd.DataFrame(
+        {c: np.where(labelled, (values == c).to_numpy(), np.nan) for c in classes},
+        index=labels.index,
+    ).astype(float)
+
+
+def _scores(estimator, X):
+    """Decision values for the positive class of a binary estimator, shape (n_samples,)."""
+    if hasattr(estimator, "decision_function"):
+        return np.asarray(estimator.decision_function(X), dtype=float)
+    return np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
+
+
+def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=None):
+    """Fit one model on one training split and predict its test split.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The cohort after its sample-wise transforms.
+    targets : pandas.DataFrame
+        From :func:`task_targets`.
+    train, test : ndarray of int
+        Row positions of the split.
+    spec : dict
+        Model entry of the config.
+    fold_pipeline : sklearn Pipeline, optional
+        Transforms fitted on the training rows only and applied to the test rows.
+
+    Returns
+    -------
+    predictions : pandas.DataFrame
+        One row per test sample and task: sample (position), task, y_true, score, y_pred.
+    seconds : float
+        Wall time of fitting and predicting.
+    """
+    start = time.perf_counter()
+    X_train, X_test = X[train], X[test]
+    if fold_pipeline is not None:
+        X_train = fold_pipeline.fit_transform(X_train)
+        X_test = fold_pipeline.transform(X_test)
+    rows = []
+    if list(targets.columns) == ["multiclass"]:
+        y = targets["multiclass"].to_numpy()
+        keep = pd.notna(y[train])
+        estimator = make_estimator(spec, random_state).fit(X_train[keep], y[train][keep])
+        rows.append(
+            pd.DataFrame(
+                {
+                    "sample": test,
+                    "task": "multiclass",
+                    "y_true": y[test],
+                    "score": np.nan,
+                    "y_pred": estimator.predict(X_test),
+                }
+            )
+        )
+        return pd.concat(rows, ignore_index=True), time.perf_counter() - start
+
+    Y = targets.to_numpy(dtype=float)
+    for j, name in enumerate(targets.columns):
+        observed = ~np.isnan(Y[train, j])
+        if len(np.unique(Y[train, j][observed])) < 2:
+            raise ExperimentError(
+                f"task {name!r} has a single class in the training data of this split; "
+                "every task needs both classes in every training split"
+            )
+    if spec["class"] in MULTI_TASK_MODELS and Y.shape[1] > 1:
+        estimator = make_estimator(spec, random_state).fit(X_train, Y[train])
+        scores = np.asarray(estimator.decision_function(X_test), dtype=float)
+        predicted = np.asarray(estimator.predict(X_test), dtype=float)
+        scores, predicted = scores.reshape(len(test), -1), predicted.reshape(len(test), -1)
+    else:
+        scores = np.empty((len(test), Y.shape[1]))
+        predicted = np.empty((len(test), Y.shape[1]))
+        template = make_estimator(spec, random_state)
+        for j in range(Y.shape[1]):  # one fit per task, not a loop inside an iteration
+            observed = ~np.isnan(Y[train, j])
+            estimator = clone(template).fit(X_train[observed], Y[train, j][observed].astype(int))
+            scores[:, j] = _scores(estimator, X_test)
+            predicted[:, j] = estimator.predict(X_test)
+    for j, name in enumerate(targets.columns):
+        rows.append(
+            pd.DataFrame(
+                {
+                    "sample": test,
+                    "task": name,
+                    "y_true": Y[test, j],
+                    "score": scores[:, j],
+                    "y_pred": predicted[:, j],
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True), time.perf_counter() - start
+
+
+def score_predictions(predictions):
+    """Metrics per (transform, model, split, task) from the concatenated prediction tables.
+
+    Binary tasks get AUROC, AUPR, accuracy and error rate over the test samples that have a
+    label; AUROC and AUPR are NaN for a test split holding a single class (counted in
+    ``n_single_class`` by :func:`summarize`). A multiclass task gets accuracy and error rate.
+    """
+    keys = ["transform", "model", "split", "task"]
+    out = []
+    for key, group in predictions.groupby(keys, sort=True):
+        group = group[group["y_true"].notna()]
+        row = dict(zip(keys, key))
+        row["n_test"] = len(group)
+        row["seconds"] = group["seconds"].iloc[0] if "seconds" in group else np.nan
+        if key[-1] == "multiclass":
+            y_true, y_pred = group["y_true"].astype(str), group["y_pred"].astype(str)
+            row.update(auroc=np.nan, aupr=np.nan)
+        else:
+            y_true, y_pred = group["y_true"].astype(int), group["y_pred"].astype(int)
+            two_classes = y_true.nunique() == 2
+            row["auroc"] = metrics.auroc(y_true, group["score"]) if two_classes else np.nan
+            row["aupr"] = metrics.aupr(y_true, group["score"]) if two_classes else np.nan
+        row["accuracy"] = metrics.accuracy(y_true, y_pred)
+        row["error_rate"] = metrics.error_rate(y_true, y_pred)
+        out.append(row)
+    return pd.DataFrame(out)

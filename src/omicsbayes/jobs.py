@@ -1,0 +1,52 @@
+"""Helpers for the workflow's thin scripts: logging into the rule's log, atomic writes.
+
+A script calls :func:`run_job` with the ``snakemake`` object and its main function; progress from
+the library (logger ``"omicsbayes"``) goes into the rule's log, and a failure ends the log with one
+line naming the error and the inputs the job was given, then exits non-zero.
+"""
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def run_job(smk, main):
+    """Run ``main(smk)`` with logging to ``smk.log[0]``; on error log one line and exit 1."""
+    log_path = smk.log[0] if len(smk.log) else None
+    handlers = [logging.FileHandler(log_path, mode="w")] if log_path else []
+    handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    log = logging.getLogger("omicsbayes")
+    try:
+        main(smk)
+    except Exception as err:  # the job's one-line error, then the inputs it was given
+        inputs = ", ".join(str(p) for p in smk.input) or "(none)"
+        log.error("%s: %s | inputs: %s", type(err).__name__, err, inputs)
+        sys.exit(1)
+
+
+def atomic_write(path, write):
+    """Call ``write(tmp_path)`` then move the file into place, so no half-written output remains."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_table(df, path):
+    """Write a tab-separated table atomically, with a fixed float format for byte-identical reruns."""
+    atomic_write(path, lambda tmp: df.to_csv(tmp, sep="\t", index=False, float_format="%.10g"))

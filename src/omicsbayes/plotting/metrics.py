@@ -1,0 +1,35 @@
+"""Box-and-whisker plots of per-split metrics (the layout of paper 001's Figures 3-4)."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
+    """One panel per metric, one box per transform x model, over splits (tasks averaged).
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Per-split table with columns transform, model, split, task and the metric columns.
+    title : str
+        Figure title (the experiment's name).
+    columns : sequence of str
+        Metrics to draw; a metric that is NaN everywhere (AUROC for a multiclass task) is skipped.
+    """
+    present = [c for c in columns if c in metrics and metrics[c].notna().any()]
+    per_split = metrics.groupby(["transform", "model", "split"], sort=True)[present].mean()
+    groups = per_split.groupby(level=["transform", "model"], sort=True)
+    labels = [f"{t}\n{m}" for (t, m), _ in groups]
+    fig, axes = plt.subplots(
+        1, len(present), figsize=(max(4.0, 1.1 * len(labels)) * len(present), 4), squeeze=False
+    )
+    for ax, column in zip(axes[0], present):
+        data = [g[column].dropna().to_numpy() for _, g in groups]
+        ax.boxplot(data, tick_labels=labels, showmeans=True)
+        ax.set_title(column.upper() if column in ("auroc", "aupr") else column)
+        ax.set_ylim(max(0.0, np.nanmin(np.concatenate(data)) - 0.05) if data else 0.0, 1.0)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,52 @@
+# Stage 5: metric tables per experiment (every split) and their mean and sd.
+
+
+rule evaluate:
+    input:
+        fit_outputs,
+    output:
+        metrics=report(
+            "results/{experiment}/metrics.tsv",
+            caption="../report/metrics.rst",
+            category="{experiment}",
+            labels={"table": "metrics per split"},
+        ),
+        summary=report(
+            "results/{experiment}/summary.tsv",
+            caption="../report/summary.rst",
+            category="{experiment}",
+            labels={"table": "summary"},
+        ),
+    params:
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
+        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/evaluate/{experiment}.log",
+    benchmark:
+        "benchmarks/evaluate/{experiment}.tsv"
+    script:
+        "../scripts/evaluate.py"
+
+
+rule summary:
+    input:
+        expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
+    output:
+        report(
+            "results/summary.tsv",
+            caption="../report/all_summary.rst",
+            category="Summary",
+            labels={"table": "all experiments"},
+        ),
+    params:
+        experiments=list(EXPERIMENTS),
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/evaluate/summary.log",
+    benchmark:
+        "benchmarks/evaluate/summary.tsv"
+    script:
+        "../scripts/summary.py"
