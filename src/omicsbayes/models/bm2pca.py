@@ -1,0 +1,631 @@
+"""Bayesian maximum-margin PCA (paper 003, Du et al., AAAI 2015).
+
+Bayesian PCA with ARD (Bishop 1999a,b) whose latent representation ``z~ = [z; 1]`` also carries a
+max-margin classifier ``eta``, joined by posterior regularisation (paper eq. 2-3) and the
+Polson-Scott augmentation of the hinge loss with variables ``lambda_n`` (eq. 4).  Mean-field VB over
+``t, W, r, tau, Z, eta, nu, lambda``.  Gamma is shape-rate (paper footnote 1, ERRATA.md).
+
+Notation: ``X`` is ``(N, d)`` with samples in rows (the paper's ``X`` is ``d x N``); ``W`` is
+``(d, k)``, so column ``w_i`` carries the ARD precision ``r_i`` and row ``w_j`` belongs to feature
+``j``; ``y_n`` is +1 / -1 for labelled samples and 0 (no label term) for unlabelled ones.
+"""
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, special
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+from tqdm.auto import tqdm
+
+from omicsbayes.inference import check_finite, gig_moments, relative_improvement
+
+logger = logging.getLogger("omicsbayes")
+
+_LOG_2PI = np.log(2 * np.pi)
+_U2_FLOOR = 1e-12  # floor on E[u_n^2] (|hinge residual| floored at 1e-6)
+C_GRID = (10, 20, 30, 40)  # the paper's candidate set for C="cv"
+
+
+def _gamma_expectations(shape, rate):
+    """``(E[x], E[log x])`` of Gamma(shape, rate)."""
+    return shape / rate, special.digamma(shape) - np.log(rate)
+
+
+def _gamma_prior_term(a, b, mean, mean_log):
+    """``E[log Gamma(x | a, b)]`` under q, given E[x] and E[log x]."""
+    return a * np.log(b) - special.gammaln(a) + (a - 1) * mean_log - b * mean
+
+
+def _gamma_entropy(shape, rate):
+    return shape - np.log(rate) + special.gammaln(shape) + (1 - shape) * special.digamma(shape)
+
+
+def _pca_start(X, k, rng):
+    """Deterministic PCA start: centre, whitened scores and their PPCA posterior variances.
+
+    Returns ``(Z, zvar, sigma2)``: ``Z = sqrt(N) U_k`` (unit-variance principal scores, from the
+    eigen-decomposition of the smaller of the Gram and covariance matrices) and
+    ``zvar_i = sigma^2 / l_i``, the PPCA posterior variance (Tipping & Bishop 1999), with
+    ``sigma^2`` the mean discarded eigenvalue.  Components beyond the rank of the centred data
+    are filled with standard normal draws from ``rng`` (variance 1).
+    """
+    n, d = X.shape
+    Xc = X - X.mean(axis=0)
+    if n <= d:
+        evals, evecs = linalg.eigh(Xc @ Xc.T)
+        evals, evecs = evals[::-1] / n, evecs[:, ::-1]
+        scores = evecs * np.sqrt(n)
+    else:
+        evals, evecs = linalg.eigh(Xc.T @ Xc / n)
+        evals, evecs = evals[::-1], evecs[:, ::-1]
+        scores = (Xc @ evecs) / np.sqrt(np.maximum(evals, 1e-300))
+    total = max(float(np.sum(np.maximum(evals, 0))), 1e-300)
+    rank = int(np.sum(evals > 1e-10 * total))
+    m = min(k, rank)
+    sigma2 = max(float(np.sum(np.maximum(evals[m:], 0))) / max(d - m, 1), 1e-6 * total / d)
+    Z = np.empty((n, k))
+    zvar = np.ones(k)
+    Z[:, :m] = scores[:, :m]
+    zvar[:m] = np.minimum(sigma2 / evals[:m], 1.0)
+    if m < k:
+        Z[:, m:] = rng.standard_normal((n, k - m))
+    return Z, zvar, sigma2
+
+
+class _BinaryVB:
+    """Mean-field VB state and updates for one binary (or unlabelled) BM2PCA problem.
+
+    Factors (all expectations under the current q):
+
+    - ``q(Z) = prod_n N(mu_n, Sigma_n)`` (paper, V(Z) with the ERRATA label term).  With
+      ``A = I + E[tau] E[W^T W]`` and ``B = C^2 E[eta~ eta~^T]`` (``eta~`` the first k entries),
+      ``Sigma_n = (A + E[1/lambda_n] B)^{-1}``.  One generalised eigen-decomposition
+      ``B V = A V diag(w)``, ``V^T A V = I`` gives every ``Sigma_n = V diag(1/(1 + s_n w)) V^T``,
+      ``s_n = E[1/lambda_n]``, so N inversions cost O(k^3 + N k).
+    - ``q(t) = N(m_t, v_t I)``: ``v_t = 1/(delta + N E[tau])``,
+      ``m_t = v_t E[tau] sum_n (x_n - E[W] mu_n)`` (Bishop 1999b).
+    - ``q(W) = prod_j N(row_j | m_j, Sigma_W)``,
+      ``Sigma_W = (diag E[r] + E[tau] sum_n E[z z^T])^-1``,
+      ``M_W = E[tau] (X - 1 m_t^T)^T E[Z] Sigma_W`` (Bishop 1999b, rows share one covariance).
+    - ``q(r_i) = Ga(a_r + d/2, b_r + E||w_i||^2 / 2)``.
+    - ``q(tau) = Ga(a_tau + N d/2, b_tau + sum_n E||x_n - W z_n - t||^2 / 2)``.
+    - ``q(eta) = N(mu_eta, Sigma_eta)``, ``q(nu) = Ga(a_nu + (k+1)/2, b_nu + E||eta||^2/2)``
+      (paper; ERRATA: L = k + 1).
+    - ``q(lambda_n) = GIG(a=1, b=chi_n, p=1/2)``, ``chi_n = C^2 E[(1 - y_n eta^T z~_n)^2]``
+      (ERRATA: second moment), so ``E[1/lambda_n] = chi_n^{-1/2}``; ``E[u^2]`` is floored at 1e-12.
+
+    The lower bound is available in closed form: every factor except q(lambda) is Gaussian or
+    Gamma, and in ``E[log phi(y_n, lambda_n | .)] - E[log q(lambda_n)]`` the ``E[log lambda_n]``
+    terms cancel and the GIG(1, chi, 1/2) normaliser is ``sqrt(2 pi) exp(-sqrt(chi))``, leaving
+    ``-C E[u_n] - (C^2 E[u_n^2] - chi_n) E[1/lambda_n] / 2 - sqrt(chi_n)``.
+    """
+
+    def __init__(self, X, y, k, C, hyper, start):
+        self.X = X
+        self.n, self.d = X.shape
+        self.k = k
+        self.C = float(C)
+        self.h = hyper
+        self.y = np.asarray(y, dtype=float)
+        self.lab = self.y != 0
+        self.supervised = bool(np.any(self.lab))
+        self.x_sum = X.sum(axis=0)
+        self.x_sq = float(np.sum(X * X))
+        # Start (the paper leaves it open): q(Z) from PCA, t at the column mean, E[tau] = 1/sigma^2
+        # of the PPCA fit, no ARD shrinkage, E[eta] = 0, E[nu] = 1, E[u_n^2] = 1; then W, r, tau
+        # (and eta, nu, lambda) are updated once from these so that the first sweep starts at Z.
+        Z0, zvar0, sigma2 = start
+        self.Zm = Z0.copy()
+        self.V = np.diag(np.sqrt(zvar0))
+        self.Dz = np.ones((self.n, k))
+        self.tau_shape, self.tau_rate = 1.0, sigma2
+        self.t_var = 1.0 / (hyper["delta"] + self.n / sigma2)
+        self.t_mean = self.x_sum / self.n
+        self.r_shape, self.r_rate = 1.0, np.full(k, np.inf)
+        self.lam_inv = np.where(self.lab, 1.0 / self.C, 0.0)
+        self.lam_chi = np.where(self.lab, self.C**2, 0.0)
+        self.eta_mean = np.zeros(k + 1)
+        self.eta_cov = np.eye(k + 1)
+        self.nu_shape, self.nu_rate = 1.0, 1.0
+        self.update_w()
+        self.update_r()
+        self.update_tau()
+        if self.supervised:
+            self.update_eta()
+            self.update_nu()
+            self.update_lambda()
+
+    # -- moments ------------------------------------------------------------------------------
+    def _zcov_sum(self, weights=None):
+        """``sum_n c_n Sigma_n`` (``c_n = 1`` when ``weights`` is None)."""
+        dsum = self.Dz.sum(axis=0) if weights is None else weights @ self.Dz
+        return (self.V * dsum) @ self.V.T
+
+    def _zcov_trace(self, Q):
+        """``tr(Q Sigma_n)`` for every n, shape (N,)."""
+        return self.Dz @ np.einsum("ij,ik,kj->j", self.V, Q, self.V)
+
+    def ezz(self):
+        """``sum_n E[z_n z_n^T]``."""
+        return self.Zm.T @ self.Zm + self._zcov_sum()
+
+    def ewtw(self):
+        """``E[W^T W] = M_W^T M_W + d Sigma_W``."""
+        return self.W_mean.T @ self.W_mean + self.d * self.W_cov
+
+    def eta_outer(self):
+        return self.eta_cov + np.outer(self.eta_mean, self.eta_mean)
+
+    def hinge_moments(self):
+        """``(E[u_n], E[u_n^2])`` of ``u_n = 1 - y_n eta^T z~_n`` for every n."""
+        k = self.k
+        f_mean = self.Zm @ self.eta_mean[:k] + self.eta_mean[k]
+        E = self.eta_outer()
+        zt = np.hstack([self.Zm, np.ones((self.n, 1))])
+        f_sq = np.einsum("ni,ij,nj->n", zt, E, zt) + self._zcov_trace(E[:k, :k])
+        return 1 - self.y * f_mean, 1 - 2 * self.y * f_mean + f_sq
+
+    # -- updates ------------------------------------------------------------------------------
+    def update_z(self):
+        """q(Z); label term per ERRATA: C(1 + C s_n) y_n E[eta~] - C^2 s_n E[eta_(k+1) eta~]."""
+        k, C = self.k, self.C
+        tau = self.tau_shape / self.tau_rate
+        A = np.eye(k) + tau * self.ewtw()
+        b = tau * (self.X @ self.W_mean - self.t_mean @ self.W_mean)
+        if self.supervised:
+            E = self.eta_outer()
+            w, self.V = linalg.eigh(C**2 * E[:k, :k], A)
+            w = np.maximum(w, 0.0)
+            s = self.lam_inv
+            b += np.outer(C * (1 + C * s) * self.y, self.eta_mean[:k])
+            b -= np.outer(C**2 * s, E[k, :k])
+            self.Dz = 1.0 / (1.0 + np.outer(s, w))
+        else:
+            self.V = np.linalg.inv(np.linalg.cholesky(A)).T  # V^T A V = I
+            self.Dz = np.ones((self.n, k))
+        self.Zm = ((b @ self.V) * self.Dz) @ self.V.T
+
+    def update_t(self):
+        tau = self.tau_shape / self.tau_rate
+        prec = self.h["delta"] + self.n * tau
+        self.t_var = 1.0 / prec
+        self.t_mean = tau * (self.x_sum - self.W_mean @ self.Zm.sum(axis=0)) / prec
+
+    def update_w(self):
+        er = self.r_shape / self.r_rate
+        tau = self.tau_shape / self.tau_rate
+        prec = np.diag(er) + tau * self.ezz()
+        self.W_cov = np.linalg.inv(prec)
+        self.W_cov = (self.W_cov + self.W_cov.T) / 2
+        self.XtZ = self.X.T @ self.Zm
+        self.W_mean = tau * (self.XtZ - np.outer(self.t_mean, self.Zm.sum(axis=0))) @ self.W_cov
+
+    def update_r(self):
+        h = self.h
+        self.r_shape = h["a_r"] + self.d / 2
+        w_sq = np.sum(self.W_mean**2, axis=0) + self.d * np.diag(self.W_cov)
+        self.r_rate = h["b_r"] + w_sq / 2
+
+    def expected_sq_error(self):
+        """``sum_n E||x_n - W z_n - t||^2`` (uses ``X^T E[Z]`` from the last q(W) update)."""
+        t_sq = float(self.t_mean @ self.t_mean) + self.d * self.t_var
+        zsum = self.Zm.sum(axis=0)
+        return (
+            self.x_sq
+            + self.n * t_sq
+            + float(np.sum(self.ewtw() * self.ezz()))
+            + 2 * float(self.t_mean @ self.W_mean @ zsum)
+            - 2 * float(np.sum(self.W_mean * self.XtZ))
+            - 2 * float(self.x_sum @ self.t_mean)
+        )
+
+    def update_tau(self):
+        h = self.h
+        self.tau_shape = h["a_tau"] + self.n * self.d / 2
+        self.tau_rate = h["b_tau"] + max(self.expected_sq_error(), 0.0) / 2
+
+    def update_eta(self):
+        k, C, lab = self.k, self.C, self.lab
+        s = self.lam_inv
+        Zl, sl = self.Zm[lab], s[lab]
+        M = np.empty((k + 1, k + 1))
+        M[:k, :k] = (Zl * sl[:, None]).T @ Zl + self._zcov_sum(s)
+        M[:k, k] = M[k, :k] = sl @ Zl
+        M[k, k] = sl.sum()
+        nu = self.nu_shape / self.nu_rate
+        self.eta_cov = np.linalg.inv(C**2 * M + nu * np.eye(k + 1))
+        self.eta_cov = (self.eta_cov + self.eta_cov.T) / 2
+        coef = C * (1 + C * sl) * self.y[lab]
+        rhs = np.append(coef @ Zl, coef.sum())
+        self.eta_mean = self.eta_cov @ rhs
+
+    def update_nu(self):
+        h = self.h
+        self.nu_shape = h["a_nu"] + (self.k + 1) / 2
+        self.nu_rate = h["b_nu"] + (self.eta_mean @ self.eta_mean + np.trace(self.eta_cov)) / 2
+
+    def update_lambda(self):
+        _, u2 = self.hinge_moments()
+        chi = self.C**2 * np.maximum(u2[self.lab], _U2_FLOOR)
+        _, lam_inv, _ = gig_moments(1.0, chi, 0.5)
+        self.lam_chi = np.zeros(self.n)
+        self.lam_chi[self.lab] = chi
+        self.lam_inv = np.zeros(self.n)
+        self.lam_inv[self.lab] = lam_inv
+
+    def sweep(self):
+        """One VB iteration: Z, t, W, r, tau, then eta, nu, lambda (labelled problems only)."""
+        self.update_z()
+        self.update_t()
+        self.update_w()
+        self.update_r()
+        self.update_tau()
+        if self.supervised:
+            self.update_eta()
+            self.update_nu()
+            self.update_lambda()
+
+    # -- bound --------------------------------------------------------------------------------
+    def lower_bound(self):
+        """Closed-form evidence lower bound of the regularised objective (eq. 3 with eq. 4)."""
+        h, n, d, k = self.h, self.n, self.d, self.k
+        tau, log_tau = _gamma_expectations(self.tau_shape, self.tau_rate)
+        r, log_r = _gamma_expectations(self.r_shape, self.r_rate)
+        ezz = self.ezz()
+        t_sq = float(self.t_mean @ self.t_mean) + d * self.t_var
+        w_sq = np.sum(self.W_mean**2, axis=0) + d * np.diag(self.W_cov)
+
+        value = n * d / 2 * (log_tau - _LOG_2PI) - tau / 2 * self.expected_sq_error()
+        value += -n * k / 2 * _LOG_2PI - np.trace(ezz) / 2
+        value += d / 2 * (np.log(h["delta"]) - _LOG_2PI) - h["delta"] / 2 * t_sq
+        value += d / 2 * np.sum(log_r) - d * k / 2 * _LOG_2PI - float(r @ w_sq) / 2
+        value += np.sum(_gamma_prior_term(h["a_r"], h["b_r"], r, log_r))
+        value += _gamma_prior_term(h["a_tau"], h["b_tau"], tau, log_tau)
+        # entropies of q(Z), q(t), q(W), q(r), q(tau)
+        _, logdet_v = np.linalg.slogdet(self.V)
+        value += n * k / 2 * (1 + _LOG_2PI) + n * logdet_v + np.sum(np.log(self.Dz)) / 2
+        value += d / 2 * (1 + _LOG_2PI + np.log(self.t_var))
+        value += d * k / 2 * (1 + _LOG_2PI) + d / 2 * np.linalg.slogdet(self.W_cov)[1]
+        value += np.sum(_gamma_entropy(self.r_shape, self.r_rate))
+        value += _gamma_entropy(self.tau_shape, self.tau_rate)
+        if self.supervised:
+            C, lab = self.C, self.lab
+            nu, log_nu = _gamma_expectations(self.nu_shape, self.nu_rate)
+            eta_sq = self.eta_mean @ self.eta_mean + np.trace(self.eta_cov)
+            value += (k + 1) / 2 * (log_nu - _LOG_2PI) - nu / 2 * eta_sq
+            value += _gamma_prior_term(h["a_nu"], h["b_nu"], nu, log_nu)
+            value += (k + 1) / 2 * (1 + _LOG_2PI) + np.linalg.slogdet(self.eta_cov)[1] / 2
+            value += _gamma_entropy(self.nu_shape, self.nu_rate)
+            u, u2 = self.hinge_moments()
+            chi, s = self.lam_chi[lab], self.lam_inv[lab]
+            value += np.sum(-C * u[lab] - (C**2 * u2[lab] - chi) * s / 2 - np.sqrt(chi))
+        return float(value)
+
+    # -- prediction ---------------------------------------------------------------------------
+    def project(self, X):
+        """Single-step variational projection (paper, "Prediction on unseen data")."""
+        tau = self.tau_shape / self.tau_rate
+        A = np.eye(self.k) + tau * self.ewtw()
+        return tau * np.linalg.solve(A, self.W_mean.T @ (X - self.t_mean).T).T
+
+    def decision(self, X):
+        return self.project(X) @ self.eta_mean[: self.k] + self.eta_mean[self.k]
+
+    def summary(self):
+        """The fitted moments needed for transform / prediction."""
+        return {
+            "t_mean": self.t_mean,
+            "W_mean": self.W_mean,
+            "W_cov": self.W_cov,
+            "tau": self.tau_shape / self.tau_rate,
+            "r": self.r_shape / self.r_rate,
+            "eta_mean": self.eta_mean if self.supervised else None,
+            "eta_cov": self.eta_cov if self.supervised else None,
+            "nu": self.nu_shape / self.nu_rate if self.supervised else None,
+        }
+
+
+def _run_vb(vb, max_iter, tol, verbose, label):
+    """Iterate ``vb.sweep`` until the relative bound change is below ``tol``."""
+    bounds = [check_finite(vb.lower_bound(), f"{label}: initial lower bound", 0)]
+    start = time.perf_counter()
+    step = max(1, max_iter // 10)
+    bar = tqdm(total=max_iter, desc=label, disable=not verbose, leave=False)
+    n_iter = 0
+    for it in range(1, max_iter + 1):
+        vb.sweep()
+        bound = check_finite(vb.lower_bound(), f"{label}: lower bound after VB sweep", it)
+        bounds.append(bound)
+        n_iter = it
+        bar.update(1)
+        if it % step == 0:
+            elapsed = time.perf_counter() - start
+            logger.info(
+                "%s iteration %d: lower bound %.6g, %.1f s elapsed, <= %.1f s left",
+                label,
+                it,
+                bound,
+                elapsed,
+                elapsed / it * (max_iter - it),
+            )
+        if abs(relative_improvement(bounds[-2], bound)) < tol:
+            break
+    bar.close()
+    return np.asarray(bounds), n_iter
+
+
+def _check_positive(name, value):
+    if not np.isscalar(value) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Bayesian maximum-margin PCA classifier and transformer (paper 003).
+
+    Bayesian PCA with ARD, ``x_n ~ N(W z_n + t, tau^-1 I)``, joined to a max-margin classifier
+    ``f = eta^T [z; 1]`` by posterior regularisation (eq. 2-4), fitted by mean-field VB (see
+    ``_BinaryVB`` for every factor update; those the paper omits follow Bishop 1999b).  Several
+    classes by one-vs-rest, each with its own subspace; the largest decision value wins.
+
+    Convergence is judged on the closed-form lower bound (the GIG normaliser of q(lambda) has a
+    closed form at p = 1/2, so the bound needs no numerical integration): iteration stops when
+    its relative change falls below ``tol`` or after ``max_iter`` sweeps.
+
+    Parameters
+    ----------
+    n_components : int
+        Latent dimension k.
+    C : float or "cv"
+        Hinge-loss weight (eq. 2).  ``"cv"`` picks C from {10, 20, 30, 40} by L-fold stratified
+        cross-validation on the labelled training samples, L = min(5, smallest class count).
+    a_r, b_r, a_tau, b_tau, a_nu, b_nu : float
+        Shape and rate of the Gamma priors on the ARD precisions r, noise precision tau and
+        classifier precision nu (paper defaults).
+    delta : float
+        Prior precision of the mean t.
+    max_iter : int
+        Maximum VB sweeps per binary problem.
+    tol : float
+        Stop when the relative change of the lower bound is below this.
+    random_state : int, Generator or None
+        Seeds the cross-validation folds and the start of components beyond the data rank.
+    verbose : bool
+        tqdm progress bar per binary fit.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Class labels (empty when fitted without labels).
+    components_ : ndarray, shape (k, n_features) or (n_classes * k, n_features)
+        Posterior mean loadings ``E[W]^T`` (stacked per one-vs-rest problem).
+    lower_bound_ : ndarray or list of ndarray
+        Bound history (including the start); one array per class when multi-class.
+    n_iter_ : int or ndarray
+        Sweeps run; shape (n_classes,) when multi-class.
+    C_ : float
+        The C used (chosen by cross-validation when ``C="cv"``).
+    cv_results_ : dict or None
+        Mean cross-validated accuracy per candidate C when ``C="cv"``.
+    fits_ : list of dict
+        Fitted moments per binary problem (t, W, tau, r, eta, nu).
+
+    Notes
+    -----
+    Semi-supervised use: rows of ``y`` that are NaN/None contribute to the PCA part only; with no
+    labels at all the model is Bayesian PCA and only ``transform`` is available.  Cost per
+    sweep is O(N d k + d k^2 + N k^2 + k^3): two ``N x d x k`` products (``X E[W]`` and
+    ``X^T E[Z]``) dominate; the N per-sample ``k x k`` inverses reduce to one generalised
+    eigen-decomposition because they differ only by the scalar ``E[1/lambda_n]``.
+    """
+
+    def __init__(
+        self,
+        n_components=10,
+        C=10,
+        a_r=1e-3,
+        b_r=1e-3,
+        a_tau=1e-2,
+        b_tau=1e-5,
+        a_nu=1e-1,
+        b_nu=1e-5,
+        delta=1e-5,
+        max_iter=300,
+        tol=1e-6,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.C = C
+        self.a_r = a_r
+        self.b_r = b_r
+        self.a_tau = a_tau
+        self.b_tau = b_tau
+        self.a_nu = a_nu
+        self.b_nu = b_nu
+        self.delta = delta
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- validation ---------------------------------------------------------------------------
+    def _check_params(self):
+        if (
+            not isinstance(self.n_components, int | np.integer)
+            or isinstance(self.n_components, bool)
+            or self.n_components < 1
+        ):
+            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}")
+        if not (isinstance(self.C, str) and self.C == "cv"):
+            if isinstance(self.C, str):
+                raise ValueError(f"C must be a positive number or 'cv', got {self.C!r}")
+            _check_positive("C", self.C)
+        for name in ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta"):
+            _check_positive(name, getattr(self, name))
+        if not isinstance(self.max_iter, int | np.integer) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
+        if not np.isscalar(self.tol) or not self.tol >= 0:
+            raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
+
+    def _check_X(self, X, fitted):
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D array (samples x features), got {X.ndim} dim(s)")
+        n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
+        if n_bad:
+            raise ValueError(
+                f"X has {n_bad} NaN or infinite values; BM2PCAClassifier needs a complete matrix"
+            )
+        if fitted and X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but BM2PCAClassifier was fitted with "
+                f"{self.n_features_in_}"
+            )
+        return X
+
+    def _hyper(self):
+        return {
+            name: float(getattr(self, name))
+            for name in ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")
+        }
+
+    # -- fitting ------------------------------------------------------------------------------
+    def _fit_problems(self, X, codes, n_classes, C, rng, label):
+        """Fit the one-vs-rest problems for integer ``codes`` (-1 = unlabelled)."""
+        k = self.n_components
+        start = _pca_start(X, k, rng)
+        if n_classes == 0:
+            targets = [np.zeros(len(codes))]
+        elif n_classes == 2:
+            targets = [np.where(codes < 0, 0.0, np.where(codes == 1, 1.0, -1.0))]
+        else:
+            targets = [
+                np.where(codes < 0, 0.0, np.where(codes == c, 1.0, -1.0)) for c in range(n_classes)
+            ]
+        fits, bounds, iters = [], [], []
+        for i, y in enumerate(targets):
+            vb = _BinaryVB(X, y, k, C, self._hyper(), start)
+            tag = label if len(targets) == 1 else f"{label} class {i}"
+            b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
+            fits.append(vb)
+            bounds.append(b)
+            iters.append(n_it)
+        return fits, bounds, iters
+
+    @staticmethod
+    def _decision(fits, X):
+        if len(fits) == 1:
+            return fits[0].decision(X)
+        return np.column_stack([f.decision(X) for f in fits])
+
+    def _select_C(self, X, codes, n_classes, rng):
+        labelled = np.flatnonzero(codes >= 0)
+        unlabelled = np.flatnonzero(codes < 0)
+        counts = np.bincount(codes[labelled], minlength=n_classes)
+        n_folds = int(min(5, counts.min()))
+        if n_folds < 2:
+            logger.warning(
+                "C='cv' needs at least 2 labelled samples per class (smallest class has %d); "
+                "using C=%d",
+                counts.min(),
+                C_GRID[0],
+            )
+            return float(C_GRID[0]), None
+        folds = StratifiedKFold(n_folds, shuffle=True, random_state=int(rng.integers(2**31)))
+        splits = list(folds.split(labelled, codes[labelled]))
+        scores = {}
+        for C in C_GRID:
+            acc = []
+            for f, (tr, te) in enumerate(splits):
+                rows = np.concatenate([labelled[tr], unlabelled])
+                fits, _, _ = self._fit_problems(
+                    X[rows], codes[rows], n_classes, C, rng, f"BM2PCA cv C={C} fold {f}"
+                )
+                dec = self._decision(fits, X[labelled[te]])
+                pred = (dec > 0).astype(int) if dec.ndim == 1 else np.argmax(dec, axis=1)
+                acc.append(np.mean(pred == codes[labelled[te]]))
+            scores[C] = float(np.mean(acc))
+        best = max(C_GRID, key=lambda c: (scores[c], -c))
+        return float(best), scores
+
+    def fit(self, X, y=None):
+        """Fit by mean-field VB.
+
+        Parameters
+        ----------
+        X : array_like, shape (n_samples, n_features)
+        y : array_like, shape (n_samples,) or None
+            Class labels; NaN / None marks an unlabelled sample (PCA part only).  ``None``
+            (or all missing) fits plain Bayesian PCA.
+        """
+        self._check_params()
+        X = self._check_X(X, fitted=False)
+        n, d = X.shape
+        if self.n_components > d:
+            raise ValueError(
+                f"n_components={self.n_components} exceeds the number of features ({d})"
+            )
+        rng = np.random.default_rng(self.random_state)
+        if y is None:
+            y = np.full(n, np.nan)
+        y = np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS" else None)
+        if y.ndim != 1 or len(y) != n:
+            raise ValueError(f"y must be 1-D with one label per row of X ({n}), got {y.shape}")
+        missing = np.asarray(pd.isna(y), dtype=bool)
+        self.classes_ = np.unique(y[~missing]) if np.any(~missing) else np.array([])
+        n_classes = len(self.classes_)
+        if n_classes == 1:
+            raise ValueError(
+                f"y has labels of only one class ({self.classes_[0]!r}); "
+                "BM2PCAClassifier needs at least two classes (or no labels at all)"
+            )
+        codes = np.full(n, -1)
+        if n_classes:
+            codes[~missing] = np.searchsorted(self.classes_, y[~missing])
+        self.n_features_in_ = d
+        if isinstance(self.C, str):
+            if n_classes:
+                self.C_, self.cv_results_ = self._select_C(X, codes, n_classes, rng)
+            else:
+                self.C_, self.cv_results_ = float(C_GRID[0]), None
+        else:
+            self.C_, self.cv_results_ = float(self.C), None
+        fits, bounds, iters = self._fit_problems(X, codes, n_classes, self.C_, rng, "BM2PCA")
+        self._vb = fits
+        self.fits_ = [f.summary() for f in fits]
+        self.components_ = np.vstack([f.W_mean.T for f in fits])
+        if len(fits) == 1:
+            self.lower_bound_, self.n_iter_ = bounds[0], iters[0]
+        else:
+            self.lower_bound_, self.n_iter_ = bounds, np.asarray(iters)
+        return self
+
+    # -- prediction ---------------------------------------------------------------------------
+    def transform(self, X):
+        """Latent means by the single-step variational projection.
+
+        ``Sigma = (I + E[tau] E[W^T W])^{-1}``, ``mu = Sigma E[tau] E[W]^T (x - E[t])``; for
+        several classes the per-class projections are concatenated, shape (n, n_classes * k).
+        """
+        check_is_fitted(self, "fits_")
+        X = self._check_X(X, fitted=True)
+        return np.hstack([f.project(X) for f in self._vb])
+
+    def decision_function(self, X):
+        """``E[eta]^T [mu_new; 1]``: shape (n,) for two classes (positive = classes_[1]),
+        (n, n_classes) for more."""
+        check_is_fitted(self, "fits_")
+        if len(self.classes_) == 0:
+            raise ValueError("BM2PCAClassifier was fitted without labels; only transform works")
+        X = self._check_X(X, fitted=True)
+        return self._decision(self._vb, X)
+
+    def predict(self, X):
+        dec = self.decision_function(X)
+        if dec.ndim == 1:
+            return self.classes_[(dec > 0).astype(int)]
+        return self.classes_[np.argmax(dec, axis=1)]
