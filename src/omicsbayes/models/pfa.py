@@ -1,0 +1,513 @@
+"""Poisson factor analysis (Zhou et al. 2012) and the two-step PFA-L-BSVM classifier.
+
+PFA is the count-data baseline of paper 000 (PFA-L-BSVM, Tables 4-5: counts rounded, PFA fitted,
+then a Bayesian SVM on the factor scores) and of paper 002 (Table 2, equation 2).  The model, with
+samples ``i``, features ``j`` and factors ``k`` (paper 002, equation 2; Zhou et al. 2012, the
+beta-gamma-gamma-Poisson PFA)::
+
+    y_ij ~ Poisson(sum_k phi_jk theta_ik)
+    phi_k ~ Dirichlet(eta, ..., eta)                      (loadings, one simplex per factor)
+    theta_ik ~ Gamma(r_k, scale p_k / (1 - p_k))          (scores)
+    r_k ~ Gamma(a0, rate b0),  p_k ~ Beta(c0 eps0, c0 (1 - eps0))
+
+Paper 002 prints the score prior as Gamma(r_d, (1 - p_d) / p_d); read as shape and *rate* this is
+Zhou et al.'s Gamma(r_k, scale p_k / (1 - p_k)), which is what is used here.
+
+Gibbs sampler (Zhou et al. 2012, section 4): each count is split among the factors,
+``(y_ij1, ..., y_ijK) ~ Mult(y_ij; zeta_ij)``, ``zeta_ijk ∝ phi_jk theta_ik``, as a chain of
+binomials over k vectorised over all nonzero entries; then ``phi_k ~ Dir(eta + y_.jk)``,
+``p_k ~ Beta(c0 eps0 + y_..k, c0 (1 - eps0) + N r_k)`` and ``r_k`` from its conditional with
+theta integrated out (``y_i.k ~ NB(r_k, p_k)``), followed by ``theta_ik ~ Gamma(r_k + y_i.k,
+scale p_k)``.  Zhou et al. draw ``r_k`` through the Chinese-restaurant-table augmentation, whose
+cost grows with the size of the counts (rounded microarray intensities reach 10^5); the same
+conditional is sampled here by a slice sampler on ``log r_k`` (Neal 2003), whose cost does not.
+Missing entries (NaN) are imputed from the model at every sweep (data augmentation), so the
+observed entries are the only data the sampler sees.
+"""
+
+import logging
+import time
+
+import arviz as az
+import numpy as np
+from scipy import special
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from omicsbayes.inference import NumericalError, check_finite
+
+logger = logging.getLogger("omicsbayes")
+
+_TINY = 1e-300
+
+
+def _rng(random_state):
+    """A numpy Generator from None, an int seed or a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+class _Progress:
+    """INFO log every ~10 % of iterations (elapsed and estimated seconds left), tqdm if verbose."""
+
+    def __init__(self, name, n_iter, verbose):
+        self.name, self.n_iter, self.start = name, n_iter, time.perf_counter()
+        self.every = max(1, n_iter // 10)
+        self.bar = None
+        if verbose:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=n_iter, desc=name)
+
+    def update(self, it, what, value):
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix({what: f"{value:.4g}"})
+        done = it + 1
+        if done % self.every == 0 or done == self.n_iter:
+            elapsed = time.perf_counter() - self.start
+            logger.info(
+                "%s iteration %d/%d %s=%.6g elapsed=%.1fs left=%.1fs",
+                self.name,
+                done,
+                self.n_iter,
+                what,
+                value,
+                elapsed,
+                elapsed / done * (self.n_iter - done),
+            )
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def check_counts(X, who, allow_missing=True):
+    """Validate a samples x features matrix of non-negative integer counts (NaN = missing).
+
+    Returns
+    -------
+    X : ndarray of float, shape (n_samples, n_features)
+    missing : ndarray of bool, same shape
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be a 2-D array (samples x features) for {who}; got shape {X.shape}"
+        )
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(
+            f"X is empty (shape {X.shape}); {who} needs at least one sample and feature"
+        )
+    n_inf = int(np.isinf(X).sum())
+    if n_inf:
+        raise ValueError(f"X has {n_inf} infinite values; {who} needs finite non-negative counts")
+    missing = np.isnan(X)
+    if missing.any() and not allow_missing:
+        raise ValueError(f"X has {int(missing.sum())} NaN values; {who} needs a complete matrix")
+    if missing.all():
+        raise ValueError(f"X has only NaN values; {who} needs some observed counts")
+    observed = X[~missing]
+    n_neg = int((observed < 0).sum())
+    if n_neg:
+        raise ValueError(f"X has {n_neg} negative values; {who} needs non-negative integer counts")
+    n_frac = int((observed != np.round(observed)).sum())
+    if n_frac:
+        raise ValueError(
+            f"X has {n_frac} non-integer values; {who} needs integer counts "
+            "(round first, as PFAClassifier does)"
+        )
+    return X, missing
+
+
+def allocate_counts(counts, rows, cols, theta, phi, rng):
+    """Split counts among factors: ``(y_ij1..y_ijK) ~ Mult(y_ij; zeta_ij)``, ``zeta ∝ phi theta``.
+
+    The multinomial is drawn as a chain of binomials over the factors,
+    ``y_ijk ~ Bin(y_ij - sum_{k'<k} y_ijk', zeta_ijk / sum_{k'>=k} zeta_ijk')``, each one vectorised
+    over all the listed entries (Zhou et al. 2012, section 4).
+
+    Parameters
+    ----------
+    counts : ndarray of int, shape (n_entries,)
+    rows, cols : ndarray of int, shape (n_entries,)
+        Sample and feature index of each entry.
+    theta : ndarray, shape (n_samples, n_factors)
+    phi : ndarray, shape (n_features, n_factors)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    per_sample : ndarray, shape (n_samples, n_factors)
+        ``y_i.k``, the counts of each sample allocated to each factor.
+    per_feature : ndarray, shape (n_features, n_factors)
+        ``y_.jk``.
+    """
+    n_factors = theta.shape[1]
+    theta_t, phi_t = np.ascontiguousarray(theta.T), np.ascontiguousarray(phi.T)
+    rest_rate = np.zeros(counts.shape[0])
+    for k in range(n_factors):
+        rest_rate += theta_t[k][rows] * phi_t[k][cols]
+    rest = counts.astype(np.int64)
+    per_sample = np.empty((theta.shape[0], n_factors))
+    per_feature = np.empty((phi.shape[0], n_factors))
+    for k in range(n_factors):
+        if k == n_factors - 1:
+            n_k = rest
+        else:
+            rate = theta_t[k][rows] * phi_t[k][cols]
+            prob = np.clip(rate / np.maximum(rest_rate, _TINY), 0.0, 1.0)
+            n_k = rng.binomial(rest, prob)
+            rest = rest - n_k
+            rest_rate -= rate
+        per_sample[:, k] = np.bincount(rows, weights=n_k, minlength=theta.shape[0])
+        per_feature[:, k] = np.bincount(cols, weights=n_k, minlength=phi.shape[0])
+    return per_sample, per_feature
+
+
+def _nb_log_r(log_r, per_sample, p, a0, b0):
+    """Log conditional of ``u = log r_k`` given ``y_i.k ~ NB(r_k, p_k)`` and ``r_k ~ Ga(a0, b0)``.
+
+    Vectorised over factors; ``log_r`` has shape (n_factors,).
+    """
+    r = np.exp(log_r)
+    n = per_sample.shape[0]
+    lik = special.gammaln(per_sample + r).sum(0) - n * special.gammaln(r) + n * r * np.log1p(-p)
+    return a0 * log_r - b0 * r + lik  # includes the Jacobian dr/du = r
+
+
+def sample_phi(per_feature, eta, rng):
+    """``phi_k ~ Dirichlet(eta + y_.1k, ..., eta + y_.Jk)`` for every factor (columns)."""
+    phi = rng.gamma(eta + per_feature)
+    return np.maximum(phi / phi.sum(axis=0, keepdims=True), _TINY)
+
+
+def sample_p(per_sample, r, c0, eps0, rng):
+    """``p_k ~ Beta(c0 eps0 + y_..k, c0 (1 - eps0) + N r_k)``, theta integrated out."""
+    n = per_sample.shape[0]
+    p = rng.beta(c0 * eps0 + per_sample.sum(0), c0 * (1 - eps0) + n * r)
+    return np.clip(p, 1e-12, 1 - 1e-12)
+
+
+def sample_r(r, per_sample, p, a0, b0, rng, iteration=0):
+    """``r_k`` from ``p(r_k | y_.k, p_k)`` with theta integrated out (slice sampler on log r_k)."""
+    log_r = slice_sample(
+        np.log(r),
+        lambda u: _nb_log_r(u, per_sample, p, a0, b0),
+        rng,
+        what=f"r_k update (iteration {iteration})",
+    )
+    return np.exp(log_r)
+
+
+def sample_theta(per_sample, r, p, rng):
+    """``theta_ik ~ Gamma(r_k + y_i.k, scale p_k)`` (the loadings sum to one over features)."""
+    return np.maximum(rng.gamma(r + per_sample) * p, _TINY)
+
+
+def slice_sample(x0, logf, rng, width=1.0, max_steps=32, max_shrink=200, what="slice sampler"):
+    """One univariate slice-sampling update (Neal 2003, stepping out and shrinkage) per coordinate.
+
+    All coordinates are independent targets updated in lockstep; ``logf`` maps an array of
+    positions to the array of log densities.
+    """
+    x0 = np.asarray(x0, dtype=float)
+    level = logf(x0) - rng.exponential(size=x0.shape)
+    left = x0 - width * rng.uniform(size=x0.shape)
+    right = left + width
+    j_steps = np.floor(max_steps * rng.uniform(size=x0.shape))
+    k_steps = max_steps - 1 - j_steps
+    grow = (j_steps > 0) & (logf(left) > level)
+    while grow.any():
+        left = np.where(grow, left - width, left)
+        j_steps -= grow
+        grow = (j_steps > 0) & (logf(left) > level)
+    grow = (k_steps > 0) & (logf(right) > level)
+    while grow.any():
+        right = np.where(grow, right + width, right)
+        k_steps -= grow
+        grow = (k_steps > 0) & (logf(right) > level)
+    x1 = x0.copy()
+    todo = np.ones(x0.shape, dtype=bool)
+    for _ in range(max_shrink):
+        prop = left + (right - left) * rng.uniform(size=x0.shape)
+        ok = todo & (logf(prop) > level)
+        x1[ok] = prop[ok]
+        todo &= ~ok
+        if not todo.any():
+            return x1
+        below = todo & (prop < x0)
+        left = np.where(below, prop, left)
+        right = np.where(todo & ~below, prop, right)
+    raise NumericalError(f"{what} found no point on the slice in {max_shrink} shrinkage steps")
+
+
+class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
+    """Poisson factor analysis with a Gibbs sampler (Zhou et al. 2012; paper 002, equation 2).
+
+    Parameters
+    ----------
+    n_factors : int
+        Number of factors K (a truncation; the beta prior on ``p_k`` switches off unused ones).
+    n_iter : int
+        Gibbs sweeps in total.
+    burn_in : int
+        Sweeps discarded before draws are kept.
+    thin : int
+        Keep every ``thin``-th sweep after burn-in.
+    a0, b0 : float
+        Gamma(shape a0, rate b0) prior on the score shapes ``r_k``.
+    c0 : float
+        Beta concentration of ``p_k ~ Beta(c0 eps0, c0 (1 - eps0))``.
+    eps0 : float or None
+        Beta mean of ``p_k``; None means ``1 / n_factors`` (Zhou et al.'s choice).
+    eta : float
+        Dirichlet concentration of each loading simplex ``phi_k``.
+    n_transform_iter : int
+        Gibbs sweeps over the scores of new samples in :meth:`transform` (half are burn-in).
+    random_state : None, int or numpy.random.Generator
+    verbose : bool
+        Progress bar.
+
+    Attributes
+    ----------
+    components_ : ndarray, shape (n_factors, n_features)
+        Posterior mean of the loadings (each row sums to one).
+    scores_ : ndarray, shape (n_samples, n_factors)
+        Posterior mean of the training scores theta.
+    r_, p_ : ndarray, shape (n_factors,)
+        Posterior means of the score shapes and of ``p_k``.
+    log_likelihood_ : ndarray, shape (n_iter,)
+        Log likelihood of the observed entries after each sweep.
+    idata_ : arviz.InferenceData
+        Retained draws of theta, phi, r and p.
+    n_iter_ : int
+    """
+
+    def __init__(
+        self,
+        n_factors=20,
+        n_iter=200,
+        burn_in=100,
+        thin=1,
+        a0=1.0,
+        b0=1.0,
+        c0=1.0,
+        eps0=None,
+        eta=0.05,
+        n_transform_iter=40,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_factors = n_factors
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.a0 = a0
+        self.b0 = b0
+        self.c0 = c0
+        self.eps0 = eps0
+        self.eta = eta
+        self.n_transform_iter = n_transform_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        for name in ("n_factors", "n_iter", "thin", "n_transform_iter"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        if not isinstance(self.burn_in, (int, np.integer)) or not 0 <= self.burn_in < self.n_iter:
+            raise ValueError(
+                f"burn_in must be an integer in [0, n_iter={self.n_iter}); got {self.burn_in!r}"
+            )
+        for name in ("a0", "b0", "c0", "eta"):
+            if not np.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
+        eps0 = 1.0 / self.n_factors if self.eps0 is None else self.eps0
+        if not 0 < eps0 < 1:
+            raise ValueError(f"eps0 must lie in (0, 1); got {self.eps0!r}")
+        return eps0
+
+    def _entries(self, X, missing, theta, phi, rng):
+        """Nonzero entries of the completed matrix: observed ones plus missing ones imputed."""
+        rows, cols = self._obs_rows, self._obs_cols
+        counts = self._obs_counts
+        if missing.any():
+            mr, mc = self._miss_rows, self._miss_cols
+            rate = np.einsum("ik,ik->i", theta[mr], phi[mc])
+            imputed = rng.poisson(rate)
+            keep = imputed > 0
+            rows = np.concatenate([rows, mr[keep]])
+            cols = np.concatenate([cols, mc[keep]])
+            counts = np.concatenate([counts, imputed[keep]])
+        return counts, rows, cols
+
+    def _index(self, X, missing):
+        observed = ~missing & (np.nan_to_num(X) > 0)
+        self._obs_rows, self._obs_cols = np.nonzero(observed)
+        self._obs_counts = X[observed].astype(np.int64)
+        self._miss_rows, self._miss_cols = np.nonzero(missing)
+
+    def _log_likelihood(self, X, missing, theta, phi):
+        rate = theta @ phi.T
+        obs = ~missing
+        y = X[obs]
+        return float(np.sum(special.xlogy(y, rate[obs]) - rate[obs]) - self._log_fact)
+
+    def fit(self, X, y=None):
+        """Run the Gibbs sampler on a samples x features count matrix (NaN = missing)."""
+        eps0 = self._check_params()
+        X, missing = check_counts(X, "PoissonFactorAnalysis")
+        rng = _rng(self.random_state)
+        n, d = X.shape
+        K = self.n_factors
+        self._index(X, missing)
+        self._log_fact = float(special.gammaln(X[~missing] + 1).sum())
+
+        # Start from the prior means of r, p and a random simplex per factor; theta from the
+        # per-sample totals so the first allocation is on the right scale.
+        r = np.ones(K)
+        p = np.full(K, 0.5)
+        phi = rng.dirichlet(np.ones(d), size=K).T
+        row_mean = np.nanmean(X, axis=1) * d
+        theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
+
+        keep = np.arange(self.burn_in, self.n_iter, self.thin)
+        n_keep = keep.size
+        draws = {
+            "theta": np.empty((n_keep, n, K)),
+            "phi": np.empty((n_keep, d, K)),
+            "r": np.empty((n_keep, K)),
+            "p": np.empty((n_keep, K)),
+        }
+        history = np.empty(self.n_iter)
+        progress = _Progress("PoissonFactorAnalysis", self.n_iter, self.verbose)
+        slot = 0
+        for it in range(self.n_iter):
+            counts, rows, cols = self._entries(X, missing, theta, phi, rng)
+            per_sample, per_feature = allocate_counts(counts, rows, cols, theta, phi, rng)
+            phi = sample_phi(per_feature, self.eta, rng)
+            p = sample_p(per_sample, r, self.c0, eps0, rng)
+            r = sample_r(r, per_sample, p, self.a0, self.b0, rng, it)
+            theta = sample_theta(per_sample, r, p, rng)
+            ll = self._log_likelihood(X, missing, theta, phi)
+            check_finite(ll, "PFA Gibbs sweep (observed log likelihood)", it)
+            history[it] = ll
+            if slot < n_keep and it == keep[slot]:
+                for name, value in zip(("theta", "phi", "r", "p"), (theta, phi, r, p)):
+                    draws[name][slot] = value
+                slot += 1
+            progress.update(it, "loglik", ll)
+        progress.close()
+
+        self.log_likelihood_ = history
+        self.n_iter_ = self.n_iter
+        self.scores_ = draws["theta"].mean(0)
+        phi_mean = draws["phi"].mean(0)
+        self.components_ = (phi_mean / phi_mean.sum(0, keepdims=True)).T
+        self.r_ = draws["r"].mean(0)
+        self.p_ = draws["p"].mean(0)
+        self.n_features_in_ = d
+        self._draws = draws
+        self._transform_seed = int(rng.integers(2**63 - 1))
+        self.idata_ = az.from_dict(
+            posterior={k: v[None] for k, v in draws.items()},
+            sample_stats={"log_likelihood_observed": history[keep][None]},
+            coords={"factor": np.arange(K)},
+            dims={
+                "theta": ["row", "factor"],
+                "phi": ["feature", "factor"],
+                "r": ["factor"],
+                "p": ["factor"],
+            },
+        )
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit and return the posterior mean training scores ``scores_``."""
+        return self.fit(X).scores_
+
+    def _check_fitted_counts(self, X, who):
+        if not hasattr(self, "components_"):
+            raise ValueError(f"this PoissonFactorAnalysis is not fitted yet; call fit before {who}")
+        X, missing = check_counts(X, f"PoissonFactorAnalysis.{who}")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features; the model was fitted on {self.n_features_in_}"
+            )
+        return X, missing
+
+    def transform(self, X):
+        """Factor scores of new samples with the loadings fixed at their posterior mean.
+
+        Runs ``n_transform_iter`` Gibbs sweeps over the new samples' allocations and scores only
+        (``r`` and ``p`` at their posterior means) and returns the mean of theta over the second
+        half of the sweeps.  NaN entries are imputed as in :meth:`fit`.
+        """
+        X, missing = self._check_fitted_counts(X, "transform")
+        rng = np.random.default_rng(self._transform_seed)
+        phi = self.components_.T
+        n = X.shape[0]
+        observed = ~missing & (np.nan_to_num(X) > 0)
+        o_rows, o_cols = np.nonzero(observed)
+        o_counts = X[observed].astype(np.int64)
+        m_rows, m_cols = np.nonzero(missing)
+        theta = np.tile(self.r_ * self.p_ / (1 - self.p_), (n, 1))
+        theta = np.maximum(theta, 1e-6)
+        total = np.zeros_like(theta)
+        n_burn = self.n_transform_iter // 2
+        for it in range(self.n_transform_iter):
+            rows, cols, counts = o_rows, o_cols, o_counts
+            if m_rows.size:
+                imputed = rng.poisson(np.einsum("ik,ik->i", theta[m_rows], phi[m_cols]))
+                keep = imputed > 0
+                rows = np.concatenate([rows, m_rows[keep]])
+                cols = np.concatenate([cols, m_cols[keep]])
+                counts = np.concatenate([counts, imputed[keep]])
+            per_sample, _ = allocate_counts(counts, rows, cols, theta, phi, rng)
+            theta = sample_theta(per_sample, self.r_, self.p_, rng)
+            if it >= n_burn:
+                total += theta
+        return total / (self.n_transform_iter - n_burn)
+
+    def _heldout_pointwise(self, X, mask):
+        X = np.asarray(X, dtype=float)
+        mask = np.asarray(mask, dtype=bool)
+        if not hasattr(self, "components_"):
+            raise ValueError("this PoissonFactorAnalysis is not fitted yet; call fit first")
+        if X.shape != self.scores_.shape[:1] + (self.n_features_in_,) or mask.shape != X.shape:
+            raise ValueError(
+                f"X {X.shape} and mask {mask.shape} must both have the training shape "
+                f"{(self.scores_.shape[0], self.n_features_in_)}"
+            )
+        rows, cols = np.nonzero(mask)
+        y = X[rows, cols]
+        check_counts(y[None, :], "held-out evaluation", allow_missing=False)
+        theta, phi = self._draws["theta"], self._draws["phi"]
+        rate = np.stack(  # (draws, entries); one draw at a time keeps memory at entries x K
+            [np.einsum("ik,ik->i", th[rows], ph[cols]) for th, ph in zip(theta, phi)]
+        )
+        return y, rows, rate, theta
+
+    def heldout_log_likelihood(self, X, mask):
+        """Posterior predictive log likelihood of the held-out entries (mask True).
+
+        ``sum_ij log( (1/S) sum_s Poisson(y_ij; sum_k phi^s_jk theta^s_ik) )`` over the S retained
+        draws; ``X`` is the full matrix with the true held-out values (NaN elsewhere is fine).
+        """
+        y, _, rate, _ = self._heldout_pointwise(X, mask)
+        logp = special.xlogy(y, rate) - rate - special.gammaln(y + 1)
+        return float(np.sum(special.logsumexp(logp, axis=0) - np.log(rate.shape[0])))
+
+    def perplexity(self, X, mask):
+        """Held-out perplexity (Zhou et al. 2012): ``exp(-sum y_ij log f_ij / sum y_ij)``.
+
+        ``f_ij = sum_s sum_k phi^s_jk theta^s_ik / sum_s sum_k theta^s_ik``, the posterior mean
+        share of sample i's counts that falls on feature j, over the held-out entries (mask True).
+        """
+        y, rows, rate, theta = self._heldout_pointwise(X, mask)
+        if y.sum() <= 0:
+            raise ValueError("the held-out entries have no counts; perplexity is undefined")
+        share = rate.sum(0) / theta.sum(axis=(0, 2))[rows]
+        return float(np.exp(-np.sum(special.xlogy(y, share)) / y.sum()))

@@ -1,0 +1,225 @@
+"""Poisson factor analysis: each Gibbs conditional against an independent computation, recovery
+of planted factors, missing entries, reproducibility and input validation."""
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from scipy.optimize import linear_sum_assignment
+
+from omicsbayes.models.pfa import (
+    PoissonFactorAnalysis,
+    _nb_log_r,
+    allocate_counts,
+    sample_p,
+    sample_phi,
+    sample_theta,
+    slice_sample,
+)
+
+
+def _simulate(seed, n=100, d=60, k=3):
+    rng = np.random.default_rng(seed)
+    phi = np.zeros((d, k))
+    block = d // k
+    for j in range(k):
+        phi[j * block : (j + 1) * block, j] = 1.0
+    phi = phi * rng.gamma(2.0, 1.0, size=(d, k)) + 1e-3
+    phi /= phi.sum(0)
+    theta = rng.gamma(1.0, 30.0, size=(n, k))
+    return rng.poisson(theta @ phi.T), theta, phi
+
+
+def test_allocation_matches_multinomial_probabilities():
+    """Counts of 1 fall on factor k with probability phi_jk theta_ik / sum_k' (chi-square)."""
+    rng = np.random.default_rng(0)
+    theta = np.array([[1.0, 2.0, 0.5], [0.1, 0.1, 3.0]])
+    phi = np.array([[0.2, 0.5, 0.3], [0.7, 0.1, 0.2]])
+    n_rep = 4000
+    # One entry per "sample" so per_sample returns each entry's own allocation.
+    groups = [(i, j) for i in range(2) for j in range(2)]
+    entry_theta = np.repeat(np.array([theta[i] for i, _ in groups]), n_rep, axis=0)
+    cols = np.repeat([j for _, j in groups], n_rep)
+    n_entries = cols.size
+    per_sample, per_feature = allocate_counts(
+        np.ones(n_entries, dtype=int),
+        np.arange(n_entries),
+        cols,
+        entry_theta,
+        phi,
+        rng,
+    )
+    assert np.all(per_sample.sum(1) == 1)
+    assert per_feature.sum() == n_entries
+    for g, (i, j) in enumerate(groups):
+        zeta = phi[j] * theta[i] / np.sum(phi[j] * theta[i])
+        observed = per_sample[g * n_rep : (g + 1) * n_rep].sum(0)
+        assert stats.chisquare(observed, zeta * n_rep).pvalue > 1e-3
+    # Larger counts: mean allocation y * zeta and the multinomial variance.
+    y = 9
+    _, pf = allocate_counts(
+        np.full(20000, y),
+        np.zeros(20000, int),
+        np.arange(20000),
+        theta[:1],
+        np.tile(phi[:1], (20000, 1)),
+        rng,
+    )
+    zeta = phi[0] * theta[0] / np.sum(phi[0] * theta[0])
+    np.testing.assert_allclose(pf.mean(0), y * zeta, atol=4 * np.sqrt(y / 20000))
+    np.testing.assert_allclose(pf.var(0), y * zeta * (1 - zeta), rtol=0.08)
+
+
+def _grid_posterior_mean(log_density, grid):
+    w = np.exp(log_density - log_density.max())
+    return np.sum(grid * w) / np.sum(w)
+
+
+def test_theta_conditional_against_grid():
+    """theta_ik | y_i.k ~ Gamma(r + y, scale p): Poisson(y | theta) Gamma(theta; r, p/(1-p))."""
+    r, p, y = 0.7, 0.8, 5.0
+    grid = np.linspace(1e-6, 60, 200001)
+    logd = stats.poisson.logpmf(y, grid) + stats.gamma.logpdf(grid, r, scale=p / (1 - p))
+    mean_grid = _grid_posterior_mean(logd, grid)
+    draws = sample_theta(
+        np.full((20000, 1), y), np.array([r]), np.array([p]), np.random.default_rng(1)
+    )
+    assert abs(draws.mean() - mean_grid) < 4 * draws.std() / np.sqrt(draws.size)
+
+
+def test_p_conditional_against_grid():
+    """p_k | y_.k, r_k, theta integrated: NB(y; r, p) likelihood times the beta prior."""
+    y = np.array([[3.0], [0.0], [7.0], [1.0]])
+    r, c0, eps0 = 1.3, 1.0, 0.2
+    grid = np.linspace(1e-6, 1 - 1e-6, 100001)
+    # scipy's nbinom(n, q) has pmf C(k+n-1, k) q^n (1-q)^k: our NB(r, p) is nbinom(r, 1 - p).
+    loglik = stats.nbinom.logpmf(y[:, :1], r, 1 - grid[None, :]).sum(0)
+    logd = loglik + stats.beta.logpdf(grid, c0 * eps0, c0 * (1 - eps0))
+    mean_grid = _grid_posterior_mean(logd, grid)
+    draws = np.array(
+        [sample_p(y, np.array([r]), c0, eps0, np.random.default_rng(s))[0] for s in range(3000)]
+    )
+    assert abs(draws.mean() - mean_grid) < 4 * draws.std() / np.sqrt(draws.size)
+
+
+def test_phi_conditional_is_dirichlet():
+    """phi_k | y_.jk: multinomial allocation counts times the Dirichlet prior (conjugate)."""
+    counts = np.array([[4.0, 0.0], [1.0, 10.0], [0.0, 2.0]])
+    eta = 0.5
+    rng = np.random.default_rng(2)
+    draws = np.stack([sample_phi(counts, eta, rng) for _ in range(5000)])
+    np.testing.assert_allclose(draws.sum(1), 1.0)
+    expected = (eta + counts) / (eta + counts).sum(0)
+    np.testing.assert_allclose(draws.mean(0), expected, atol=0.01)
+
+
+def test_r_conditional_is_nb_marginal():
+    """_nb_log_r equals log prior(r) + log |dr/du| + sum_i log integral Pois * Gamma d theta."""
+    y = np.array([[2.0], [0.0], [5.0]])
+    p, a0, b0 = 0.6, 1.5, 2.0
+
+    def by_quadrature(r):
+        total = stats.gamma.logpdf(r, a0, scale=1 / b0) + np.log(r)
+        for yi in y[:, 0]:
+
+            def f(t, yi=yi):
+                return stats.poisson.pmf(yi, t) * stats.gamma.pdf(t, r, scale=p / (1 - p))
+
+            total += np.log(integrate.quad(f, 0, np.inf, limit=200)[0])
+        return total
+
+    rs = np.array([0.3, 1.0, 2.5])
+    ours = np.array([_nb_log_r(np.log([r]), y, np.array([p]), a0, b0)[0] for r in rs])
+    ref = np.array([by_quadrature(r) for r in rs])
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-6)
+
+
+def test_slice_sampler_targets_density():
+    """Lockstep slice sampling of 4000 independent chains reaches a Gamma(3, 1) target."""
+    rng = np.random.default_rng(3)
+    x = np.full(4000, 0.1)
+    for _ in range(15):
+        x = slice_sample(
+            x,
+            lambda v: stats.gamma.logpdf(np.maximum(v, 1e-300), 3.0) + np.where(v > 0, 0, -np.inf),
+            rng,
+        )
+    assert stats.kstest(x, stats.gamma(3.0).cdf).pvalue > 1e-3
+
+
+def test_recovers_planted_factors():
+    X, theta, phi = _simulate(0)
+    model = PoissonFactorAnalysis(n_factors=6, n_iter=150, burn_in=75, random_state=1).fit(X)
+    corr = np.corrcoef(phi.T, model.components_)[:3, 3:]
+    r, c = linear_sum_assignment(-corr)
+    assert np.all(corr[r, c] > 0.95)
+    score_corr = np.corrcoef(theta.T, model.scores_.T)[:3, 3:]
+    assert np.all(score_corr[r, c] > 0.85)
+    # The sampler climbs from a random start.
+    assert model.log_likelihood_[-1] > model.log_likelihood_[0]
+    assert model.components_.shape == (6, 60)
+    np.testing.assert_allclose(model.components_.sum(1), 1.0)
+    # transform on training rows tracks the fitted scores.
+    z = model.transform(X[:30])
+    assert np.corrcoef(z.sum(1), model.scores_[:30].sum(1))[0, 1] > 0.95
+    post = model.idata_.posterior
+    assert post["theta"].shape == (1, 75, 100, 6)
+
+
+def test_heldout_entries_are_never_seen():
+    X, _, _ = _simulate(4, n=60, d=30)
+    rng = np.random.default_rng(5)
+    mask = rng.uniform(size=X.shape) < 0.2
+    Xa = X.astype(float)
+    Xa[mask] = np.nan
+    kw = dict(n_factors=4, n_iter=60, burn_in=30, random_state=7)
+    fit_a = PoissonFactorAnalysis(**kw).fit(Xa)
+    # Held-out values poisoned with huge counts before masking: identical fit.
+    Xb = X.astype(float)
+    Xb[mask] = 1e9
+    Xb[mask] = np.nan
+    fit_b = PoissonFactorAnalysis(**kw).fit(Xb)
+    np.testing.assert_array_equal(fit_a.components_, fit_b.components_)
+    assert np.all(np.isfinite(fit_a.components_)) and np.all(np.isfinite(fit_a.log_likelihood_))
+    # Missing is not zero: treating the held-out entries as zeros changes the fit.
+    Xz = X.astype(float)
+    Xz[mask] = 0
+    fit_z = PoissonFactorAnalysis(**kw).fit(Xz)
+    assert not np.allclose(fit_z.components_, fit_a.components_)
+    # The posterior predictive prefers the true held-out values to shuffled ones.
+    shuffled = X.copy()
+    shuffled[mask] = rng.permutation(X[mask])
+    assert fit_a.heldout_log_likelihood(X, mask) > fit_a.heldout_log_likelihood(shuffled, mask)
+    assert fit_a.perplexity(X, mask) < fit_a.perplexity(shuffled, mask)
+    # Perplexity is at most the number of features (uniform shares) on informative data.
+    assert 1 < fit_a.perplexity(X, mask) < X.shape[1]
+
+
+def test_fixed_seed_reproducible():
+    X, _, _ = _simulate(6, n=40, d=30)
+    a = PoissonFactorAnalysis(n_factors=3, n_iter=20, burn_in=10, random_state=11).fit(X)
+    b = PoissonFactorAnalysis(n_factors=3, n_iter=20, burn_in=10, random_state=11).fit(X)
+    np.testing.assert_array_equal(a.scores_, b.scores_)
+    np.testing.assert_array_equal(a.transform(X[:5]), b.transform(X[:5]))
+
+
+@pytest.mark.parametrize(
+    ("X", "match"),
+    [
+        (np.array([[1.0, 2.5], [0.0, 1.0]]), "non-integer"),
+        (np.array([[1.0, -2.0], [0.0, 1.0]]), "negative"),
+        (np.array([[1.0, np.inf], [0.0, 1.0]]), "infinite"),
+        (np.ones(3), "2-D"),
+    ],
+)
+def test_bad_input(X, match):
+    with pytest.raises(ValueError, match=match):
+        PoissonFactorAnalysis(n_iter=2, burn_in=1).fit(X)
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("n_factors", 0), ("burn_in", 5), ("a0", -1.0), ("eps0", 1.5), ("eta", 0.0)],
+)
+def test_bad_hyperparameters(param, value):
+    with pytest.raises(ValueError, match=param):
+        PoissonFactorAnalysis(**{"n_iter": 5, "burn_in": 1, param: value}).fit(np.ones((3, 3)))
