@@ -1,0 +1,33 @@
+"""Cohort readers: files to AnnData (samples x features).
+
+Every reader returns ``.obs`` indexed by sample ID, ``.var`` indexed by feature ID, X as
+float64 and the raw values in ``.layers["intensity"]`` or ``.layers["counts"]`` (int64). Every
+bad input raises :class:`CohortError` naming the file and what was expected.
+"""
+
+from ._common import CohortError
+from .cohort import read_cohort
+from .counts import read_counts
+from .delimited import read_matrix, read_sample_sheet
+from .demo import load_demo
+from .geo import read_geo_series_matrix
+from .h5ad import read_h5ad
+from .networks import read_association_list, read_edge_list
+from .simulate import simulate_counts
+from .tcga import parse_barcode, read_tcga
+
+__all__ = [
+    "CohortError",
+    "load_demo",
+    "parse_barcode",
+    "read_association_list",
+    "read_cohort",
+    "read_counts",
+    "read_edge_list",
+    "read_geo_series_matrix",
+    "read_h5ad",
+    "read_matrix",
+    "read_sample_sheet",
+    "read_tcga",
+    "simulate_counts",
+]

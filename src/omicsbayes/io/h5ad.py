@@ -1,0 +1,53 @@
+"""AnnData h5ad files."""
+
+from __future__ import annotations
+
+import anndata as ad
+import numpy as np
+import scipy.sparse as sp
+
+from ._common import CohortError, check_file, check_unique
+
+
+def read_h5ad(path):
+    """Read an h5ad file (samples x features) and bring it to the readers' conventions.
+
+    X becomes a dense float64 array (bulk cohorts are small). When the file has neither a
+    ``"counts"`` nor an ``"intensity"`` layer, a copy of X is stored as ``"counts"`` if X was
+    stored with an integer dtype and as ``"intensity"`` otherwise.
+
+    Parameters
+    ----------
+    path : str or Path
+        The .h5ad file.
+
+    Returns
+    -------
+    anndata.AnnData
+    """
+    p = check_file(path)
+    if p.stat().st_size == 0:
+        raise CohortError(f"{path}: file is empty; expected an HDF5 (.h5ad) file")
+    try:
+        adata = ad.read_h5ad(p)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise CohortError(
+            f"{path}: not a readable h5ad file ({exc}); expected AnnData HDF5"
+        ) from exc
+    if adata.n_obs == 0 or adata.n_vars == 0:
+        raise CohortError(
+            f"{path}: has shape {adata.shape}; expected at least one sample and one feature"
+        )
+    check_unique(adata.obs_names.tolist(), str(path), "sample")
+    check_unique(adata.var_names.tolist(), str(path), "feature")
+    X = adata.X
+    integer = np.issubdtype(X.dtype, np.integer)
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    adata.X = X.astype(np.float64)
+    for name in list(adata.layers.keys()):
+        layer = adata.layers[name]
+        if sp.issparse(layer):
+            adata.layers[name] = layer.toarray()
+    if "counts" not in adata.layers and "intensity" not in adata.layers:
+        adata.layers["counts" if integer else "intensity"] = X.copy()
+    return adata

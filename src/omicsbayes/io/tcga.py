@@ -1,0 +1,169 @@
+"""TCGA gene x sample matrices (Firehose / UCSC Xena layout) joined to a clinical table."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ._common import (
+    CohortError,
+    check_unique,
+    list_ids,
+    make_anndata,
+    parse_table,
+    read_text,
+    sniff_sep,
+    split_line,
+)
+from .delimited import read_sample_sheet
+
+# TCGA-<TSS>-<participant>-<sample type><vial>[-<portion><analyte>-<plate>-<centre>]
+BARCODE = re.compile(r"^TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})-(\d{2})([A-Z])?(-.*)?$")
+SAMPLE_TYPES = {
+    "01": "Primary Solid Tumor",
+    "02": "Recurrent Solid Tumor",
+    "03": "Primary Blood Derived Cancer - Peripheral Blood",
+    "04": "Recurrent Blood Derived Cancer - Bone Marrow",
+    "05": "Additional - New Primary",
+    "06": "Metastatic",
+    "07": "Additional Metastatic",
+    "08": "Human Tumor Original Cells",
+    "09": "Primary Blood Derived Cancer - Bone Marrow",
+    "10": "Blood Derived Normal",
+    "11": "Solid Tissue Normal",
+    "12": "Buccal Cell Normal",
+    "13": "EBV Immortalized Normal",
+    "14": "Bone Marrow Normal",
+    "20": "Control Analyte",
+    "40": "Recurrent Blood Derived Cancer - Peripheral Blood",
+    "50": "Cell Lines",
+    "60": "Primary Xenograft Tissue",
+    "61": "Cell Line Derived Xenograft Tissue",
+}
+
+
+def parse_barcode(barcode, name="barcode"):
+    """Split a TCGA sample barcode into its parts.
+
+    Parameters
+    ----------
+    barcode : str
+        At least ``TCGA-XX-XXXX-NN`` (15 characters), e.g. ``TCGA-A6-2671-01A-01R-1410-07``.
+    name : str
+        File name for the error message.
+
+    Returns
+    -------
+    dict
+        participant (first 12 characters), sample_type_code (characters 14-15),
+        sample_type (its name), tissue_source_site, vial (may be empty).
+    """
+    m = BARCODE.match(barcode)
+    if m is None:
+        raise CohortError(
+            f"{name}: column {barcode!r} is not a TCGA sample barcode; expected "
+            "'TCGA-XX-XXXX-NN...' (e.g. TCGA-A6-2671-01A-01R-1410-07)"
+        )
+    code = m.group(3)
+    return {
+        "participant": barcode[:12],
+        "sample_type_code": code,
+        "sample_type": SAMPLE_TYPES.get(code, "unknown"),
+        "tissue_source_site": m.group(1),
+        "vial": m.group(4) or "",
+    }
+
+
+def read_tcga(
+    path,
+    clinical=None,
+    sample_types=("01",),
+    clinical_participant_column="participant",
+    layer="intensity",
+):
+    """Read a TCGA gene x sample matrix into AnnData (samples x genes).
+
+    Rows are genes, either ``SYMBOL|ENTREZ`` (Firehose; ``?`` for no symbol) or plain IDs
+    (Xena); a second Firehose header line (``gene_id  normalized_count ...``) is skipped.
+    Columns are TCGA barcodes, parsed into ``.obs`` columns participant, sample_type_code,
+    sample_type, tissue_source_site and vial.
+
+    Parameters
+    ----------
+    path : str or Path
+        Matrix (TSV, gzip allowed).
+    clinical : str or Path, optional
+        Clinical table (TSV), one row per participant; all its columns are joined into ``.obs``
+        by participant (IDs compared in upper case, Firehose writes them in lower case). Kept
+        samples whose participant is absent raise CohortError listing them.
+    sample_types : sequence of str or None
+        Two-digit sample type codes to keep (default primary tumour "01"); None keeps all.
+    clinical_participant_column : str
+        Column of the clinical table holding the 12-character participant barcodes.
+    layer : {"intensity", "counts"}
+        Layer that keeps the raw values.
+
+    Returns
+    -------
+    anndata.AnnData
+        ``.var`` columns symbol and entrez (missing when the row ID has no ``|``).
+    """
+    name = str(path)
+    text = read_text(path)
+    lines = text.splitlines()
+    sep = sniff_sep(path, lines[0])
+    if len(lines) > 1:
+        second = split_line(lines[1], sep)
+        if second and second[0].strip().lower() in ("gene_id", "gene", "composite element ref"):
+            lines = [lines[0], *lines[2:]]
+            text = "\n".join(lines)
+    table = parse_table(text, name, sep, row_kind="gene", col_kind="sample").T
+    barcodes = table.index.tolist()
+    obs = pd.DataFrame([parse_barcode(b, name) for b in barcodes], index=barcodes)
+    if sample_types is not None:
+        if isinstance(sample_types, str):
+            sample_types = (sample_types,)
+        wanted = [str(s).zfill(2) for s in sample_types]
+        keep = obs["sample_type_code"].isin(wanted).to_numpy()
+        if not keep.any():
+            present = sorted(obs["sample_type_code"].unique())
+            raise CohortError(
+                f"{name}: no sample of type {wanted}; the file has sample type codes {present}; "
+                "expected at least one (set sample_types)"
+            )
+        table, obs = table.loc[keep], obs.loc[keep]
+    if clinical is not None:
+        obs = _join_clinical(obs, clinical, clinical_participant_column, name)
+    genes = table.columns.tolist()
+    symbol, entrez = [], []
+    for g in genes:
+        if "|" in g:
+            s, _, e = g.partition("|")
+            symbol.append(np.nan if s in ("?", "") else s)
+            entrez.append(e)
+        else:
+            symbol.append(g)
+            entrez.append(np.nan)
+    var = pd.DataFrame({"symbol": symbol, "entrez": entrez}, index=genes)
+    for col in ("sample_type_code", "sample_type", "tissue_source_site"):
+        obs[col] = obs[col].astype("category")
+    return make_anndata(table.to_numpy(), table.index, genes, layer, name, obs=obs, var=var)
+
+
+def _join_clinical(obs, clinical, column, name):
+    sheet = read_sample_sheet(clinical, sample_column=column)
+    ids = [s.upper() for s in sheet.index]
+    check_unique(ids, str(clinical), "participant")
+    sheet.index = pd.Index(ids, dtype=object)
+    missing = sorted(set(obs["participant"]) - set(sheet.index))
+    if missing:
+        raise CohortError(
+            f"{name}: {len(missing)} participants have no row in clinical table {clinical} "
+            f"(column {column!r}): {list_ids(missing)}; expected every kept sample's participant"
+        )
+    clash = [c for c in sheet.columns if c in obs.columns]
+    sheet = sheet.rename(columns={c: f"clinical_{c}" for c in clash})
+    joined = sheet.loc[obs["participant"].tolist()].set_axis(obs.index, axis=0)
+    return pd.concat([obs, joined], axis=1)
