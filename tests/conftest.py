@@ -29,6 +29,12 @@ def run_snakemake(workdir, *args, config=None, timeout=900):
 
 
 @pytest.fixture
+def snakemake_run():
+    """The function :func:`run_snakemake`, for tests."""
+    return run_snakemake
+
+
+@pytest.fixture
 def tiny_config():
     """One real bundled cohort, one transform, two baselines, three folds."""
     return {

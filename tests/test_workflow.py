@@ -1,26 +1,27 @@
 """The real snakemake on the default config (dry run) and on a tiny config (full run + report)."""
 
 import copy
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from .conftest import REPO, run_snakemake
+REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.workflow
 
 
-def test_default_config_dry_run(tmp_path):
+def test_default_config_dry_run(tmp_path, snakemake_run):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    result = run_snakemake(tmp_path, "--dry-run", "--cores", "1", config=config)
+    result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
     assert result.returncode == 0, result.stderr
     for rule in ("data", "preprocess", "split", "fit", "evaluate", "metrics_figure", "summary"):
         assert rule in result.stdout
 
 
-def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config):
-    result = run_snakemake(tmp_path, "--cores", "2", config=tiny_config)
+def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config, snakemake_run):
+    result = snakemake_run(tmp_path, "--cores", "2", config=tiny_config)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = pd.read_csv(tmp_path / "results/malignant/metrics.tsv", sep="\t")
     assert set(metrics["model"]) == {"logistic", "linear_svm"}
@@ -36,7 +37,7 @@ def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config):
         assert "fitted and predicted" in log.read_text()
 
     report = tmp_path / "results/report.html"
-    result = run_snakemake(tmp_path, "--cores", "1", "--report", str(report))
+    result = snakemake_run(tmp_path, "--cores", "1", "--report", str(report))
     assert result.returncode == 0, result.stderr[-3000:]
     html = report.read_text()
     for name in ("metrics.tsv", "summary.tsv", "metrics.png"):
@@ -53,10 +54,10 @@ def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config):
         (lambda c: c["protocols"]["cv3"].update(n_splits=1), "n_splits"),
     ],
 )
-def test_bad_config_stops_before_any_job(tmp_path, tiny_config, edit, expected):
+def test_bad_config_stops_before_any_job(tmp_path, tiny_config, edit, expected, snakemake_run):
     config = copy.deepcopy(tiny_config)
     edit(config)
-    result = run_snakemake(tmp_path, "--cores", "1", config=config)
+    result = snakemake_run(tmp_path, "--cores", "1", config=config)
     assert result.returncode != 0
     assert expected in result.stderr + result.stdout
     assert not (tmp_path / "results").exists()

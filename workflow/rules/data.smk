@@ -6,7 +6,6 @@ rule data:
         "results/{cohort}/raw.h5ad",
     params:
         spec=lambda wc: config["cohorts"][wc.cohort],
-        base_dir=workflow.basedir,
     conda:
         "../../envs/omicsbayes.yaml"
     log:

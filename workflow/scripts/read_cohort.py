@@ -8,10 +8,11 @@ from omicsbayes.jobs import atomic_write, run_job
 
 def main(smk):
     spec = dict(smk.params.spec)
-    adata = read_cohort(spec, base_dir=smk.params.base_dir)
+    label_map = spec.pop("label_map", None)
+    adata = read_cohort(spec, base_dir=".")  # paths relative to the working directory
     label = spec.get("label")
-    if label and spec.get("label_map"):
-        adata.obs[label] = adata.obs[label].astype("string").replace(spec["label_map"])
+    if label and label_map:
+        adata.obs[label] = adata.obs[label].astype("string").replace(label_map)
     logging.getLogger("omicsbayes").info(
         "read %s: %d samples x %d features", spec["format"], adata.n_obs, adata.n_vars
     )

@@ -1,0 +1,56 @@
+"""Scale-out is real: the workflow through the cluster-generic executor and a fake scheduler."""
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.workflow
+FAKE = Path(__file__).with_name("fake_scheduler.py")
+
+
+def _cluster_args(queue):
+    return [
+        "--executor", "cluster-generic",
+        "--cluster-generic-submit-cmd", f"{sys.executable} {FAKE} submit {queue}",
+        "--cluster-generic-status-cmd", f"{sys.executable} {FAKE} status {queue}",
+        "--jobs", "4",
+        "--latency-wait", "10",
+    ]  # fmt: skip
+
+
+def test_cluster_run_equals_local_run(tmp_path, tiny_config, snakemake_run):
+    local, cluster, queue = tmp_path / "local", tmp_path / "cluster", tmp_path / "queue"
+    result = snakemake_run(local, "--cores", "2", config=tiny_config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = snakemake_run(cluster, *_cluster_args(queue), config=tiny_config)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    ledger = (queue / "ledger.tsv").read_text().splitlines()
+    n_jobs = 1 + 1 + 1 + 6 + 1 + 1 + 1  # data, preprocess, split, 6 fits, evaluate, figure, summary
+    assert len(ledger) == n_jobs
+    assert all((queue / f"{line.split()[0]}.rc").read_text().strip() == "0" for line in ledger)
+    for table in ("results/malignant/metrics.tsv", "results/breast_cancer/splits/cv3.tsv"):
+        local_table = (local / table).read_text()
+        cluster_table = (cluster / table).read_text()
+        if table.endswith("metrics.tsv"):  # wall times differ between runs; all else is equal
+            local_table, cluster_table = (_drop_seconds(t) for t in (local_table, cluster_table))
+        assert local_table == cluster_table
+
+
+def _drop_seconds(text):
+    rows = [line.split("\t") for line in text.splitlines()]
+    col = rows[0].index("seconds")
+    return "\n".join("\t".join(r[:col] + r[col + 1 :]) for r in rows)
+
+
+def test_cluster_reports_a_failed_job(tmp_path, tiny_config, snakemake_run):
+    config = copy.deepcopy(tiny_config)
+    config["cohorts"]["breast_cancer"]["label"] = "no_such_column"
+    queue = tmp_path / "queue"
+    result = snakemake_run(tmp_path / "run", *_cluster_args(queue), config=config)
+    assert result.returncode != 0
+    rcs = [p.read_text().strip() for p in queue.glob("*.rc")]
+    assert rcs and all(rc != "0" for rc in rcs)  # the data job failed and nothing ran after it
+    assert "no_such_column" in (tmp_path / "run/logs/data/breast_cancer.log").read_text()
