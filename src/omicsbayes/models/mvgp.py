@@ -1,0 +1,727 @@
+"""Constrained matrix-variate Gaussian process (Koyejo, Lee and Ghosh 2014, paper 004).
+
+Models of a partly observed matrix ``y_{m,n} ~ N(Z(m, n), sigma2)`` with a matrix-variate GP prior
+``Z ~ MGP(0, C_M, C_N)``; rows and columns are indexed over the whole ``shape`` and the prior
+covariances relate rows (columns) that have no observed entry to those that do, so the fitted
+mean scores new rows (the new-disease case) through the kernel.
+
+=================  =========================================================================
+estimator          mean problem solved
+=================  =========================================================================
+ConstrainedMVGP    equation (11): squared loss + 1/2 ||B||_F^2 + lam ||B||_* (Con. MV-GP)
+TraceGP            equation (11) without the Frobenius (Hilbert-norm) term (Trace GP)
+MVGP               equation (11) with lam = 0: the GP posterior mean of equation (1a)
+KPMF               MAP of the factor GP, equation (4), fixed rank (Zhou et al. 2012)
+PMF                KPMF with identity covariances (Mnih and Salakhutdinov 2007)
+=================  =========================================================================
+
+Every estimator has ``fit(rows, cols, values, shape, row_kernel=None, col_kernel=None)``: the
+observed entries as index and value arrays (sampled negatives are explicit zeros) and optional
+prior covariances over all rows / all columns of ``shape`` (a dense array or the
+:class:`~omicsbayes.preprocess.graph.LowRankKernel` that ``diffusion_kernel`` returns; None is the
+identity). ``predict(rows, cols)`` scores any entries and ``predict_rows(rows)`` returns whole rows
+(every column), which is what a per-disease gene ranking needs.
+
+Basis and factors (section 4.1). The mean is ``psi(m, n) = G_M(m) B G_N(n)^T`` with ``G`` the
+symmetric square root of the covariance (``G G^T = C``; any basis gives the same ``psi`` because
+both norms of (11) are invariant to ``B -> Q B`` for orthogonal ``Q``). ``B`` is never formed: it
+is kept as ``B = U V^T`` with ``U`` (rows x r) and ``V`` (columns x r), and on the factors
+
+* the Frobenius term is ``||U V^T||_F^2 = sum((U^T U) * (V^T V))`` (r x r matrices only);
+* the nuclear norm uses its variational form
+  ``||B||_* = min_{U V^T = B} (||U||_F^2 + ||V||_F^2) / 2``, so ``lam ||B||_*`` becomes
+  ``lam (||U||_F^2 + ||V||_F^2) / 2``, whose minimum over factorisations of a fixed ``B`` is
+  ``lam ||B||_*``.
+
+The rank is grown one at a time (Laue 2012; Dudik et al. 2012): at the current factors the
+gradient of the smooth part with respect to B, ``G_M S G_N + U V^T`` (S the sparse residual
+matrix), has its leading singular pair found by ``scipy.sparse.linalg.svds`` on a
+LinearOperator (products with sparse S and with the factors only). If its singular value is at
+most ``lam`` the optimality condition of (11) holds and the fit stops; otherwise ``-u v^T`` is
+added with the exact line-search step for the quadratic loss, and all factors are refined with
+L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
+"""
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.sparse.linalg import LinearOperator, cg, svds
+from sklearn.base import BaseEstimator, clone
+from tqdm.auto import tqdm
+
+from omicsbayes.inference.convergence import check_finite
+from omicsbayes.preprocess.graph import LowRankKernel
+
+logger = logging.getLogger("omicsbayes")
+
+LAMBDA_GRID = np.logspace(-3, 3, 5)
+SIGMA2_GRID = np.logspace(-3, 3, 20)
+
+
+# ----------------------------------------------------------------------------- input checks
+def _as_kernel(kernel, n, name):
+    """A LowRankKernel of size n from None (identity), a dense array or a LowRankKernel."""
+    if kernel is None:
+        return LowRankKernel.identity(n)
+    if isinstance(kernel, LowRankKernel):
+        K = kernel
+    elif sp.issparse(kernel):
+        raise ValueError(
+            f"{name} is a sparse matrix; pass a dense covariance or the LowRankKernel that "
+            "omicsbayes.preprocess.graph.diffusion_kernel returns"
+        )
+    else:
+        K = LowRankKernel.from_dense(kernel, name=name)
+    if K.n != n:
+        raise ValueError(f"{name} covers {K.n} entities but shape has {n}; expected {n} x {n}")
+    return K
+
+
+def _check_shape(shape):
+    if len(shape) != 2 or any(int(s) != s or s < 2 for s in shape):
+        raise ValueError(f"shape must be two integers >= 2 (rows, columns); got {shape}")
+    return int(shape[0]), int(shape[1])
+
+
+def _check_index(idx, size, name):
+    idx = np.asarray(idx)
+    if idx.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of indices; got shape {idx.shape}")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        if not np.all(np.mod(idx, 1) == 0):
+            raise ValueError(f"{name} must hold integer indices")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise ValueError(f"{name} has indices outside [0, {size}); expected indices into shape")
+    return idx
+
+
+def _check_entries(rows, cols, values, shape):
+    M, N = _check_shape(shape)
+    rows = _check_index(rows, M, "rows")
+    cols = _check_index(cols, N, "cols")
+    values = np.asarray(values, dtype=float)
+    if not (rows.size == cols.size == values.size) or values.ndim != 1:
+        raise ValueError(
+            f"rows, cols and values must be 1-D of one length; got {rows.size}, {cols.size}, "
+            f"{values.size}"
+        )
+    if rows.size == 0:
+        raise ValueError("no observed entries; expected at least one (row, col, value)")
+    n_bad = int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+    if n_bad:
+        raise ValueError(f"values has {n_bad} non-finite entries; expected finite observations")
+    return rows, cols, values, (M, N)
+
+
+def _check_positive(name, value, allow_zero=False):
+    ok = value >= 0 if allow_zero else value > 0
+    if not (np.isscalar(value) and np.isfinite(value) and ok):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r}")
+
+
+def _check_count(name, value):
+    if int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+
+
+class _Problem:
+    """Observed entries, the two covariances and sparse incidence maps (entries -> rows/cols)."""
+
+    def __init__(self, rows, cols, values, shape, row_kernel, col_kernel):
+        self.rows, self.cols, self.y, self.shape = _check_entries(rows, cols, values, shape)
+        M, N = self.shape
+        self.Km = _as_kernel(row_kernel, M, "row_kernel")
+        self.Kn = _as_kernel(col_kernel, N, "col_kernel")
+        L = self.rows.size
+        ones = np.ones(L)
+        self.Rm = sp.csr_matrix((ones, (self.rows, np.arange(L))), shape=(M, L))
+        self.Rn = sp.csr_matrix((ones, (self.cols, np.arange(L))), shape=(N, L))
+
+    def sparse(self, e):
+        """The M x N sparse matrix with e at the observed entries (duplicates summed)."""
+        return sp.csr_matrix((e, (self.rows, self.cols)), shape=self.shape)
+
+
+# ------------------------------------------------------------------- objective of equation (11)
+def _factor_objective(U, V, problem, lam, sigma2, frobenius):
+    """Objective (11) on factors B = U V^T and its gradient.
+
+    ``f = sum_l (psi_l - y_l)^2 / (2 sigma2) + [frobenius] ||U V^T||_F^2 / 2
+    + lam (||U||_F^2 + ||V||_F^2) / 2`` with ``psi_l = (G_M U)_{m_l} . (G_N V)_{n_l}``.
+
+    Returns
+    -------
+    f : float
+    gU, gV : ndarray
+        Gradients with respect to U and V.
+    e : ndarray
+        Residuals ``psi_l - y_l`` at the observed entries.
+    """
+    P = problem.Km.sqrt_matmat(U)
+    Q = problem.Kn.sqrt_matmat(V)
+    Pl, Ql = P[problem.rows], Q[problem.cols]
+    e = np.einsum("lk,lk->l", Pl, Ql) - problem.y
+    w = e / sigma2
+    f = 0.5 * e @ w + 0.5 * lam * (np.sum(U * U) + np.sum(V * V))
+    gU = problem.Km.sqrt_matmat(problem.Rm @ (w[:, None] * Ql)) + lam * U
+    gV = problem.Kn.sqrt_matmat(problem.Rn @ (w[:, None] * Pl)) + lam * V
+    if frobenius:
+        UtU, VtV = U.T @ U, V.T @ V
+        f += 0.5 * np.sum(UtU * VtV)
+        gU += U @ VtV
+        gV += V @ UtU
+    return f, gU, gV, e
+
+
+def _leading_singular_pair(problem, U, V, e, sigma2, frobenius, rng):
+    """Leading singular triple of the gradient ``G_M S G_N + [frobenius] U V^T`` of (11)."""
+    S = problem.sparse(e / sigma2)
+    St = S.T.tocsr()
+    Gm, Gn = problem.Km, problem.Kn
+
+    def matvec(x):
+        x = np.ravel(x)
+        out = Gm.sqrt_matmat(S @ Gn.sqrt_matmat(x))
+        return out + U @ (V.T @ x) if frobenius else out
+
+    def rmatvec(y):
+        y = np.ravel(y)
+        out = Gn.sqrt_matmat(St @ Gm.sqrt_matmat(y))
+        return out + V @ (U.T @ y) if frobenius else out
+
+    op = LinearOperator(problem.shape, matvec=matvec, rmatvec=rmatvec, dtype=float)
+    v0 = rng.standard_normal(min(problem.shape))
+    u, s, vt = svds(op, k=1, v0=v0, tol=1e-10, maxiter=2000)
+    return float(s[0]), u[:, 0], vt[0]
+
+
+def _progress(name, it, total, start, value):
+    elapsed = time.perf_counter() - start
+    left = elapsed / max(it, 1) * max(total - it, 0)
+    logger.info(
+        "%s iteration %d/%d objective %.6g elapsed %.1fs est. left %.1fs",
+        name,
+        it,
+        total,
+        value,
+        elapsed,
+        left,
+    )
+
+
+class _FactorModel(BaseEstimator):
+    """Shared prediction from the fitted row and column factors ``P = G_M U``, ``Q = G_N V``."""
+
+    def _check_fitted(self):
+        if not hasattr(self, "row_factors_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def predict(self, rows, cols):
+        """Posterior-mean scores ``psi(m, n)`` at the entries (rows[i], cols[i])."""
+        self._check_fitted()
+        rows = _check_index(rows, self.shape_[0], "rows")
+        cols = _check_index(cols, self.shape_[1], "cols")
+        if rows.size != cols.size:
+            raise ValueError(f"rows and cols differ in length ({rows.size} vs {cols.size})")
+        return np.einsum("lk,lk->l", self.row_factors_[rows], self.col_factors_[cols])
+
+    def predict_rows(self, rows=None):
+        """Scores of every column for the given rows (all rows if None), shape (len(rows), N)."""
+        self._check_fitted()
+        rows = (
+            np.arange(self.shape_[0])
+            if rows is None
+            else _check_index(rows, self.shape_[0], "rows")
+        )
+        return self.row_factors_[rows] @ self.col_factors_.T
+
+
+class ConstrainedMVGP(_FactorModel):
+    """Nuclear-norm constrained matrix-variate GP mean (Con. MV-GP), equation (11).
+
+    Parameters
+    ----------
+    lam : float
+        Weight of the nuclear norm (lambda >= 0).
+    sigma2 : float
+        Observation noise variance (> 0).
+    max_rank : int
+        Largest rank grown; the fit stops earlier when the optimality condition holds.
+    tol : float
+        Stop when the leading singular value of the gradient is at most ``lam (1 + tol)`` (the
+        optimality condition of (11)) or when a new rank lowers the objective by less than a
+        fraction ``tol``; ``1e-3 tol`` is the L-BFGS tolerance of each refinement.
+    max_iter : int
+        L-BFGS iterations per refinement.
+    random_state : int, Generator or None
+        Seed of the start vectors of the singular-pair search.
+    verbose : bool
+        Show a tqdm progress bar over rank steps.
+
+    Attributes
+    ----------
+    row_factors_, col_factors_ : ndarray
+        ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
+    rank_ : int
+    objective_ : list of float
+        Objective (11) after each rank step (non-increasing).
+    n_iter_ : int
+        Total L-BFGS iterations.
+    converged_ : bool
+        Whether a stopping rule of ``tol`` was met before ``max_rank``.
+    gradient_norm_ : float
+        Last leading singular value of the gradient (``lam`` at an exact optimum).
+    """
+
+    _frobenius = True
+    _name = "Con. MV-GP"
+
+    def __init__(
+        self,
+        lam=1.0,
+        sigma2=1.0,
+        max_rank=50,
+        tol=1e-6,
+        max_iter=200,
+        random_state=None,
+        verbose=False,
+    ):
+        self.lam = lam
+        self.sigma2 = sigma2
+        self.max_rank = max_rank
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        _check_positive("lam", self.lam, allow_zero=True)
+        _check_positive("sigma2", self.sigma2)
+        _check_positive("tol", self.tol)
+        _check_count("max_rank", self.max_rank)
+        _check_count("max_iter", self.max_iter)
+
+    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
+        """Fit the mean of equation (11) by rank growth and L-BFGS refinement of the factors."""
+        self._check_params()
+        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
+        rng = np.random.default_rng(self.random_state)
+        M, N = problem.shape
+        lam, sigma2, frob = float(self.lam), float(self.sigma2), self._frobenius
+        U, V = np.zeros((M, 0)), np.zeros((N, 0))
+        f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
+        self.objective_ = [float(f)]
+        self.n_iter_ = 0
+        self.converged_ = False
+        start = time.perf_counter()
+        bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
+        log_every = max(1, self.max_rank // 10)
+
+        def fun(x, r):
+            Ux, Vx = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
+            fx, gU, gV, _ = _factor_objective(Ux, Vx, problem, lam, sigma2, frob)
+            return fx, np.concatenate([gU.ravel(), gV.ravel()])
+
+        for step in range(1, self.max_rank + 1):
+            s1, u, v = _leading_singular_pair(problem, U, V, e, sigma2, frob, rng)
+            self.gradient_norm_ = s1
+            if s1 <= lam * (1.0 + self.tol) + 1e-12:
+                self.converged_ = True
+                break
+            # exact line search along -u v^T: f(B - t u v^T) + lam t is quadratic in t
+            pl = problem.Km.sqrt_matmat(u)[problem.rows] * problem.Kn.sqrt_matmat(v)[problem.cols]
+            curv = pl @ pl / sigma2 + (1.0 if frob else 0.0)
+            t = (s1 - lam) / curv
+            U = np.column_stack([U, np.sqrt(t) * u])
+            V = np.column_stack([V, -np.sqrt(t) * v])
+            r = U.shape[1]
+            res = minimize(
+                fun,
+                np.concatenate([U.ravel(), V.ravel()]),
+                args=(r,),
+                jac=True,
+                method="L-BFGS-B",
+                options={
+                    "maxiter": self.max_iter,
+                    "ftol": self.tol * 1e-3,
+                    "gtol": self.tol * 1e-3,
+                },
+            )
+            check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
+            U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
+            size = np.linalg.norm(U, axis=0) * np.linalg.norm(V, axis=0)
+            keep = size > 1e-10 * max(size.max(), 1e-300)
+            U, V = U[:, keep], V[:, keep]
+            self.n_iter_ += int(res.nit)
+            f_prev = f
+            f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
+            self.objective_.append(float(f))
+            bar.update(1)
+            if step % log_every == 0:
+                _progress(self._name, step, self.max_rank, start, f)
+            if f_prev - f <= self.tol * abs(f):
+                self.converged_ = True
+                break
+        bar.close()
+        self.shape_ = problem.shape
+        self.rank_ = U.shape[1]
+        self.row_factors_ = problem.Km.sqrt_matmat(U)
+        self.col_factors_ = problem.Kn.sqrt_matmat(V)
+        self.nuclear_norm_ = float(np.linalg.svd(_small_product(U, V), compute_uv=False).sum())
+        return self
+
+
+def _small_product(U, V):
+    """An r x r matrix with the singular values of U V^T (via thin QR of both factors)."""
+    if U.shape[1] == 0:
+        return np.zeros((1, 1))
+    _, Ru = np.linalg.qr(U)
+    _, Rv = np.linalg.qr(V)
+    return Ru @ Rv.T
+
+
+class TraceGP(ConstrainedMVGP):
+    """Trace GP: equation (11) with the nuclear norm only (no Frobenius / Hilbert-norm term).
+
+    Same parameters and attributes as :class:`ConstrainedMVGP`; ``lam`` must be > 0 (with
+    lam = 0 the problem has no regulariser at all).
+    """
+
+    _frobenius = False
+    _name = "Trace GP"
+
+    def _check_params(self):
+        super()._check_params()
+        _check_positive("lam", self.lam)
+
+
+class MVGP(BaseEstimator):
+    """Plain matrix-variate GP regression: equation (11) with lam = 0, i.e. equation (1a).
+
+    The minimiser of (11) without the nuclear norm is ``B = G_M^T S_alpha G_N`` with ``alpha``
+    solving ``(C + sigma2 I) alpha = y`` (C the Kronecker covariance on the observed entries), so
+    the mean is ``psi = C_M S_alpha C_N``. The system is solved by conjugate gradients with
+    products by C computed from the low-rank-plus-diagonal form of the covariances, never the
+    L x L matrix.
+
+    Parameters
+    ----------
+    sigma2 : float
+        Observation noise variance (> 0).
+    tol : float
+        Relative residual tolerance of conjugate gradients.
+    max_iter : int
+        Largest number of conjugate-gradient iterations.
+    verbose : bool
+        Log progress at INFO (CG has no meaningful progress bar).
+
+    Attributes
+    ----------
+    alpha_ : ndarray, shape (L,)
+        Dual weights of the observed entries.
+    n_iter_ : int
+    """
+
+    def __init__(self, sigma2=1.0, tol=1e-8, max_iter=1000, verbose=False):
+        self.sigma2 = sigma2
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+
+    @staticmethod
+    def _parts(K):
+        """``K = A W^T + diag(t)`` with ``A = W diag(d) - diag(t) W``."""
+        W = K.eigvecs
+        return W, W * K.eigvals - K.tail[:, None] * W, K.tail
+
+    def _kron_at(self, S, s_at, rows, cols):
+        """``(C_M S C_N)`` at the pairs (rows, cols); ``s_at`` holds ``S[rows, cols]``."""
+        F = S @ self._Wn  # M x r_N
+        H = S.T @ self._Wm  # N x r_M
+        Z = self._Wm.T @ F
+        Am, An = self._Am[rows], self._An[cols]
+        return (
+            np.einsum("lk,lk->l", Am @ Z, An)
+            + np.einsum("lk,lk->l", Am, H[cols]) * self._tn[cols]
+            + self._tm[rows] * np.einsum("lk,lk->l", F[rows], An)
+            + self._tm[rows] * self._tn[cols] * s_at
+        )
+
+    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
+        """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients (equation 1a)."""
+        _check_positive("sigma2", self.sigma2)
+        _check_positive("tol", self.tol)
+        _check_count("max_iter", self.max_iter)
+        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
+        self._Wm, self._Am, self._tm = self._parts(problem.Km)
+        self._Wn, self._An, self._tn = self._parts(problem.Kn)
+        self._Km, self._Kn = problem.Km, problem.Kn
+        pair = problem.rows * problem.shape[1] + problem.cols
+        _, pair_id = np.unique(pair, return_inverse=True)
+        L = problem.y.size
+        sigma2 = float(self.sigma2)
+
+        def matvec(a):
+            a = np.ravel(a)
+            s_at = np.bincount(pair_id, weights=a)[pair_id]
+            S = problem.sparse(a)
+            return self._kron_at(S, s_at, problem.rows, problem.cols) + sigma2 * a
+
+        self.n_iter_ = 0
+        start = time.perf_counter()
+
+        def callback(xk):
+            self.n_iter_ += 1
+            if self.verbose and self.n_iter_ % max(1, self.max_iter // 10) == 0:
+                _progress("MV-GP CG", self.n_iter_, self.max_iter, start, float(np.linalg.norm(xk)))
+
+        op = LinearOperator((L, L), matvec=matvec, dtype=float)
+        alpha, info = cg(op, problem.y, rtol=self.tol, maxiter=self.max_iter, callback=callback)
+        check_finite(alpha, "MV-GP conjugate-gradient solve", self.n_iter_)
+        self.converged_ = info == 0
+        self.alpha_ = alpha
+        self.shape_ = problem.shape
+        self._S = problem.sparse(alpha)
+        return self
+
+    def predict(self, rows, cols):
+        """GP posterior mean (1a) at the entries (rows[i], cols[i])."""
+        if not hasattr(self, "alpha_"):
+            raise ValueError("this MVGP is not fitted yet; call fit first")
+        rows = _check_index(rows, self.shape_[0], "rows")
+        cols = _check_index(cols, self.shape_[1], "cols")
+        if rows.size != cols.size:
+            raise ValueError(f"rows and cols differ in length ({rows.size} vs {cols.size})")
+        s_at = np.asarray(self._S[rows, cols]).ravel()
+        return self._kron_at(self._S, s_at, rows, cols)
+
+    def predict_rows(self, rows=None):
+        """GP posterior mean of every column for the given rows, shape (len(rows), N)."""
+        if not hasattr(self, "alpha_"):
+            raise ValueError("this MVGP is not fitted yet; call fit first")
+        rows = (
+            np.arange(self.shape_[0])
+            if rows is None
+            else _check_index(rows, self.shape_[0], "rows")
+        )
+        X = (self._S.T @ self._Km.rows(rows).T).T  # C_M[rows] S
+        return self._Kn.matmat(X.T).T
+
+
+class KPMF(_FactorModel):
+    """Kernelised probabilistic matrix factorisation, MAP of equation (4) (Zhou et al. 2012).
+
+    Minimises ``sum_l (y_l - u_m . v_n)^2 / sigma2 + tr(U^T C_M^{-1} U) + tr(V^T C_N^{-1} V)``
+    at a fixed rank with L-BFGS from a random start. With ``U = G_M U~`` the trace terms become
+    ``||U~||_F^2`` (so C need only be positive semi-definite): half of this objective is the
+    factored Trace GP objective with lam = 1 at a fixed rank.
+
+    Parameters
+    ----------
+    rank : int
+        Number of factors (the paper uses 5 and 20).
+    sigma2 : float
+        Observation noise variance (> 0).
+    tol : float
+        L-BFGS tolerance.
+    max_iter : int
+        L-BFGS iterations.
+    init_scale : float
+        Standard deviation of the random start.
+    random_state : int, Generator or None
+    verbose : bool
+        Log progress at INFO.
+
+    Attributes
+    ----------
+    row_factors_, col_factors_ : ndarray
+        ``U`` (rows x rank) and ``V`` (columns x rank) of equation (4).
+    objective_ : list of float
+        Objective (4) at the start and at the end.
+    n_iter_ : int
+    """
+
+    def __init__(
+        self,
+        rank=5,
+        sigma2=1.0,
+        tol=1e-6,
+        max_iter=500,
+        init_scale=0.1,
+        random_state=None,
+        verbose=False,
+    ):
+        self.rank = rank
+        self.sigma2 = sigma2
+        self.tol = tol
+        self.max_iter = max_iter
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _kernels(self, row_kernel, col_kernel):
+        return row_kernel, col_kernel
+
+    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
+        """Fit equation (4) by L-BFGS on both factors jointly."""
+        _check_count("rank", self.rank)
+        _check_positive("sigma2", self.sigma2)
+        _check_positive("tol", self.tol)
+        _check_positive("init_scale", self.init_scale)
+        _check_count("max_iter", self.max_iter)
+        problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
+        rng = np.random.default_rng(self.random_state)
+        M, N = problem.shape
+        r, sigma2 = int(self.rank), float(self.sigma2)
+        x0 = self.init_scale * rng.standard_normal((M + N) * r)
+        start = time.perf_counter()
+        self.n_iter_ = 0
+
+        def fun(x):
+            U, V = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
+            f, gU, gV, _ = _factor_objective(U, V, problem, 1.0, sigma2, False)
+            check_finite(f, "KPMF objective (4)", self.n_iter_)
+            return 2.0 * f, 2.0 * np.concatenate([gU.ravel(), gV.ravel()])
+
+        def callback(xk):
+            self.n_iter_ += 1
+            if self.verbose and self.n_iter_ % max(1, self.max_iter // 10) == 0:
+                _progress("KPMF", self.n_iter_, self.max_iter, start, fun(xk)[0])
+
+        f0 = fun(x0)[0]
+        res = minimize(
+            fun,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            callback=callback,
+            options={"maxiter": self.max_iter, "ftol": self.tol * 1e-3, "gtol": self.tol * 1e-3},
+        )
+        U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
+        self.objective_ = [float(f0), float(res.fun)]
+        self.shape_ = problem.shape
+        self.row_factors_ = problem.Km.sqrt_matmat(U)
+        self.col_factors_ = problem.Kn.sqrt_matmat(V)
+        return self
+
+
+class PMF(KPMF):
+    """Probabilistic matrix factorisation: :class:`KPMF` with identity covariances.
+
+    ``fit`` takes the same arguments as every model here so that one call fits a whole
+    comparison; ``row_kernel`` and ``col_kernel`` are ignored (PMF has no side information and
+    cannot score rows without training entries).
+    """
+
+    def _kernels(self, row_kernel, col_kernel):
+        return None, None
+
+
+# ------------------------------------------------------------------ section 5 protocol helpers
+def hyperparameter_grid(estimator):
+    """Section 5 grid: lam from 5 log-spaced values in [1e-3, 1e3] (if the estimator has lam),
+    sigma2 from 20 log-spaced values in [1e-3, 1e3]; a list of parameter dicts."""
+    params = estimator.get_params()
+    lams = LAMBDA_GRID if "lam" in params else [None]
+    return [
+        {k: float(v) for k, v in (("lam", lam), ("sigma2", s2)) if v is not None}
+        for lam in lams
+        for s2 in SIGMA2_GRID
+    ]
+
+
+def select_hyperparameters(estimator, fit_kwargs, score, grid=None):
+    """Choose hyperparameters by inner validation, separately for each metric (section 5).
+
+    Parameters
+    ----------
+    estimator : estimator
+        Cloned and refitted for every grid point.
+    fit_kwargs : dict
+        Arguments of ``fit`` on the inner training part (rows, cols, values, shape, kernels).
+    score : callable
+        ``score(fitted_estimator) -> dict`` of validation metrics, higher is better (for an
+        error such as RMSE return its negative).
+    grid : list of dict or None
+        Parameter settings; None is :func:`hyperparameter_grid`.
+
+    Returns
+    -------
+    best : dict
+        metric -> parameter dict with the highest validation value of that metric.
+    table : pandas.DataFrame
+        One row per grid point: the parameters and every metric.
+    """
+    grid = hyperparameter_grid(estimator) if grid is None else list(grid)
+    if not grid:
+        raise ValueError("grid is empty; expected at least one parameter setting")
+    records = []
+    for params in grid:
+        model = clone(estimator).set_params(**params).fit(**fit_kwargs)
+        records.append({**params, **{k: float(v) for k, v in score(model).items()}})
+    table = pd.DataFrame.from_records(records)
+    metrics = [c for c in table.columns if c not in grid[0]]
+    best = {m: grid[int(np.nanargmax(table[m].to_numpy()))] for m in metrics}
+    return best, table
+
+
+def sample_negative_entries(rows, cols, shape, n, rng):
+    """``n`` distinct entries drawn uniformly among those not in (rows, cols) (section 5.1)."""
+    M, N = _check_shape(shape)
+    known = np.unique(np.asarray(rows, dtype=np.int64) * N + np.asarray(cols, dtype=np.int64))
+    if n > M * N - known.size:
+        raise ValueError(f"cannot sample {n} negatives from {M * N - known.size} unknown entries")
+    picked = np.empty(0, dtype=np.int64)
+    while picked.size < n:
+        draw = rng.integers(0, M * N, size=2 * (n - picked.size) + 16)
+        draw = np.setdiff1d(np.unique(draw), known, assume_unique=True)
+        picked = np.union1d(picked, draw)
+    picked = rng.permutation(picked)[:n]
+    return picked // N, picked % N
+
+
+def averaged_scores(
+    estimator,
+    rows,
+    cols,
+    shape,
+    score_rows,
+    row_kernel=None,
+    col_kernel=None,
+    n_negative_sets=5,
+    n_negatives=None,
+    random_state=None,
+):
+    """Scores averaged over fits with different sampled negative sets (section 5.1).
+
+    Each fit sees every positive (value 1) plus one set of ``n_negatives`` unknown entries
+    labelled 0 (default: as many as positives); the scores of ``score_rows`` for every column are
+    averaged over the ``n_negative_sets`` fits. Returns shape (len(score_rows), N).
+    """
+    _check_count("n_negative_sets", n_negative_sets)
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    n_neg = rows.size if n_negatives is None else int(n_negatives)
+    rng = np.random.default_rng(random_state)
+    total = None
+    for _ in range(n_negative_sets):
+        nr, nc = sample_negative_entries(rows, cols, shape, n_neg, rng)
+        model = clone(estimator)
+        if "random_state" in model.get_params():
+            model.set_params(random_state=int(rng.integers(2**31)))
+        model.fit(
+            np.concatenate([rows, nr]),
+            np.concatenate([cols, nc]),
+            np.concatenate([np.ones(rows.size), np.zeros(n_neg)]),
+            shape,
+            row_kernel=row_kernel,
+            col_kernel=col_kernel,
+        )
+        s = model.predict_rows(score_rows)
+        total = s if total is None else total + s
+    return total / n_negative_sets
