@@ -4,6 +4,8 @@ A case directory holds files in real formats and ``case.yaml``:
 
 - ``target: reader``: ``cohort`` is a config cohort entry read with ``read_cohort``; the error is a
   ``CohortError`` whose message names the file and contains every ``expect`` substring.
+- ``target: call``: ``function`` of :mod:`omicsbayes.io` called with ``kwargs`` (paths relative to
+  the case); the same ``CohortError`` checks as a reader case.
 - ``target: workflow``: ``config.yaml`` (and its data files) run through the real snakemake; the
   run exits non-zero before any fit output exists, and the log or console names every ``expect``.
 - ``target: legal``: an input that looks odd but is legal; the workflow completes on it.
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import omicsbayes.io
 from omicsbayes.io import CohortError, read_cohort
 
 CORPUS = Path(__file__).with_name("bad_inputs")
@@ -29,13 +32,20 @@ def test_corpus_is_large_enough():
     assert len(CASES) >= 25
 
 
-@pytest.mark.parametrize("name", [c for c in CASES if _case(c)["target"] == "reader"])
+def _read(case, folder):
+    if case["target"] == "reader":
+        return read_cohort(case["cohort"], base_dir=folder)
+    kwargs = dict(case["kwargs"], path=folder / case["kwargs"]["path"])
+    return getattr(omicsbayes.io, case["function"])(**kwargs)
+
+
+@pytest.mark.parametrize("name", [c for c in CASES if _case(c)["target"] in ("reader", "call")])
 def test_reader_case(name, tmp_path):
     case = _case(name)
     shutil.copytree(CORPUS / name, tmp_path, dirs_exist_ok=True)
     before = set(tmp_path.iterdir())
     with pytest.raises(CohortError) as err:
-        read_cohort(case["cohort"], base_dir=tmp_path)
+        _read(case, tmp_path)
     message = str(err.value)
     assert "\n" not in message.strip(), "one message, one line"
     for expected in case["expect"]:
