@@ -119,7 +119,7 @@ def check_ids_present(ids, name, kind, where):
             raise CohortError(f"{name}: {kind} ID at {where} {pos + 1} is empty; expected an ID")
 
 
-def to_numeric_frame(frame, name, row_kind="row", col_kind="column"):
+def to_numeric_frame(frame, name):
     """Convert every column of ``frame`` to float64; the first non-numeric cell raises
     CohortError naming its column and row."""
     out = {}
@@ -134,8 +134,8 @@ def to_numeric_frame(frame, name, row_kind="row", col_kind="column"):
             row = series.index[np.flatnonzero(bad.to_numpy())[0]]
             value = series[bad].iloc[0]
             raise CohortError(
-                f"{name}: {col_kind} {str(col)!r} has non-numeric value {str(value)!r} at "
-                f"{row_kind} {str(row)!r}; expected numbers"
+                f"{name}: column {str(col)!r} has non-numeric value {str(value)!r} at row "
+                f"{str(row)!r}; expected numbers"
             )
         out[col] = conv.to_numpy(dtype=np.float64)
     return pd.DataFrame(out, index=frame.index, columns=frame.columns)
@@ -220,6 +220,7 @@ def parse_table(
         keep_default_na=False,
         quotechar='"',
         low_memory=False,
+        float_precision="round_trip",
     )
     row_ids = frame.iloc[:, 0].tolist()
     check_ids_present(row_ids, name, row_kind, "data row")
@@ -228,7 +229,7 @@ def parse_table(
     index = pd.Index(row_ids, dtype=object)
     values = frame.iloc[:, 1 + n_annotation :]
     values = values.set_axis(index, axis=0).set_axis(pd.Index(col_ids[n_annotation:]), axis=1)
-    values = to_numeric_frame(values, name, row_kind=row_kind, col_kind=col_kind)
+    values = to_numeric_frame(values, name)
     if n_annotation == 0:
         return values
     annotation = frame.iloc[:, 1 : 1 + n_annotation]

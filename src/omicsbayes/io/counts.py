@@ -134,9 +134,7 @@ def _read_per_sample(path, fmt, column):
         )
     genes = frame[0].str.strip().tolist()
     check_unique(genes, name, "gene")
-    values = to_numeric_frame(
-        frame.iloc[:, 1:].set_axis(pd.Index(genes), axis=0), name, row_kind="gene"
-    )
+    values = to_numeric_frame(frame.iloc[:, 1:].set_axis(pd.Index(genes), axis=0), name)
     counts = check_counts(
         values.to_numpy(), name, genes, values.columns.tolist(), row_kind="gene", col_kind="column"
     )[:, column - 1]

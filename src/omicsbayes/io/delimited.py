@@ -55,6 +55,7 @@ def read_sample_sheet(path, sample_column="sample", sep=None):
             dtype={sample_column: str},
             na_values=NA_TOKENS,
             keep_default_na=False,
+            float_precision="round_trip",
         )
     except pd.errors.ParserError as exc:
         raise CohortError(
