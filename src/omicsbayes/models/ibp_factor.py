@@ -1,0 +1,435 @@
+"""Linear-Gaussian sparse factor model with an Indian buffet process prior (IBP LFM).
+
+The baseline of paper 002, Table 1 (equation 6; Knowles & Ghahramani 2011)::
+
+    Z ~ IBP(alpha),  x_ik ~ N(0, 1),  w_kj ~ N(0, sigma_a^2),
+    y_ij ~ N(sum_k z_ik x_ik w_kj, 1 / lambda_j)
+
+with gamma priors (shape, rate) on the noise precisions ``lambda_j`` (one per feature, as in
+Knowles & Ghahramani), on the loading precision ``1 / sigma_a^2`` and on ``alpha``.  Paper 002
+writes ``w_j ~ N(mu_w, Sigma_w)``; here ``mu_w = 0`` and ``Sigma_w = sigma_a^2 I``.
+
+Gibbs sampler, one sweep:
+
+1. For every sample i (sequential, compiled with numba), for every feature k that another sample
+   also uses, ``(z_ik, x_ik)`` jointly: ``x_ik`` is integrated out of ``p(z_ik | .)``
+   (Griffiths & Ghahramani 2011 collapsed prior ``m_-ik / N``), then drawn from its Gaussian
+   conditional when ``z_ik = 1``.  Then the sample's singleton features (used by no other sample)
+   are replaced by ``kappa ~ Poisson(alpha / N)`` new ones, with slab values from the prior and
+   the new loadings integrated out (Metropolis-Hastings with the prior as proposal, so the
+   acceptance ratio is the marginal likelihood ratio; Knowles & Ghahramani 2011, section 3);
+   the new loadings are then drawn from their conditional.
+2. Loadings ``w_j`` from their Gaussian conditionals (a batch of K x K solves over features).
+3. ``lambda_j``, ``1 / sigma_a^2`` and ``alpha ~ Ga(a + K+, b + H_N)`` from their gamma
+   conditionals.
+
+Missing entries (NaN) are left out of every likelihood term: the sampler never reads them.
+"""
+
+import arviz as az
+import numpy as np
+from numba import njit
+from scipy import special
+from sklearn.base import BaseEstimator
+
+from omicsbayes.inference import check_finite
+from omicsbayes.models.pfa import _Progress, _rng
+
+_LOG_2PI = np.log(2 * np.pi)
+
+
+@njit(cache=True)
+def _marginal_row(e, o, lam, extra_var):
+    """log N(e_j; 0, 1/lam_j + extra_var) summed over the observed entries of one row."""
+    total = 0.0
+    for j in range(e.shape[0]):
+        if o[j] > 0:
+            var = 1.0 / lam[j] + extra_var
+            total -= 0.5 * (np.log(2 * np.pi * var) + e[j] * e[j] / var)
+    return total
+
+
+@njit(cache=True)
+def _z_conditional(e, o, lam, w, m_rest, n):
+    """Log odds of ``z_ik = 1`` with ``x_ik ~ N(0, 1)`` integrated out, and ``x_ik | z_ik = 1``.
+
+    ``e`` is the row's observed residual without feature k.  Returns
+    ``(log odds, mean, precision)`` with precision ``1 + sum_j o_j lam_j w_j^2`` and mean
+    ``sum_j o_j lam_j w_j e_j / precision``; the prior odds are ``m_-ik / (N - m_-ik)``.
+    """
+    a = 0.0
+    b = 0.0
+    for j in range(e.shape[0]):
+        lw = o[j] * lam[j] * w[j]
+        a += lw * w[j]
+        b += lw * e[j]
+    prec = 1.0 + a
+    logit = np.log(m_rest) - np.log(n - m_rest) - 0.5 * np.log(prec) + 0.5 * b * b / prec
+    return logit, b / prec, prec
+
+
+@njit(cache=True)
+def _z_sweep(O, E, Z, S, W, m, n_used, lam, sa2, kappa, draws):
+    """One sequential sweep over samples of the (z, x) updates and the singleton proposals.
+
+    ``E`` holds the residual ``(Y - (Z*S) W) * O`` and is kept current; ``Z, S, W, m`` have
+    capacity for ``n_used + kappa.sum()`` features, of which the first ``n_used`` are in use
+    (slots with ``m == 0`` are dead).  ``draws`` are the random numbers, drawn beforehand from
+    the estimator's Generator: uniforms and normals per (sample, slot), a uniform per sample, and
+    normals for the new slab values, new loadings and noise.  Returns the new number of used slots.
+    """
+    u_z, g_s, u_acc, g_v, g_w, g_noise = draws
+    n, d = E.shape
+    offset = 0
+    for i in range(n):
+        e = E[i]
+        o = O[i]
+        for k in range(n_used):
+            if m[k] == 0:
+                continue
+            m_rest = m[k] - Z[i, k]
+            if m_rest == 0:
+                continue  # a singleton of sample i: handled by the proposal below
+            w = W[k]
+            if Z[i, k]:
+                s = S[i, k]
+                for j in range(d):
+                    e[j] += s * w[j] * o[j]
+            logit, mean, prec = _z_conditional(e, o, lam, w, m_rest, n)
+            if u_z[i, k] * (1.0 + np.exp(-logit)) < 1.0:
+                s = mean + g_s[i, k] / np.sqrt(prec)
+                for j in range(d):
+                    e[j] -= s * w[j] * o[j]
+                S[i, k] = s
+                Z[i, k] = 1
+            else:
+                S[i, k] = 0.0
+                Z[i, k] = 0
+            m[k] = m_rest + Z[i, k]
+        # Singletons of sample i: their loadings are integrated out in both states.
+        ss_old = 0.0
+        for k in range(n_used):
+            if m[k] == 1 and Z[i, k] == 1:
+                ss_old += S[i, k] * S[i, k]
+                for j in range(d):
+                    e[j] += S[i, k] * W[k, j] * o[j]
+        n_new = kappa[i]
+        v = g_v[offset : offset + n_new]
+        ss_new = 0.0
+        for t in range(n_new):
+            ss_new += v[t] * v[t]
+        log_ratio = _marginal_row(e, o, lam, sa2 * ss_new) - _marginal_row(e, o, lam, sa2 * ss_old)
+        if np.log(u_acc[i]) < log_ratio:
+            for k in range(n_used):
+                if m[k] == 1 and Z[i, k] == 1:
+                    m[k] = 0
+                    Z[i, k] = 0
+                    S[i, k] = 0.0
+            sd_a = np.sqrt(sa2)
+            for t in range(n_new):
+                k = n_used + t
+                Z[i, k] = 1
+                S[i, k] = v[t]
+                m[k] = 1
+            for j in range(d):
+                # Draw from N(0, sa2 I) given e_j = v.w + noise (Matheron's rule).
+                wp = sd_a * g_w[offset : offset + n_new, j]
+                if o[j] > 0:
+                    noise = g_noise[i, j] / np.sqrt(lam[j])
+                    resid = e[j] - noise
+                    for t in range(n_new):
+                        resid -= v[t] * wp[t]
+                    gain = resid / (sa2 * ss_new + 1.0 / lam[j])
+                    for t in range(n_new):
+                        wp[t] += sa2 * v[t] * gain
+                for t in range(n_new):
+                    W[n_used + t, j] = wp[t]
+            n_used += n_new
+        offset += n_new
+        for k in range(n_used):
+            if m[k] == 1 and Z[i, k] == 1:
+                for j in range(d):
+                    e[j] -= S[i, k] * W[k, j] * o[j]
+    return n_used
+
+
+class IBPState:
+    """Sampler state: ``Z, S`` (samples x features), ``W`` (features x outputs), feature ids."""
+
+    def __init__(self, Z, S, W, ids, next_id):
+        self.Z, self.S, self.W, self.ids, self.next_id = Z, S, W, ids, next_id
+
+    @property
+    def latent(self):
+        return self.Z * self.S
+
+
+def z_step(state, O, E, lam, sa2, alpha, rng):
+    """Step 1: the (z, x) sweep and the singleton proposals; drops features no sample uses.
+
+    ``E`` (the observed residual) is updated in place.
+    """
+    n = O.shape[0]
+    kappa = rng.poisson(alpha / n, size=n).astype(np.int64)
+    k_used = state.Z.shape[1]
+    cap = k_used + int(kappa.sum())
+    Z = np.zeros((n, cap), dtype=np.int64)
+    S = np.zeros((n, cap))
+    W = np.zeros((cap, O.shape[1]))
+    Z[:, :k_used], S[:, :k_used], W[:k_used] = state.Z, state.S, state.W
+    m = Z.sum(0)
+    n_new = int(kappa.sum())
+    draws = (
+        rng.uniform(size=(n, cap)),
+        rng.standard_normal((n, cap)),
+        rng.uniform(size=n),
+        rng.standard_normal(n_new),
+        rng.standard_normal((n_new, O.shape[1])),
+        np.zeros((n, O.shape[1])),
+    )
+    draws[5][kappa > 0] = rng.standard_normal((int(np.count_nonzero(kappa)), O.shape[1]))
+    k_after = _z_sweep(O, E, Z, S, W, m, k_used, lam, sa2, kappa, draws)
+    ids = np.concatenate([state.ids, state.next_id + np.arange(k_after - k_used)])
+    alive = m[:k_after] > 0
+    state.Z, state.S, state.W = (
+        Z[:, :k_after][:, alive],
+        S[:, :k_after][:, alive],
+        W[:k_after][alive],
+    )
+    state.ids, state.next_id = ids[alive], state.next_id + k_after - k_used
+    return state
+
+
+def sample_loadings(X, Yc, O, lam, tau, rng):
+    """Step 2: ``w_j ~ N(P_j^-1 h_j, P_j^-1)``, ``P_j = tau I + lam_j sum_obs x_i x_i^T``,
+    ``h_j = lam_j sum_obs x_i y_ij``, for all features j at once."""
+    n, k = X.shape
+    d = O.shape[1]
+    if k == 0:
+        return np.zeros((0, d))
+    outer = (X[:, :, None] * X[:, None, :]).reshape(n, k * k)
+    gram = (O.T @ outer).reshape(d, k, k)
+    prec = lam[:, None, None] * gram + tau * np.eye(k)
+    h = lam[:, None] * (Yc.T @ X)
+    chol = np.linalg.cholesky(prec)
+    mean = np.linalg.solve(prec, h[:, :, None])[:, :, 0]
+    eps = rng.standard_normal((d, k, 1))
+    return (mean + np.linalg.solve(np.swapaxes(chol, 1, 2), eps)[:, :, 0]).T
+
+
+class IBPFactorModel(BaseEstimator):
+    """Linear sparse factor model with an IBP prior, Gibbs sampling (paper 002, equation 6).
+
+    Parameters
+    ----------
+    n_iter : int
+        Gibbs sweeps in total.
+    burn_in : int
+        Sweeps discarded before draws are kept.
+    thin : int
+        Keep every ``thin``-th sweep after burn-in.
+    alpha : float
+        Initial IBP concentration (fixed when ``alpha_prior`` is None).
+    sigma_x : float
+        Initial noise standard deviation (all features).
+    sigma_a : float
+        Initial loading standard deviation.
+    alpha_prior, noise_prior, loading_prior : (float, float) or None
+        Gamma (shape, rate) priors on alpha, on each noise precision and on the loading
+        precision; None keeps that quantity fixed at its initial value.
+    n_init_features : int
+        Features at the start, each sample on with probability 1/2 (paper 002, section 4,
+        starts the infinite models from two).
+    random_state : None, int or numpy.random.Generator
+    verbose : bool
+
+    Attributes
+    ----------
+    latent_ : ndarray, shape (n_samples, n_features_final)
+        Posterior mean of ``Z * X`` over the retained draws for the features alive at the end
+        (a feature keeps its identity across sweeps; absent counts as zero).
+    loadings_ : ndarray, shape (n_features_final, n_outputs)
+        Loadings of the final draw.
+    n_active_ : ndarray of int, shape (n_iter,)
+        Number of active features after each sweep.
+    alpha_ : ndarray, shape (n_iter,)
+        IBP concentration after each sweep.
+    log_likelihood_ : ndarray, shape (n_iter,)
+        Log likelihood of the observed entries after each sweep.
+    idata_ : arviz.InferenceData
+        Retained draws of alpha, n_active, sigma_a and the noise precisions.
+    n_iter_ : int
+    """
+
+    def __init__(
+        self,
+        n_iter=200,
+        burn_in=100,
+        thin=1,
+        alpha=1.0,
+        sigma_x=1.0,
+        sigma_a=1.0,
+        alpha_prior=(1.0, 1.0),
+        noise_prior=(1.0, 1.0),
+        loading_prior=(1.0, 1.0),
+        n_init_features=2,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.alpha = alpha
+        self.sigma_x = sigma_x
+        self.sigma_a = sigma_a
+        self.alpha_prior = alpha_prior
+        self.noise_prior = noise_prior
+        self.loading_prior = loading_prior
+        self.n_init_features = n_init_features
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        for name in ("n_iter", "thin"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        if not isinstance(self.burn_in, (int, np.integer)) or not 0 <= self.burn_in < self.n_iter:
+            raise ValueError(
+                f"burn_in must be an integer in [0, n_iter={self.n_iter}); got {self.burn_in!r}"
+            )
+        for name in ("alpha", "sigma_x", "sigma_a"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be positive; got {value!r}")
+        for name in ("alpha_prior", "noise_prior", "loading_prior"):
+            value = getattr(self, name)
+            if value is not None and (len(value) != 2 or min(value) <= 0):
+                raise ValueError(f"{name} must be None or a (shape, rate) pair > 0; got {value!r}")
+        if not isinstance(self.n_init_features, (int, np.integer)) or self.n_init_features < 0:
+            raise ValueError(
+                f"n_init_features must be a non-negative integer; got {self.n_init_features!r}"
+            )
+
+    @staticmethod
+    def _check_Y(Y, who):
+        Y = np.asarray(Y, dtype=float)
+        if Y.ndim != 2 or Y.shape[0] < 2 or Y.shape[1] < 1:
+            raise ValueError(
+                f"Y must be a 2-D array with at least 2 samples and 1 feature for {who}; "
+                f"got shape {Y.shape}"
+            )
+        n_inf = int(np.isinf(Y).sum())
+        if n_inf:
+            raise ValueError(f"Y has {n_inf} infinite values; use NaN to mark missing entries")
+        missing = np.isnan(Y)
+        if missing.all():
+            raise ValueError(f"Y has only NaN values; {who} needs observed entries")
+        return Y, missing
+
+    def fit(self, Y, y=None):
+        """Run the Gibbs sampler on Y (samples x features, NaN = missing)."""
+        self._check_params()
+        Y, missing = self._check_Y(Y, "IBPFactorModel")
+        rng = _rng(self.random_state)
+        n, d = Y.shape
+        O = (~missing).astype(float)
+        Yc = np.where(missing, 0.0, Y)
+        n_obs = O.sum(0)
+        harmonic = np.sum(1.0 / np.arange(1, n + 1))
+
+        alpha = float(self.alpha)
+        lam = np.full(d, 1.0 / self.sigma_x**2)
+        tau = 1.0 / self.sigma_a**2
+        k0 = self.n_init_features
+        Z = (rng.uniform(size=(n, k0)) < 0.5).astype(np.int64)
+        S = rng.standard_normal((n, k0)) * Z
+        state = IBPState(Z, S, np.zeros((k0, d)), np.arange(k0), k0)
+        state.W = sample_loadings(state.latent, Yc, O, lam, tau, rng)
+        E = (Yc - state.latent @ state.W) * O
+
+        keep = np.arange(self.burn_in, self.n_iter, self.thin)
+        n_keep = keep.size
+        self._draws = {"latent": [], "W": [], "lam": np.empty((n_keep, d))}
+        latent_sum = {}
+        n_active = np.empty(self.n_iter, dtype=int)
+        alphas = np.empty(self.n_iter)
+        taus = np.empty(self.n_iter)
+        history = np.empty(self.n_iter)
+        progress = _Progress("IBPFactorModel", self.n_iter, self.verbose)
+        slot = 0
+        for it in range(self.n_iter):
+            state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
+            X = state.latent
+            state.W = sample_loadings(X, Yc, O, lam, tau, rng)
+            E = (Yc - X @ state.W) * O
+            k_plus = X.shape[1]
+            if self.noise_prior is not None:
+                a, b = self.noise_prior
+                lam = rng.gamma(a + n_obs / 2) / (b + 0.5 * np.sum(E**2, axis=0))
+            if self.loading_prior is not None:
+                a, b = self.loading_prior
+                tau = rng.gamma(a + k_plus * d / 2) / (b + 0.5 * np.sum(state.W**2))
+            if self.alpha_prior is not None:
+                a, b = self.alpha_prior
+                alpha = rng.gamma(a + k_plus) / (b + harmonic)
+            ll = float(-0.5 * np.sum(n_obs * (_LOG_2PI - np.log(lam))) - 0.5 * np.sum(lam * E**2))
+            check_finite(ll, "IBP factor model Gibbs sweep (observed log likelihood)", it)
+            history[it], n_active[it], alphas[it], taus[it] = ll, k_plus, alpha, tau
+            if slot < n_keep and it == keep[slot]:
+                self._draws["latent"].append(X.copy())
+                self._draws["W"].append(state.W.copy())
+                self._draws["lam"][slot] = lam
+                for col, fid in enumerate(state.ids):
+                    latent_sum[fid] = latent_sum.get(fid, 0.0) + X[:, col]
+                slot += 1
+            progress.update(it, "loglik", ll)
+        progress.close()
+
+        self.latent_ = np.column_stack(
+            [latent_sum.get(fid, np.zeros(n)) / n_keep for fid in state.ids]
+        ).reshape(n, -1)
+        self.loadings_ = state.W
+        self.n_active_ = n_active
+        self.alpha_ = alphas
+        self.log_likelihood_ = history
+        self.n_iter_ = self.n_iter
+        self.n_features_in_ = d
+        self._n_samples = n
+        self.idata_ = az.from_dict(
+            posterior={
+                "alpha": alphas[keep][None],
+                "n_active": n_active[keep][None],
+                "sigma_a": (1.0 / np.sqrt(taus[keep]))[None],
+                "noise_precision": self._draws["lam"][None],
+            },
+            sample_stats={"log_likelihood_observed": history[keep][None]},
+            dims={"noise_precision": ["feature"]},
+        )
+        return self
+
+    def log_likelihood(self, Y, mask):
+        """Posterior predictive log likelihood of the held-out entries (mask True).
+
+        ``sum_ij log( (1/S) sum_s N(y_ij; (z_i x_i)^s w_j^s, 1/lambda_j^s) )`` over the S retained
+        draws; ``Y`` is the full matrix with the true held-out values.
+        """
+        if not hasattr(self, "latent_"):
+            raise ValueError("this IBPFactorModel is not fitted yet; call fit first")
+        Y = np.asarray(Y, dtype=float)
+        mask = np.asarray(mask, dtype=bool)
+        shape = (self._n_samples, self.n_features_in_)
+        if Y.shape != shape or mask.shape != shape:
+            raise ValueError(
+                f"Y {Y.shape} and mask {mask.shape} must have the training shape {shape}"
+            )
+        rows, cols = np.nonzero(mask)
+        y = Y[rows, cols]
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Y has non-finite values at held-out entries (mask True)")
+        logp = np.empty((len(self._draws["W"]), y.size))
+        for s, (X, W) in enumerate(zip(self._draws["latent"], self._draws["W"])):
+            mu = np.einsum("ik,ki->i", X[rows], W[:, cols])
+            lam = self._draws["lam"][s, cols]
+            logp[s] = -0.5 * (_LOG_2PI - np.log(lam) + lam * (y - mu) ** 2)
+        return float(np.sum(special.logsumexp(logp, axis=0) - np.log(logp.shape[0])))
