@@ -65,7 +65,7 @@ def read_cohort(spec, base_dir="."):
         )
     reader = READERS[fmt]
     renames = RENAMES.get(fmt, {})
-    allowed = set(inspect.signature(reader).parameters) - set(renames.values()) | set(renames)
+    allowed = (set(inspect.signature(reader).parameters) | set(renames)) - {"format"}
     kwargs = {}
     for key, value in spec.items():
         if key in ("format", "label"):
