@@ -1,0 +1,76 @@
+"""The paper-003 and day-one baselines on scikit-learn's bundled digits data."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from omicsbayes.models.baselines import (
+    LDASVM,
+    PCASVM,
+    FullSVM,
+    LinearSVMBaseline,
+    LogisticBaseline,
+)
+
+ALL = [FullSVM, PCASVM, LDASVM, LogisticBaseline, LinearSVMBaseline]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(y))[:900]
+    return X[order[:600]], y[order[:600]], X[order[600:]], y[order[600:]]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_multiclass_digits(cls, digits):
+    X, y, X_test, y_test = digits
+    model = cls(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.classes_, np.arange(10))
+    dec = model.decision_function(X_test)
+    assert dec.shape == (len(y_test), 10)
+    np.testing.assert_array_equal(model.predict(X_test), model.classes_[np.argmax(dec, axis=1)])
+    floor = 0.8 if cls is not LDASVM else 0.75
+    assert np.mean(model.predict(X_test) == y_test) > floor
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_binary_string_labels(cls, digits):
+    X, y, X_test, y_test = digits
+    keep, keep_test = np.isin(y, (3, 8)), np.isin(y_test, (3, 8))
+    names = np.where(y[keep] == 8, "eight", "three")
+    model = cls(random_state=0).fit(X[keep], names)
+    dec = model.decision_function(X_test[keep_test])
+    assert dec.shape == (keep_test.sum(),)
+    pred = model.predict(X_test[keep_test])
+    np.testing.assert_array_equal(pred, np.where(dec > 0, model.classes_[1], model.classes_[0]))
+    truth = np.where(y_test[keep_test] == 8, "eight", "three")
+    assert np.mean(pred == truth) > 0.85
+
+
+def test_projection_dimensions_and_unlabelled_rows(digits):
+    X, y, X_test, _ = digits
+    lda = LDASVM(n_components=20).fit(X, y)
+    assert lda.projection_.transform(X_test).shape[1] == 9  # at most n_classes - 1
+    y_partial = y.astype(float)
+    y_partial[100:] = np.nan  # PCA sees every row, the SVM only the labelled ones
+    pca = PCASVM(n_components=10).fit(X, y_partial)
+    assert pca.projection_.n_samples_ == len(X)
+    assert pca.classifier_.n_features_in_ == 10
+    few = PCASVM(n_components=10).fit(X[:6], y[:6])  # fewer rows than components
+    assert few.projection_.n_components_ <= 6
+
+
+def test_bad_input(digits):
+    X, y, _, _ = digits
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="1 NaN"):
+        FullSVM().fit(X_nan, y)
+    with pytest.raises(ValueError, match="two classes"):
+        LogisticBaseline().fit(X, np.zeros(len(y)))
+    model = LinearSVMBaseline().fit(X, y)
+    with pytest.raises(ValueError, match="64 features"):
+        model.predict(X[:, :10])
