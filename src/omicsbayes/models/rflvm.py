@@ -1,0 +1,830 @@
+"""Random feature latent variable models (paper 002): the IBP RFLVM (``sparse=True``) and the dense
+RFLVM of Gundersen et al. (``sparse=False``), fitted by MCMC on a matrix with missing entries.
+
+Model (eq. 15): y_ij ~ L(g(phi_W(x_i * z_i) beta_j), theta_j), phi_W(x) = [cos(W x), sin(W x)] /
+sqrt(M) (eq. 12, M frequencies), x_i ~ N(0, I), the frequencies w_m ~ DP mixture of Gaussians with
+an NIW base measure, Z ~ IBP(alpha) through its stick-breaking construction, beta_j ~ N(0, I).
+
+One iteration (section 3.1):
+
+1. ``z``: IBP slice sweep (eq. 16-19; new dimensions get x from N(0, 1) and w from the prior of
+   their mixture component), then alpha (eq. 20). Sparse model only.
+2. ``x``: elliptical slice sampling of X, every row in parallel given beta (rows are independent
+   given beta); Gaussian likelihood: afterwards also a whole-matrix step on the collapsed
+   likelihood (beta, sigma^2 integrated out, as in the paper).
+3. ``dp``: DP mixture over the frequencies (eq. 22-24, NIW integrated out) and its concentration
+   by Escobar & West (eq. 25).
+4. ``w``: Metropolis-Hastings for each w_m with the prior as proposal (eq. 21); Gaussian: on the
+   collapsed likelihood.
+5. ``beta``: Gaussian: (beta_j, sigma_j^2) from their normal-inverse-gamma conditional;
+   Bernoulli / negative binomial / multinomial: Polya-gamma Gibbs (eq. 27, 33-35); negative
+   binomial dispersion r_j by CRT augmentation (Zhou & Carin 2012); Poisson: see below.
+
+Poisson (the paper leaves the sampler open): beta_j is proposed from the Polya-gamma conditional
+of a negative-binomial model NB(R, logit p = psi - log R), whose mean is exp(psi) and which tends
+to Poisson(exp(psi)) as R grows (R = 1000 max(1, max y)), and accepted with probability
+min(1, [P(beta') / Q(beta')] / [P(beta) / Q(beta)]) where P is the Poisson and Q the NB
+likelihood. On the space (beta, omega) with omega | beta from the NB augmentation, this is an
+exact Metropolis-Hastings step for the Poisson posterior: the NB parts of proposal and target
+cancel, leaving only the likelihood ratios.
+
+Missing entries (NaN) never enter a likelihood. For the Gaussian likelihood the collapsed steps
+need a complete matrix: missing entries are imputed from y ~ N(phi beta_j, sigma_j^2) after the
+row-wise steps (data augmentation; an exact Gibbs step on the augmented space), and only the
+collapsed X and W steps see the imputations.
+"""
+
+import logging
+import time
+
+import numpy as np
+from scipy.linalg import cho_solve, solve_triangular
+from scipy.special import gammaln, logsumexp
+from sklearn.base import BaseEstimator
+
+from ..inference import check_finite, sample_polyagamma
+from ..inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
+from ..inference.ess import elliptical_slice, elliptical_slice_rows
+from ..inference.ibp import ibp_slice_sweep, sample_ibp_alpha
+
+logger = logging.getLogger("omicsbayes")
+
+LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson")
+COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
+STEPS = ("z", "x", "dp", "w", "beta")
+
+
+def _rng(random_state):
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31))
+    return np.random.default_rng(random_state)
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def rff(XZ, W):
+    """Random Fourier features (eq. 12): [cos(XZ W^T), sin(XZ W^T)] / sqrt(M), shape (N, 2M).
+
+    With w_m ~ N(0, I), phi(x) phi(x')^T is an unbiased estimate of exp(-|x - x'|^2 / 2).
+    """
+    G = XZ @ W.T
+    return np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(W.shape[0])
+
+
+def sample_crt(y, r, rng, chunk=2_000_000):
+    """Chinese restaurant table counts L ~ CRT(y, r), elementwise: L = sum_{t=0}^{y-1} b_t,
+    b_t ~ Bernoulli(r / (r + t)) (Zhou & Carin 2012). ``y`` non-negative integers."""
+    shape = np.shape(y)
+    r = np.broadcast_to(np.asarray(r, float), shape).ravel()
+    y = np.asarray(y).astype(np.int64).ravel()
+    out = np.zeros(y.size)
+    ends = np.cumsum(y)
+    start = 0
+    while start < y.size:
+        stop = int(np.searchsorted(ends, ends[start] - y[start] + chunk, side="right"))
+        stop = max(stop, start + 1)
+        yy = y[start:stop]
+        tot = int(yy.sum())
+        if tot:
+            owner = np.repeat(np.arange(yy.size), yy)
+            t = np.arange(tot) - np.repeat(np.cumsum(yy) - yy, yy)
+            rr = r[start:stop][owner]
+            hit = rng.uniform(size=tot) < rr / (rr + t)
+            out[start:stop] = np.bincount(owner, weights=hit, minlength=yy.size)
+        start = stop
+    return out.reshape(shape)
+
+
+def sample_nb_dispersion(Y, softplus_psi, obs, r, a, b, rng):
+    """Negative-binomial dispersions r_j given y_ij ~ NB(r_j, sigmoid(psi_ij)), Gamma(a, b) prior.
+
+    CRT augmentation (Zhou & Carin 2012): L_ij ~ CRT(y_ij, r_j), then r_j ~ Gamma(a + sum_i L_ij,
+    rate b + sum_i softplus(psi_ij)), sums over observed entries; -log(1 - p) = softplus(psi).
+    """
+    Yo = np.where(obs, Y, 0).astype(np.int64)
+    L = sample_crt(Yo, np.broadcast_to(r, Y.shape), rng)
+    shape = a + L.sum(axis=0)
+    rate = b + np.sum(np.where(obs, softplus_psi, 0.0), axis=0)
+    return rng.gamma(shape, 1.0 / rate)
+
+
+def _sym_from_triu(vals, iu, ju, p):
+    """Stack of symmetric (p, p) matrices from their upper-triangle values (rows of ``vals``)."""
+    P = np.empty((vals.shape[0], p, p))
+    P[:, iu, ju] = vals
+    P[:, ju, iu] = vals
+    return P
+
+
+def sample_gaussian_rows_batch(Phi, weights, rhs, rng, chunk=256):
+    """beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}), P_j = Phi^T diag(weights_j) Phi + I, for all j.
+
+    ``weights`` (N, J) and ``rhs`` = h (N, J). Precisions are formed from the upper triangle only
+    (N x p(p+1)/2 products by a J x N matrix) in chunks of columns; batched Cholesky and solves.
+    Returns beta of shape (p, J).
+    """
+    p = Phi.shape[1]
+    iu, ju = np.triu_indices(p)
+    F = Phi[:, iu] * Phi[:, ju]
+    R = Phi.T @ rhs
+    J = weights.shape[1]
+    beta = np.empty((p, J))
+    eye = np.eye(p)
+    for start in range(0, J, chunk):
+        sl = slice(start, min(J, start + chunk))
+        P = _sym_from_triu(weights[:, sl].T @ F, iu, ju, p) + eye
+        L = np.linalg.cholesky(P)
+        u = np.linalg.solve(L, R[:, sl].T[:, :, None])
+        eps = rng.standard_normal(u.shape)
+        beta[:, sl] = np.linalg.solve(np.swapaxes(L, 1, 2), u + eps)[:, :, 0].T
+    return beta
+
+
+class _Chain:
+    """State and sampler steps of one RFLVM chain (all arrays whole-matrix numpy)."""
+
+    def __init__(self, est, Y, obs, rng):
+        self.est = est
+        self.lik = est.likelihood
+        self.sparse = est.sparse
+        self.rng = rng
+        self.Y = np.where(obs, Y, 0.0)
+        self.obs = obs
+        self.any_missing = not obs.all()
+        self.N, self.J = Y.shape
+        self.M = est.n_random_features
+        self.n_evals = {"ess_rows": 0, "ess_whole": 0}
+        self.accept = [0, 0]
+        self.accept_beta = [0, 0]
+        N, J, M, D = self.N, self.J, self.M, est.n_latent
+        self.X = self._init_latent(D)
+        self.Z = np.ones((N, D), bool)
+        self.alpha = 1.0
+        self.pi = rng.beta(N, 1.0, size=D) if self.sparse else np.ones(D)
+        self.W = rng.standard_normal((M, D))
+        self.labels = np.zeros(M, int)
+        self.eta = 1.0
+        self._dp_update()
+        if self.lik == "gaussian":
+            a0, b0 = est.noise_prior
+            self.a_n = a0 + 0.5 * N
+            colmean = np.sum(self.Y, 0) / np.maximum(obs.sum(0), 1)
+            self.Yf = np.where(obs, self.Y, colmean)
+            self.yy = np.sum(self.Yf**2, axis=0)
+            self.sigma2 = np.ones(J)
+        self.r = np.ones(J) * (10.0 if self.lik == "negative_binomial" else 1.0)
+        if self.lik == "poisson":
+            self.R = 1000.0 * max(1.0, float(self.Y.max()))
+        if self.lik == "multinomial":
+            self.n_row = self.Y.sum(axis=1)
+        self._refresh_const()
+        self.Phi = rff(self.XZ, self.W)
+        self.beta = np.zeros((2 * M, J))
+        self.step_beta(0)
+
+    # ------------------------------------------------------------------ helpers
+    def _init_latent(self, D):
+        """PCA scores of the (column-mean imputed, variance-stabilised) data, unit variance."""
+        Y = self.Y.copy()
+        if self.lik in COUNT_LIKELIHOODS:
+            Y = np.sqrt(Y)
+        mean = np.sum(np.where(self.obs, Y, 0), 0) / np.maximum(self.obs.sum(0), 1)
+        Yc = np.where(self.obs, Y, mean) - mean
+        U, S, _ = np.linalg.svd(Yc, full_matrices=False)
+        X = np.zeros((self.N, D))
+        k = min(D, U.shape[1])
+        X[:, :k] = U[:, :k] * S[:k]
+        sd = X.std(axis=0)
+        X[:, sd > 0] /= sd[sd > 0]
+        X[:, sd == 0] = self.rng.standard_normal((self.N, int(np.sum(sd == 0))))
+        return X
+
+    @property
+    def XZ(self):
+        return self.X * self.Z
+
+    @property
+    def D(self):
+        return self.X.shape[1]
+
+    def _refresh_const(self):
+        """Per-row sums of the terms of log p(y | psi) that do not depend on psi."""
+        Y, obs = self.Y, self.obs
+        if self.lik == "negative_binomial":
+            c = gammaln(Y + self.r) - gammaln(self.r) - gammaln(Y + 1)
+        elif self.lik == "poisson":
+            c = -gammaln(Y + 1)
+        elif self.lik == "multinomial":
+            self.const_rows = gammaln(self.n_row + 1) - np.sum(np.where(obs, gammaln(Y + 1), 0), 1)
+            return
+        elif self.lik == "gaussian":
+            c = np.broadcast_to(-0.5 * np.log(2 * np.pi * self.sigma2), Y.shape)
+        else:
+            c = np.zeros_like(Y)
+        self.const_rows = np.sum(np.where(obs, c, 0.0), axis=1)
+
+    def psi_of(self, Phi):
+        return Phi @ self.beta
+
+    def row_loglik(self, psi, rows=None):
+        """Per-row log p(y_i | psi_i, theta) over the observed entries of rows ``rows``."""
+        rows = slice(None) if rows is None else rows
+        Y, obs, c = self.Y[rows], self.obs[rows], self.const_rows[rows]
+        if self.lik == "gaussian":
+            e = -0.5 * (Y - psi) ** 2 / self.sigma2
+        elif self.lik == "bernoulli":
+            e = Y * psi - _softplus(psi)
+        elif self.lik == "negative_binomial":
+            e = Y * psi - (Y + self.r) * _softplus(psi)
+        elif self.lik == "poisson":
+            e = Y * psi - np.exp(psi)
+        else:
+            lse = logsumexp(np.where(obs, psi, -np.inf), axis=1)
+            lse = np.where(np.isfinite(lse), lse, 0.0)
+            e = Y * psi
+            return np.sum(np.where(obs, e, 0.0), axis=1) - self.n_row[rows] * lse + c
+        return np.sum(np.where(obs, e, 0.0), axis=1) + c
+
+    # ------------------------------------------------------------ Gaussian collapsed
+    def _gauss_stats(self, Phi):
+        A = Phi.T @ Phi
+        A[np.diag_indices_from(A)] += 1.0
+        return A, Phi.T @ self.Yf
+
+    def _gauss_collapsed(self, A, C):
+        """sum_j log p(y_j | X, W) with beta_j ~ N(0, sigma_j^2 I), sigma_j^2 ~ IG(a0, b0)
+        integrated out (complete data ``Yf``)."""
+        a0, b0 = self.est.noise_prior
+        try:
+            L = np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            return -np.inf
+        Q = solve_triangular(L, C, lower=True)
+        b_n = b0 + 0.5 * np.maximum(self.yy - np.sum(Q * Q, axis=0), 0.0)
+        logdet = 2.0 * np.sum(np.log(np.diag(L)))
+        const = (
+            -0.5 * self.N * np.log(2 * np.pi) + a0 * np.log(b0) + gammaln(self.a_n) - gammaln(a0)
+        )
+        return float(np.sum(const - 0.5 * logdet - self.a_n * np.log(b_n)))
+
+    def _impute(self):
+        if not self.any_missing:
+            return
+        psi = self.psi_of(self.Phi)
+        draw = psi + np.sqrt(self.sigma2) * self.rng.standard_normal(psi.shape)
+        self.Yf = np.where(self.obs, self.Y, draw)
+        self.yy = np.sum(self.Yf**2, axis=0)
+
+    # ------------------------------------------------------------------ steps
+    def step_z(self, it):
+        """IBP slice sweep (eq. 16-19) and alpha (eq. 20)."""
+        if not self.sparse:
+            return
+
+        def on_new(n_new):
+            self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
+            self._extend_w(n_new)
+
+        def column_loglik(k, Z):
+            G = (self.X * Z) @ self.W.T
+            base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
+            on = base + np.outer(self.X[:, k], self.W[:, k])
+            ll = []
+            for g in (base, on):
+                Phi = np.hstack([np.cos(g), np.sin(g)]) / np.sqrt(self.M)
+                ll.append(self.row_loglik(self.psi_of(Phi)))
+            return ll[0], ll[1]
+
+        Z, pi, keep = ibp_slice_sweep(
+            self.Z, self.pi, self.alpha, self.rng, column_loglik=column_loglik, on_new=on_new
+        )
+        self.Z, self.pi = Z, pi
+        self.X = self.X[:, keep]
+        self.W = self.W[:, keep]
+        self.mus = self.mus[:, keep]
+        self.Sigmas = self.Sigmas[:, keep][:, :, keep]
+        self.Phi = rff(self.XZ, self.W)
+        a0, b0 = self.est.ibp_alpha_prior
+        self.alpha = sample_ibp_alpha(self.D, self.N, a0, b0, self.rng)
+
+    def _extend_w(self, n_new):
+        """New latent dimensions: each component gets a new mean coordinate and variance from the
+        one-dimensional margins of its NIW prior (Sigma block-diagonal in the new coordinate;
+        nu0 = d + 2 gives an IG(3/2, 1/2) diagonal), and each w_m a new coordinate from its
+        component."""
+        K = self.mus.shape[0]
+        for _ in range(n_new):
+            var = 1.0 / self.rng.gamma(1.5, 2.0, size=K)
+            mu = self.rng.standard_normal(K) * np.sqrt(var)
+            col = mu[self.labels] + np.sqrt(var[self.labels]) * self.rng.standard_normal(self.M)
+            self.W = np.hstack([self.W, col[:, None]])
+            self.mus = np.hstack([self.mus, mu[:, None]])
+            d = self.Sigmas.shape[1]
+            S = np.zeros((K, d + 1, d + 1))
+            S[:, :d, :d] = self.Sigmas
+            S[:, d, d] = var
+            self.Sigmas = S
+
+    def step_x(self, it):
+        """ESS for X: rows in parallel given beta; Gaussian: then a collapsed whole-matrix step."""
+        if self.D == 0:
+            if self.lik == "gaussian":
+                self._impute()
+            return
+        Z, W = self.Z, self.W
+
+        def rows_ll(Xr, idx):
+            Phi = rff(Xr * Z[idx], W)
+            return self.row_loglik(Phi @ self.beta, idx)
+
+        X, _, n = elliptical_slice_rows(
+            self.X,
+            self.rng.standard_normal(self.X.shape),
+            rows_ll,
+            self.rng,
+            max_shrink=self.est.max_shrink,
+        )
+        self.n_evals["ess_rows"] += n
+        self.X = X
+        self.Phi = rff(self.XZ, W)
+        if self.lik != "gaussian":
+            return
+        self._impute()
+
+        def whole_ll(Xc):
+            return self._gauss_collapsed(*self._gauss_stats(rff(Xc * Z, W)))
+
+        X, _, n = elliptical_slice(
+            self.X,
+            self.rng.standard_normal(self.X.shape),
+            whole_ll,
+            self.rng,
+            max_shrink=self.est.max_shrink,
+        )
+        self.n_evals["ess_whole"] += n
+        self.X = X
+        self.Phi = rff(self.XZ, W)
+
+    def _dp_update(self):
+        prior = NIWPrior(self.D)
+        if self.D:
+            self.labels = sample_dp_assignments(self.W, self.labels, self.eta, prior, self.rng)
+            self.mus, self.Sigmas = sample_dp_components(self.W, self.labels, prior, self.rng)
+        else:
+            self.labels = np.zeros(self.M, int)
+            self.mus, self.Sigmas = np.zeros((1, 0)), np.zeros((1, 0, 0))
+        a, b = self.est.dp_eta_prior
+        self.eta = float(escobar_west(self.eta, self.labels.max() + 1, self.M, a, b, self.rng))
+
+    def step_dp(self, it):
+        """DP mixture over the frequencies (eq. 22-24) and its concentration (eq. 25)."""
+        self._dp_update()
+
+    def step_w(self, it):
+        """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21)."""
+        if self.D == 0:
+            return
+        M, rng = self.M, self.rng
+        chol = np.linalg.cholesky(self.Sigmas)
+        eps = rng.standard_normal((M, self.D))
+        prop = self.mus[self.labels] + np.einsum("mij,mj->mi", chol[self.labels], eps)
+        log_u = np.log(rng.uniform(size=M))
+        XZ = self.XZ
+        Phi = self.Phi
+        if self.lik == "gaussian":
+            A, C = self._gauss_stats(Phi)
+            cur = self._gauss_collapsed(A, C)
+        else:
+            psi = self.psi_of(Phi)
+            cur = self.row_loglik(psi).sum()
+        for m in range(M):
+            idx = [m, M + m]
+            g = XZ @ prop[m]
+            new_cols = np.column_stack([np.cos(g), np.sin(g)]) / np.sqrt(M)
+            old_cols = Phi[:, idx].copy()
+            if self.lik == "gaussian":
+                Phi[:, idx] = new_cols
+                A2, C2 = A.copy(), C.copy()
+                cross = Phi.T @ new_cols
+                A2[:, idx] = cross
+                A2[idx, :] = cross.T
+                A2[idx, idx] += 1.0
+                C2[idx] = new_cols.T @ self.Yf
+                ll = self._gauss_collapsed(A2, C2)
+                if log_u[m] < ll - cur:
+                    A, C, cur = A2, C2, ll
+                    self.W[m] = prop[m]
+                    self.accept[0] += 1
+                else:
+                    Phi[:, idx] = old_cols
+            else:
+                psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
+                ll = self.row_loglik(psi2).sum()
+                if log_u[m] < ll - cur:
+                    psi, cur = psi2, ll
+                    Phi[:, idx] = new_cols
+                    self.W[m] = prop[m]
+                    self.accept[0] += 1
+            self.accept[1] += 1
+        self.Phi = rff(self.XZ, self.W)
+
+    def step_beta(self, it):
+        """Regression weights and likelihood parameters given X, Z, W."""
+        rng, Phi, Y, obs = self.rng, self.Phi, self.Y, self.obs
+        if self.lik == "gaussian":
+            a0, b0 = self.est.noise_prior
+            A, C = self._gauss_stats(Phi)
+            L = np.linalg.cholesky(A)
+            mean = cho_solve((L, True), C)
+            b_n = b0 + 0.5 * np.maximum(self.yy - np.sum(C * mean, axis=0), 1e-12)
+            self.sigma2 = b_n / rng.gamma(self.a_n, 1.0, size=self.J)
+            eps = rng.standard_normal(mean.shape) * np.sqrt(self.sigma2)
+            self.beta = mean + solve_triangular(L.T, eps, lower=False)
+            self._refresh_const()
+            return
+        if self.lik == "multinomial":
+            self._beta_multinomial()
+            return
+        psi = self.psi_of(Phi)
+        if self.lik == "bernoulli":
+            b, c, kappa, off = 1.0, psi, Y - 0.5, 0.0
+        elif self.lik == "negative_binomial":
+            b, c, kappa, off = Y + self.r, psi, 0.5 * (Y - self.r), 0.0
+        else:
+            off = np.log(self.R)
+            b, c, kappa = Y + self.R, psi - off, 0.5 * (Y - self.R)
+        omega = np.zeros_like(Y)
+        bb = np.broadcast_to(b, Y.shape)
+        omega[obs] = sample_polyagamma(bb[obs], np.asarray(c)[obs], rng)
+        h = np.where(obs, kappa + omega * off, 0.0)
+        new = sample_gaussian_rows_batch(Phi, omega, h, rng)
+        if self.lik == "poisson":
+            psi_new = Phi @ new
+            d_new = self._poisson_minus_nb(psi_new)
+            d_old = self._poisson_minus_nb(psi)
+            ok = np.log(rng.uniform(size=self.J)) < d_new - d_old
+            self.beta[:, ok] = new[:, ok]
+            self.accept_beta[0] += int(ok.sum())
+            self.accept_beta[1] += self.J
+        else:
+            self.beta = new
+        if self.lik == "negative_binomial":
+            a, b0 = self.est.dispersion_prior
+            sp = _softplus(self.psi_of(Phi))
+            self.r = sample_nb_dispersion(Y, sp, obs, self.r, a, b0, rng)
+            self._refresh_const()
+
+    def _poisson_minus_nb(self, psi):
+        """Per column sum_i [log Poisson(y | e^psi) - log NB(y | R, sigmoid(psi - log R))],
+        dropping terms that cancel in the acceptance ratio."""
+        Y, R = self.Y, self.R
+        lp = Y * psi - np.exp(psi)
+        lq = Y * psi - (Y + R) * _softplus(psi - np.log(R))
+        return np.sum(np.where(self.obs, lp - lq, 0.0), axis=0)
+
+    def _beta_multinomial(self):
+        """Multinomial, eq. (30)-(35), one column at a time (xi_j depends on the other columns,
+        so this sweep is sequential). beta_J = 0. Eq. (30) prints the PG exponent as
+        y_ij + sum_j y_ij; conditioning the softmax on the others gives (e^{psi - xi})^{y_ij} /
+        (1 + e^{psi - xi})^{n_i} with n_i = sum_j y_ij, consistent with tau_ij = y_ij - n_i / 2
+        and eq. (35), so b_ij = n_i here. With missing entries the softmax runs over the
+        observed columns of each row."""
+        rng, Phi, Y, obs = self.rng, self.Phi, self.Y, self.obs
+        psi = self.psi_of(Phi)
+        p = Phi.shape[1]
+        eye = np.eye(p)
+        for j in range(self.J - 1):
+            others = np.where(obs, psi, -np.inf)
+            others[:, j] = -np.inf
+            xi = logsumexp(others, axis=1)
+            use = obs[:, j] & (self.n_row > 0) & np.isfinite(xi)
+            omega = np.zeros(self.N)
+            omega[use] = sample_polyagamma(self.n_row[use], psi[use, j] - xi[use], rng)
+            h = np.where(use, Y[:, j] - 0.5 * self.n_row + omega * np.where(use, xi, 0.0), 0.0)
+            P = Phi.T @ (omega[:, None] * Phi) + eye
+            L = np.linalg.cholesky(P)
+            u = solve_triangular(L, Phi.T @ h, lower=True)
+            self.beta[:, j] = solve_triangular(L.T, u + rng.standard_normal(p), lower=False)
+            psi[:, j] = Phi @ self.beta[:, j]
+        self.beta[:, -1] = 0.0
+
+    def log_lik(self):
+        """Log likelihood of the observed entries at the current state (beta and theta given)."""
+        return float(self.row_loglik(self.psi_of(self.Phi)).sum())
+
+    def snapshot(self):
+        theta = self.sigma2.copy() if self.lik == "gaussian" else self.r.copy()
+        return {
+            "XZ": self.XZ.copy(),
+            "W": self.W.copy(),
+            "beta": self.beta.copy(),
+            "theta": theta,
+        }
+
+
+class RFLVM(BaseEstimator):
+    """Random feature latent variable model, sparse (IBP RFLVM) or dense, fitted by MCMC.
+
+    Parameters
+    ----------
+    likelihood : {"gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson"}
+    sparse : bool
+        ``True``: IBP RFLVM, latent dimension infinite a priori (``n_latent`` is the initial
+        number of instantiated dimensions). ``False``: dense RFLVM with ``n_latent`` dimensions.
+    n_random_features : int
+        Number M of random frequencies (2M features).
+    n_latent : int
+        Initial (sparse) or fixed (dense) latent dimension.
+    n_iter : int
+        MCMC iterations.
+    burn_in : int, optional
+        Iterations discarded; default ``n_iter // 2``.
+    ibp_alpha_prior, dp_eta_prior : (float, float)
+        Gamma(shape, rate) priors of the IBP concentration alpha and the DP concentration eta.
+    noise_prior : (float, float)
+        Inverse-gamma (shape, scale) prior of the Gaussian noise variances sigma_j^2.
+    dispersion_prior : (float, float)
+        Gamma(shape, rate) prior of the negative-binomial dispersions r_j.
+    max_shrink : int
+        Largest number of bracket shrinks in one elliptical slice step.
+    random_state : None, int or numpy.random.Generator
+    verbose : bool
+        Show a tqdm progress bar.
+
+    Attributes
+    ----------
+    latent_ : ndarray (n_samples, max active dims)
+        Posterior mean of X * Z over the retained draws (dimensions padded with zeros).
+    n_active_ : ndarray (n_iter,)
+        Number of instantiated latent dimensions after each iteration.
+    log_lik_ : ndarray (n_iter,)
+        Log likelihood of the observed entries after each iteration.
+    idata_ : arviz.InferenceData
+        Retained draws of alpha, eta, n_active, n_clusters, log_lik and X * Z.
+    acceptance_rate_ : float
+        Acceptance rate of the frequency Metropolis-Hastings step.
+    step_seconds_ : dict
+        Seconds spent in each sampler step ("z", "x", "dp", "w", "beta") over the whole fit.
+    n_iter_ : int
+    """
+
+    def __init__(
+        self,
+        likelihood="gaussian",
+        sparse=True,
+        n_random_features=50,
+        n_latent=2,
+        n_iter=100,
+        burn_in=None,
+        ibp_alpha_prior=(1.0, 1.0),
+        dp_eta_prior=(1.0, 1.0),
+        noise_prior=(1.0, 1.0),
+        dispersion_prior=(1.0, 1.0),
+        max_shrink=100,
+        random_state=None,
+        verbose=False,
+    ):
+        self.likelihood = likelihood
+        self.sparse = sparse
+        self.n_random_features = n_random_features
+        self.n_latent = n_latent
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.ibp_alpha_prior = ibp_alpha_prior
+        self.dp_eta_prior = dp_eta_prior
+        self.noise_prior = noise_prior
+        self.dispersion_prior = dispersion_prior
+        self.max_shrink = max_shrink
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        if self.likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood={self.likelihood!r}; expected one of {LIKELIHOODS}")
+        for name in ("n_random_features", "n_latent", "n_iter", "max_shrink"):
+            v = getattr(self, name)
+            if not isinstance(v, int | np.integer) or v < 1:
+                raise ValueError(f"{name}={v!r}; expected a positive integer")
+        burn = self.n_iter // 2 if self.burn_in is None else self.burn_in
+        if not isinstance(burn, int | np.integer) or not 0 <= burn < self.n_iter:
+            raise ValueError(f"burn_in={self.burn_in!r}; expected an integer in [0, n_iter)")
+        for name in ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "dispersion_prior"):
+            v = getattr(self, name)
+            if len(v) != 2 or not all(np.isfinite(x) and x > 0 for x in v):
+                raise ValueError(f"{name}={v!r}; expected two positive numbers")
+        return int(burn)
+
+    def _check_Y(self, Y, what="Y"):
+        Y = np.asarray(Y, dtype=float)
+        if Y.ndim != 2 or Y.shape[0] < 2 or Y.shape[1] < 2:
+            raise ValueError(f"{what} has shape {Y.shape}; RFLVM needs a 2-D matrix, at least 2x2")
+        if np.isinf(Y).any():
+            raise ValueError(f"{what} has {int(np.isinf(Y).sum())} infinite values")
+        vals = Y[~np.isnan(Y)]
+        if self.likelihood == "bernoulli" and not np.all((vals == 0) | (vals == 1)):
+            raise ValueError(f"{what} must hold 0/1 values (or NaN) for likelihood='bernoulli'")
+        if self.likelihood in COUNT_LIKELIHOODS and (
+            np.any(vals < 0) or np.any(vals != np.round(vals))
+        ):
+            raise ValueError(
+                f"{what} must hold non-negative integer counts (or NaN) for "
+                f"likelihood={self.likelihood!r}"
+            )
+        return Y
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, Y, y=None):
+        """Run the sampler on ``Y`` (samples x features); NaN entries are treated as missing.
+
+        Parameters
+        ----------
+        Y : array_like (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        import arviz as az
+
+        burn = self._check_params()
+        Y = self._check_Y(Y)
+        obs = ~np.isnan(Y)
+        if not obs.any():
+            raise ValueError("Y has no observed entries; RFLVM needs some non-NaN values")
+        rng = _rng(self.random_state)
+        t0 = time.perf_counter()
+        chain = _Chain(self, Y, obs, rng)
+        secs = dict.fromkeys(STEPS, 0.0)
+        secs["beta"] += time.perf_counter() - t0
+        steps = [(s, getattr(chain, f"step_{s}")) for s in STEPS]
+        n_active, log_lik, draws, stats = [], [], [], []
+        every = max(1, self.n_iter // 10)
+        bar = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.n_iter, desc=f"RFLVM ({self.likelihood})")
+        for it in range(self.n_iter):
+            for name, step in steps:
+                ts = time.perf_counter()
+                step(it)
+                secs[name] += time.perf_counter() - ts
+            ll = chain.log_lik()
+            check_finite(ll, "RFLVM log likelihood", it)
+            log_lik.append(ll)
+            n_active.append(chain.D)
+            if it >= burn:
+                draws.append(chain.snapshot())
+                stats.append((chain.alpha, chain.eta, chain.D, chain.labels.max() + 1, ll))
+            if bar is not None:
+                bar.update(1)
+            if (it + 1) % every == 0 or it + 1 == self.n_iter:
+                el = time.perf_counter() - t0
+                logger.info(
+                    "RFLVM iteration %d/%d log-lik %.4g active dims %d elapsed %.1fs left %.1fs",
+                    it + 1,
+                    self.n_iter,
+                    ll,
+                    chain.D,
+                    el,
+                    el / (it + 1) * (self.n_iter - it - 1),
+                )
+        if bar is not None:
+            bar.close()
+        self.n_iter_ = self.n_iter
+        self.n_active_ = np.asarray(n_active)
+        self.log_lik_ = np.asarray(log_lik)
+        self.draws_ = draws
+        self.acceptance_rate_ = chain.accept[0] / max(chain.accept[1], 1)
+        self.step_seconds_ = secs
+        self.n_features_in_ = Y.shape[1]
+        self.n_samples_fit_ = Y.shape[0]
+        self.row_totals_ = chain.n_row if self.likelihood == "multinomial" else None
+        d_max = max(max(d["XZ"].shape[1] for d in draws), 1)
+        Xs = np.zeros((len(draws), Y.shape[0], d_max))
+        for s, d in enumerate(draws):
+            Xs[s, :, : d["XZ"].shape[1]] = d["XZ"]
+        self.latent_ = Xs.mean(axis=0)
+        st = np.asarray(stats, float)
+        post = {
+            "alpha": st[:, 0],
+            "eta": st[:, 1],
+            "n_active": st[:, 2],
+            "n_clusters": st[:, 3],
+            "log_lik": st[:, 4],
+            "X": Xs,
+        }
+        if not self.sparse:
+            del post["alpha"]
+        self.idata_ = az.from_dict(
+            posterior={k: v[None] for k, v in post.items()},
+            dims={"X": ["sample", "latent_dim"]},
+        )
+        return self
+
+    def fit_transform(self, Y, y=None):
+        """Fit and return ``latent_``."""
+        return self.fit(Y).latent_
+
+    # ------------------------------------------------------------------ evaluation
+    def _check_heldout(self, Y, mask):
+        if not hasattr(self, "draws_"):
+            raise ValueError("this RFLVM is not fitted yet; call fit(Y) first")
+        Y = self._check_Y(Y)
+        mask = np.asarray(mask, bool)
+        if Y.shape != (self.n_samples_fit_, self.n_features_in_) or mask.shape != Y.shape:
+            raise ValueError(
+                f"Y {Y.shape} and mask {mask.shape} must both have the fitted shape "
+                f"{(self.n_samples_fit_, self.n_features_in_)}"
+            )
+        if np.isnan(Y[mask]).any():
+            raise ValueError(f"Y has {int(np.isnan(Y[mask]).sum())} NaN values where mask is True")
+        if not mask.any():
+            raise ValueError("mask selects no entries; mark held-out entries with True")
+        return Y, mask
+
+    def _draw_psi(self, d):
+        return rff(d["XZ"], d["W"]) @ d["beta"]
+
+    def _entry_logpdf(self, psi, theta, y):
+        """log p(y_ij | draw) for held-out entries (vectors) of the draw."""
+        lik = self.likelihood
+        if lik == "gaussian":
+            return -0.5 * np.log(2 * np.pi * theta) - 0.5 * (y - psi) ** 2 / theta
+        if lik == "bernoulli":
+            return y * psi - _softplus(psi)
+        if lik == "negative_binomial":
+            return (
+                gammaln(y + theta)
+                - gammaln(theta)
+                - gammaln(y + 1)
+                + y * psi
+                - (y + theta) * _softplus(psi)
+            )
+        return y * psi - np.exp(psi) - gammaln(y + 1)
+
+    def log_likelihood(self, Y, mask):
+        """Held-out log posterior predictive, sum over entries with ``mask`` True.
+
+        Each entry's predictive density is the average over retained draws of p(y_ij | draw)
+        (beta_j and the likelihood parameters of the draw). Multinomial: the word-level
+        probability y_ij log theta_ij with theta_i the softmax over all features.
+
+        Parameters
+        ----------
+        Y : array_like (n_samples, n_features)
+            Matrix holding the true values at the held-out entries (other entries ignored).
+        mask : array_like of bool
+            True where an entry was held out (NaN in the matrix given to ``fit``).
+
+        Returns
+        -------
+        float
+        """
+        Y, mask = self._check_heldout(Y, mask)
+        rows, cols = np.nonzero(mask)
+        y = Y[rows, cols]
+        per_draw = np.empty((len(self.draws_), y.size))
+        for s, d in enumerate(self.draws_):
+            psi = self._draw_psi(d)
+            if self.likelihood == "multinomial":
+                logp = psi - logsumexp(psi, axis=1, keepdims=True)
+                per_draw[s] = y * logp[rows, cols]
+            else:
+                th = d["theta"][cols]
+                per_draw[s] = self._entry_logpdf(psi[rows, cols], th, y)
+        return float(np.sum(logsumexp(per_draw, axis=0) - np.log(len(self.draws_))))
+
+    def perplexity(self, Y, mask):
+        """Held-out perplexity exp(-sum y_ij log f_ij / sum y_ij) over entries with mask True.
+
+        f_ij is the posterior mean (over retained draws) of the normalised rate mu_ij / sum_j
+        mu_ij, mu = exp(psi) (Poisson), r exp(psi) (negative binomial), softmax(psi)
+        (multinomial): the per-word definition used for PFA and LDA (Zhou et al. 2012a).
+        """
+        if self.likelihood not in COUNT_LIKELIHOODS:
+            raise ValueError(
+                f"perplexity needs a count likelihood {COUNT_LIKELIHOODS}; "
+                f"this RFLVM has likelihood={self.likelihood!r}"
+            )
+        Y, mask = self._check_heldout(Y, mask)
+        f = np.zeros(Y.shape)
+        for d in self.draws_:
+            psi = self._draw_psi(d)
+            if self.likelihood == "negative_binomial":
+                psi = psi + np.log(d["theta"])
+            f += np.exp(psi - logsumexp(psi, axis=1, keepdims=True))
+        f /= len(self.draws_)
+        y = Y[mask]
+        if y.sum() <= 0:
+            raise ValueError("the held-out entries hold no counts; perplexity is undefined")
+        return float(np.exp(-np.sum(y * np.log(np.maximum(f[mask], 1e-300))) / y.sum()))
+
+
+__all__ = ["RFLVM", "rff", "sample_crt", "sample_nb_dispersion"]
