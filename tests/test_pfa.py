@@ -7,6 +7,7 @@ from scipy import integrate, stats
 from scipy.optimize import linear_sum_assignment
 
 from omicsbayes.models.pfa import (
+    PFAClassifier,
     PoissonFactorAnalysis,
     _nb_log_r,
     allocate_counts,
@@ -223,3 +224,44 @@ def test_bad_input(X, match):
 def test_bad_hyperparameters(param, value):
     with pytest.raises(ValueError, match=param):
         PoissonFactorAnalysis(**{"n_iter": 5, "burn_in": 1, param: value}).fit(np.ones((3, 3)))
+
+
+def _labelled_cohort(seed, n=120, d=40):
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.full(d, 0.1), size=4).T
+    theta = rng.gamma(1.0, 200.0, size=(n, 4))
+    intensities = rng.poisson(theta @ phi.T) + rng.uniform(0, 0.49, size=(n, d))
+    return intensities, theta
+
+
+def test_pfa_classifier_two_steps_multitask():
+    """Non-integer intensities are rounded; labels driven by the planted scores are learned."""
+    from sklearn.metrics import roc_auc_score
+
+    X, theta = _labelled_cohort(8)
+    y = np.where(theta[:, 0] > theta[:, 1], "up", "down")
+    second = np.where(theta[:, 2] > np.median(theta[:, 2]), 1.0, 0.0)
+    second[:15] = np.nan
+    Y = np.column_stack([y.astype(object), second.astype(object)])
+    train, test = np.arange(90), np.arange(90, 120)
+    kw = dict(n_factors=6, n_iter=60, burn_in=30, random_state=0)
+    clf = PFAClassifier(**kw).fit(X[train], y[train])
+    assert list(clf.classes_) == ["down", "up"]
+    score = clf.decision_function(X[test])
+    assert score.shape == (30,)
+    assert roc_auc_score(y[test] == "up", score) > 0.9
+    assert set(clf.predict(X[test])) <= {"down", "up"}
+    # Same as rounding first and fitting PoissonFactorAnalysis with the same seed stream.
+    np.testing.assert_array_equal(clf.scores_, clf.pfa_.scores_)
+
+    multi = PFAClassifier(**kw).fit(X[train], Y[train])
+    scores = multi.decision_function(X[test])
+    assert scores.shape == (30, 2)
+    assert roc_auc_score(second[test] == 1.0, scores[:, 1]) > 0.8
+    assert multi.predict(X[test]).shape == (30, 2)
+    assert multi.svms_[1].classes_.tolist() == [0.0, 1.0]
+
+
+def test_pfa_classifier_rejects_negative_values():
+    with pytest.raises(ValueError, match="negative"):
+        PFAClassifier(n_iter=4, burn_in=2).fit(np.array([[1.0, -3.0], [2.0, 1.0]]), [0, 1])

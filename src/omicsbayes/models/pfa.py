@@ -31,9 +31,10 @@ import time
 import arviz as az
 import numpy as np
 from scipy import special
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 
 from omicsbayes.inference import NumericalError, check_finite
+from omicsbayes.inference.bsvm import BayesianSVM
 
 logger = logging.getLogger("omicsbayes")
 
@@ -511,3 +512,171 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             raise ValueError("the held-out entries have no counts; perplexity is undefined")
         share = rate.sum(0) / theta.sum(axis=(0, 2))[rows]
         return float(np.exp(-np.sum(special.xlogy(y, share)) / y.sum()))
+
+
+def _task_matrix(y, n_samples):
+    """Labels as an (n_samples, n_tasks) object array with None where a label is missing."""
+    y = np.asarray(y, dtype=object)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must have shape (n_samples,) or (n_samples, n_tasks); got {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but y has {y.shape[0]} rows")
+    Y = y.reshape(n_samples, -1).copy()
+    for idx, value in np.ndenumerate(Y):
+        if value is not None and isinstance(value, (float, np.floating)) and np.isnan(value):
+            Y[idx] = None
+    return Y
+
+
+class PFAClassifier(ClassifierMixin, BaseEstimator):
+    """PFA-L-BSVM (paper 000, Tables 4-5): PFA on rounded counts, then a Bayesian SVM on its scores.
+
+    Two steps, as in the paper: the input (intensities or counts) is rounded to the nearest
+    integer and :class:`PoissonFactorAnalysis` is fitted without the labels; its posterior mean
+    training scores, standardised with the training mean and standard deviation (the hinge
+    margin of 1 fixes the scale the SVM works on), are the features of one
+    :class:`~omicsbayes.inference.bsvm.BayesianSVM` per task.  New samples are scored by
+    :meth:`PoissonFactorAnalysis.transform` with the loadings fixed.
+
+    Parameters
+    ----------
+    n_factors, n_iter, burn_in, thin, a0, b0, c0, eps0, eta, n_transform_iter
+        Passed to :class:`PoissonFactorAnalysis`.
+    svm_inference : {"vb", "gibbs"}
+        Inference of the Bayesian SVMs.
+    svm_max_iter : int
+        VB iterations of each SVM.
+    svm_n_samples, svm_burn_in : int
+        Gibbs draws kept and discarded by each SVM.
+    random_state : None, int or numpy.random.Generator
+    verbose : bool
+
+    Attributes
+    ----------
+    pfa_ : PoissonFactorAnalysis
+    svms_ : list of BayesianSVM, one per task
+    classes_ : ndarray (one task) or list of ndarray (several)
+    scores_ : ndarray, shape (n_samples, n_factors)
+        Training factor scores (posterior means, before standardisation).
+    """
+
+    def __init__(
+        self,
+        n_factors=20,
+        n_iter=200,
+        burn_in=100,
+        thin=1,
+        a0=1.0,
+        b0=1.0,
+        c0=1.0,
+        eps0=None,
+        eta=0.05,
+        n_transform_iter=40,
+        svm_inference="vb",
+        svm_max_iter=200,
+        svm_n_samples=500,
+        svm_burn_in=500,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_factors = n_factors
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.a0 = a0
+        self.b0 = b0
+        self.c0 = c0
+        self.eps0 = eps0
+        self.eta = eta
+        self.n_transform_iter = n_transform_iter
+        self.svm_inference = svm_inference
+        self.svm_max_iter = svm_max_iter
+        self.svm_n_samples = svm_n_samples
+        self.svm_burn_in = svm_burn_in
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @staticmethod
+    def _round(X):
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D array (samples x features); got shape {X.shape}")
+        n_neg = int((X < 0).sum())
+        if n_neg:
+            raise ValueError(
+                f"X has {n_neg} negative values; PFAClassifier needs non-negative intensities "
+                "or counts (it rounds them to counts)"
+            )
+        return np.rint(X)
+
+    def _features(self, theta):
+        return (theta - self._score_mean) / self._score_sd
+
+    def fit(self, X, y):
+        """Fit PFA on ``round(X)`` (NaN = missing), then one Bayesian SVM per task.
+
+        ``y`` has shape (n_samples,) with two class labels, or (n_samples, n_tasks) with NaN or
+        None where a sample has no label for that task.
+        """
+        X = self._round(X)
+        Y = _task_matrix(y, X.shape[0])
+        rng = _rng(self.random_state)
+        self.pfa_ = PoissonFactorAnalysis(
+            n_factors=self.n_factors,
+            n_iter=self.n_iter,
+            burn_in=self.burn_in,
+            thin=self.thin,
+            a0=self.a0,
+            b0=self.b0,
+            c0=self.c0,
+            eps0=self.eps0,
+            eta=self.eta,
+            n_transform_iter=self.n_transform_iter,
+            random_state=int(rng.integers(2**63 - 1)),
+            verbose=self.verbose,
+        ).fit(X)
+        self.scores_ = self.pfa_.scores_
+        self._score_mean = self.scores_.mean(0)
+        self._score_sd = np.maximum(self.scores_.std(0), 1e-12)
+        Z = self._features(self.scores_)
+        self.svms_ = []
+        for t in range(Y.shape[1]):
+            labelled = np.array([v is not None for v in Y[:, t]])
+            if labelled.sum() < 2:
+                raise ValueError(f"task {t} of y has {labelled.sum()} labelled samples; need >= 2")
+            labels = np.asarray(Y[labelled, t].tolist())
+            svm = BayesianSVM(
+                inference=self.svm_inference,
+                max_iter=self.svm_max_iter,
+                n_samples=self.svm_n_samples,
+                burn_in=self.svm_burn_in,
+                random_state=int(rng.integers(2**63 - 1)),
+                verbose=self.verbose,
+            )
+            self.svms_.append(svm.fit(Z[labelled], labels))
+        self._multi = np.asarray(y, dtype=object).ndim == 2
+        self.classes_ = [s.classes_ for s in self.svms_] if self._multi else self.svms_[0].classes_
+        self.n_features_in_ = X.shape[1]
+        self.n_iter_ = self.pfa_.n_iter_
+        return self
+
+    def transform(self, X):
+        """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
+        if not hasattr(self, "pfa_"):
+            raise ValueError("this PFAClassifier is not fitted yet; call fit first")
+        return self.pfa_.transform(self._round(X))
+
+    def decision_function(self, X):
+        """SVM score per task; shape (n_samples,) for one task, (n_samples, n_tasks) otherwise.
+
+        Positive favours ``classes_[1]`` (of that task).
+        """
+        Z = self._features(self.transform(X))
+        scores = np.column_stack([svm.decision_function(Z) for svm in self.svms_])
+        return scores if self._multi else scores[:, 0]
+
+    def predict(self, X):
+        """Labels per task, from the sign of :meth:`decision_function`."""
+        scores = self.decision_function(X).reshape(len(X), -1)
+        labels = [svm.classes_[(scores[:, t] > 0).astype(int)] for t, svm in enumerate(self.svms_)]
+        return np.column_stack(labels) if self._multi else labels[0]
