@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 from scipy import linalg, special
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
@@ -55,6 +55,13 @@ _LOG2PI = np.log(2.0 * np.pi)
 RANKINGS = ("pairwise", "listwise")
 
 
+def _logsumexp(a, axis=None):
+    """log sum exp over ``axis`` (scipy's version costs more in overhead than in arithmetic)."""
+    top = np.max(a, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True)) + top
+    return out.item() if axis is None else np.squeeze(out, axis=axis)
+
+
 # ----------------------------------------------------------------------------------------------
 # The softmax bounds of sections 3.2 and 3.3
 # ----------------------------------------------------------------------------------------------
@@ -78,7 +85,7 @@ def optimal_log_zeta(ranking, mu, var, pos, neg):
     log_e = mu + 0.5 * var
     if ranking == "pairwise":
         return np.logaddexp(log_e[pos][:, None], log_e[neg][None, :])
-    return np.logaddexp(log_e[pos], special.logsumexp(log_e[neg]))
+    return np.logaddexp(log_e[pos], _logsumexp(log_e[neg]))
 
 
 def softmax_bound(ranking, mu, var, log_zeta, pos, neg):
@@ -93,7 +100,7 @@ def softmax_bound(ranking, mu, var, log_zeta, pos, neg):
     if ranking == "pairwise":
         ratio = np.exp(log_e[pos][:, None] - log_zeta).sum() + np.exp(log_e[neg] - log_zeta).sum()
         return n_neg * mu[pos].sum() - ratio + n_pos * n_neg - log_zeta.sum()
-    log_sum = np.logaddexp(log_e[pos], special.logsumexp(log_e[neg]))
+    log_sum = np.logaddexp(log_e[pos], _logsumexp(log_e[neg]))
     return mu[pos].sum() - np.exp(log_sum - log_zeta).sum() + n_pos - log_zeta.sum()
 
 
@@ -113,12 +120,12 @@ def softmax_coefficients(ranking, log_zeta, pos, neg, n_samples):
     log_r = np.empty(n_samples)
     if ranking == "pairwise":
         c[pos] = len(neg)
-        log_r[pos] = special.logsumexp(-log_zeta, axis=1)
-        log_r[neg] = special.logsumexp(-log_zeta, axis=0)
+        log_r[pos] = _logsumexp(-log_zeta, axis=1)
+        log_r[neg] = _logsumexp(-log_zeta, axis=0)
     else:
         c[pos] = 1.0
         log_r[pos] = -log_zeta
-        log_r[neg] = special.logsumexp(-log_zeta)
+        log_r[neg] = _logsumexp(-log_zeta)
     return c, log_r
 
 
@@ -166,18 +173,19 @@ def _optimal_mean(var, m, c, log_r):
     return a - special.wrightomega(log_r + 0.5 * var + a)
 
 
-def _optimal_log_var(mu, log_r, log_var, max_steps=100):
+def _optimal_log_var(mu, log_r, max_steps=100, xtol=1e-12):
     """Step (iv): maximise L_q(f) over s = log Sigma(f_n) by safeguarded Newton steps.
 
-    dL/ds = (1 - S - S k e^{S/2}) / 2 with S = e^s and k = r e^mu is decreasing in s, positive
-    at s_lo = -log(1 + k e^{1/2}) and non-positive at s = 0, so the root lies in [s_lo, 0]; a
-    Newton step (second derivative from :func:`f_derivatives`) that leaves the bracket is
-    replaced by bisection.
+    dL/ds = (1 - S - S k e^{S/2}) / 2 with S = e^s and k = r e^mu. Its root satisfies
+    S (1 + k e^{S/2}) = 1 with S <= 1, so S lies between 1 / (1 + k e^{1/2}) and 1 / (1 + k):
+    a bracket of width at most 1/2 in s. dL/ds is decreasing and concave in s, so Newton steps
+    with the analytic second derivative (:func:`f_derivatives`) started at the upper end
+    approach the root monotonically; a step that leaves the bracket is replaced by bisection.
     """
     log_k = log_r + mu
     lo = -np.logaddexp(0.0, log_k + 0.5)
-    hi = np.zeros_like(lo)
-    s = np.clip(log_var, lo, hi)
+    hi = -np.logaddexp(0.0, log_k)
+    s = hi.copy()
     for _ in range(max_steps):
         var = np.exp(s)
         ke = np.exp(log_k + 0.5 * var)
@@ -186,11 +194,11 @@ def _optimal_log_var(mu, log_r, log_var, max_steps=100):
         lo = np.where(grad > 0, s, lo)
         hi = np.where(grad < 0, s, hi)
         newton = s - grad / hess
-        outside = (newton <= lo) | (newton >= hi)
+        outside = (newton < lo) | (newton > hi)
         s_new = np.where(outside, 0.5 * (lo + hi), newton)
-        done = np.max(np.abs(s_new - s)) < 1e-13
+        done = np.max(np.abs(s_new - s)) < xtol
         s = s_new
-        if done or np.all(grad == 0):
+        if done:
             break
     return s
 
@@ -223,11 +231,11 @@ class _GaussianWeights:
             M = Zs @ Zs.T
             M[np.diag_indices_from(M)] += 1.0
             chol = linalg.cholesky(M, lower=True, check_finite=False)
+            # scipy's cholesky zeroes the upper triangle, which dtrtri and dtrmm leave alone
             chol_inv, _ = lapack.dtrtri(chol, lower=1)
-            chol_inv = np.tril(chol_inv)
             alpha = chol_inv.T @ (chol_inv @ e_f)
             mean = a_inv * (Z.T @ alpha)
-            W = chol_inv @ Z
+            W = blas.dtrmm(1.0, chol_inv, Z, lower=1)
             diag = a_inv - a_inv**2 * np.einsum("ij,ij->j", W, W)
             logdet = -np.sum(np.log(prior_precision)) - 2.0 * np.sum(np.log(np.diag(chol)))
             m = Z @ mean
@@ -611,7 +619,7 @@ class BAMClassifier(_BayesianLinearVB):
         mu = _optimal_mean(var, m, c, log_r)
         log_zeta = optimal_log_zeta(self.ranking, mu, var, pos, neg)
         c, log_r = softmax_coefficients(self.ranking, log_zeta, pos, neg, t.size)
-        var = np.exp(_optimal_log_var(mu, log_r, np.log(var)))
+        var = np.exp(_optimal_log_var(mu, log_r))
         check_finite(var, "q(f) variance step (iv)", iteration)
         return {"e_f": mu, "var": var, "pos": pos, "neg": neg}
 
