@@ -84,8 +84,8 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     genes = np.sort(assoc["gene_symbol"].unique())
     assoc = assoc.assign(
         value=1,
-        row=np.searchsorted(diseases, assoc["disease_id"].to_numpy()),
-        col=np.searchsorted(genes, assoc["gene_symbol"].to_numpy()),
+        row=pd.Categorical(assoc["disease_id"], categories=diseases).codes.astype(np.int64),
+        col=pd.Categorical(assoc["gene_symbol"], categories=genes).codes.astype(np.int64),
     )
     assoc = assoc.sort_values(["row", "col"]).reset_index(drop=True)
     assoc = assoc[["disease_id", "gene_symbol", "value", "row", "col"]]
@@ -104,7 +104,7 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     )
     hpoa = hpoa[keep].drop_duplicates(["database_id", "hpo_id"])
     terms, term_idx = np.unique(hpoa["hpo_id"].to_numpy(), return_inverse=True)
-    rows = np.searchsorted(diseases, hpoa["database_id"].to_numpy())
+    rows = pd.Categorical(hpoa["database_id"], categories=diseases).codes.astype(np.int64)
     X = sp.csr_matrix((np.ones(rows.size), (rows, term_idx)), shape=(diseases.size, terms.size))
     idf = np.log(diseases.size / np.maximum(np.asarray(X.sum(axis=0)).ravel(), 1.0))
     X = sp.csr_matrix(X @ sp.diags(idf))
@@ -116,13 +116,16 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
 
 def _knn_graph(S, k):
     """Keep each row's k largest off-diagonal entries of a similarity, then symmetrise by max."""
-    S = sp.coo_matrix(S)
-    off = (S.row != S.col) & (S.data > 0)
-    r, c, v = S.row[off], S.col[off], S.data[off]
-    order = np.lexsort((-v, r))
-    r, c, v = r[order], c[order], v[order]
-    starts = np.searchsorted(r, r, side="left")
-    rank = np.arange(r.size) - starts
-    top = rank < k
+    S = sp.csr_matrix(S)
+    S.setdiag(0.0)
+    S.data[S.data < 0] = 0.0
+    S.eliminate_zeros()
+    r = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
+    c, v = S.indices, S.data
+    # one sort on row, then decreasing similarity: the key is row + a number in [0, 0.5)
+    key = r + 0.5 * (1.0 - np.clip(v / max(v.max(initial=0.0), 1e-300), 0.0, 1.0))
+    order = np.argsort(key)
+    c, v = c[order], v[order]
+    top = np.arange(r.size) - S.indptr[r] < k
     G = sp.csr_matrix((v[top], (r[top], c[top])), shape=S.shape)
     return G.maximum(G.T).tocsr()

@@ -53,6 +53,8 @@ from scipy.sparse.linalg import LinearOperator, cg, svds
 from sklearn.base import BaseEstimator, clone
 from tqdm.auto import tqdm
 
+from omicsbayes.evaluate.ranking import ranking_curves
+from omicsbayes.evaluate.splitters import entry_kfold_splits, row_kfold_splits, sample_negatives
 from omicsbayes.inference.convergence import check_finite
 from omicsbayes.preprocess.graph import LowRankKernel
 
@@ -670,21 +672,6 @@ def select_hyperparameters(estimator, fit_kwargs, score, grid=None):
     return best, table
 
 
-def sample_negative_entries(rows, cols, shape, n, rng):
-    """``n`` distinct entries drawn uniformly among those not in (rows, cols) (section 5.1)."""
-    M, N = _check_shape(shape)
-    known = np.unique(np.asarray(rows, dtype=np.int64) * N + np.asarray(cols, dtype=np.int64))
-    if n > M * N - known.size:
-        raise ValueError(f"cannot sample {n} negatives from {M * N - known.size} unknown entries")
-    picked = np.empty(0, dtype=np.int64)
-    while picked.size < n:
-        draw = rng.integers(0, M * N, size=2 * (n - picked.size) + 16)
-        draw = np.setdiff1d(np.unique(draw), known, assume_unique=True)
-        picked = np.union1d(picked, draw)
-    picked = rng.permutation(picked)[:n]
-    return picked // N, picked % N
-
-
 def averaged_scores(
     estimator,
     rows,
@@ -694,30 +681,43 @@ def averaged_scores(
     row_kernel=None,
     col_kernel=None,
     n_negative_sets=5,
-    n_negatives=None,
-    random_state=None,
+    ratio=1.0,
+    exclude_rows=None,
+    random_state=0,
 ):
     """Scores averaged over fits with different sampled negative sets (section 5.1).
 
-    Each fit sees every positive (value 1) plus one set of ``n_negatives`` unknown entries
-    labelled 0 (default: as many as positives); the scores of ``score_rows`` for every column are
-    averaged over the ``n_negative_sets`` fits. Returns shape (len(score_rows), N).
+    Each fit sees every positive (value 1) plus one set of ``ratio`` x positives unknown entries
+    labelled 0 (drawn by :func:`omicsbayes.evaluate.splitters.sample_negatives`, never from
+    ``exclude_rows``); the scores of ``score_rows`` for every column are averaged over the
+    ``n_negative_sets`` fits.
+
+    Returns
+    -------
+    ndarray, shape (len(score_rows), N)
     """
     _check_count("n_negative_sets", n_negative_sets)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    n_neg = rows.size if n_negatives is None else int(n_negatives)
     rng = np.random.default_rng(random_state)
+    sets = sample_negatives(
+        rows,
+        cols,
+        shape,
+        n_negative_sets,
+        ratio,
+        random_state=int(rng.integers(2**31)),
+        exclude_rows=exclude_rows,
+    )
     total = None
-    for _ in range(n_negative_sets):
-        nr, nc = sample_negative_entries(rows, cols, shape, n_neg, rng)
+    for nr, nc in sets:
         model = clone(estimator)
         if "random_state" in model.get_params():
             model.set_params(random_state=int(rng.integers(2**31)))
         model.fit(
             np.concatenate([rows, nr]),
             np.concatenate([cols, nc]),
-            np.concatenate([np.ones(rows.size), np.zeros(n_neg)]),
+            np.concatenate([np.ones(rows.size), np.zeros(nr.size)]),
             shape,
             row_kernel=row_kernel,
             col_kernel=col_kernel,
@@ -725,3 +725,80 @@ def averaged_scores(
         s = model.predict_rows(score_rows)
         total = s if total is None else total + s
     return total / n_negative_sets
+
+
+def disease_gene_cv(
+    estimator,
+    rows,
+    cols,
+    shape,
+    protocol="known",
+    row_kernel=None,
+    col_kernel=None,
+    n_splits=5,
+    n_negative_sets=5,
+    ks=range(1, 21),
+    random_state=0,
+):
+    """Cross-validated P@k / R@k of the disease-gene protocol of section 5.1.
+
+    ``protocol="known"``: 5-fold over the positive entries (known diseases); ``"new"``: 5-fold
+    over rows, the test rows keep no training entry and get no sampled negative (new diseases,
+    scored through ``row_kernel`` only). Each fold averages the scores of ``n_negative_sets``
+    fits (:func:`averaged_scores`) and ranks every column of each test row after removing its
+    training positives (:func:`omicsbayes.evaluate.ranking.ranking_curves`).
+
+    Parameters
+    ----------
+    rows, cols : array_like of int
+        The positive entries (value 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``ranking_curves`` columns plus ``split``.
+    """
+    if protocol not in ("known", "new"):
+        raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    M, _ = _check_shape(shape)
+    if protocol == "known":
+        folds = entry_kfold_splits(rows, cols, n_splits, random_state=random_state)
+        key = "entry"
+    else:
+        folds = row_kfold_splits(M, n_splits, random_state=random_state)
+        key = "row"
+    tables = []
+    for split, fold in folds.groupby("split", sort=True):
+        test_ids = fold.loc[fold["role"] == "test", key].to_numpy()
+        if protocol == "known":
+            is_test = np.zeros(rows.size, dtype=bool)
+            is_test[test_ids] = True
+            score_rows = np.unique(rows[is_test])
+            exclude = None
+        else:
+            is_test = np.isin(rows, test_ids)
+            score_rows = np.sort(test_ids)
+            exclude = score_rows
+        scores = averaged_scores(
+            estimator,
+            rows[~is_test],
+            cols[~is_test],
+            shape,
+            score_rows,
+            row_kernel=row_kernel,
+            col_kernel=col_kernel,
+            n_negative_sets=n_negative_sets,
+            exclude_rows=exclude,
+            random_state=random_state + int(split) + 1,
+        )
+        table = ranking_curves(
+            dict(zip(score_rows.tolist(), scores)),
+            (rows[is_test], cols[is_test]),
+            (rows[~is_test], cols[~is_test]),
+            ks=ks,
+        )
+        table.insert(0, "split", int(split))
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
