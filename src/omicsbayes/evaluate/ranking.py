@@ -22,7 +22,9 @@ def _top_hits(scores, relevant, exclude, kmax):
     rel = relevant.toarray().astype(bool)
     hits = np.take_along_axis(rel, order, axis=1)
     ranked = np.take_along_axis(s, order, axis=1) > -np.inf
-    return hits & ranked
+    out = np.zeros((s.shape[0], kmax), dtype=bool)  # k beyond the list length: no more hits
+    out[:, : order.shape[1]] = hits & ranked
+    return out
 
 
 def _as_index_set(pairs, shape, name):
