@@ -439,27 +439,6 @@ class MaxZeroFraction(_Selector):
             )
 
 
-def _count_below(reference, X, strict):
-    """Per column j, how many of ``reference[:, j]`` are < (``strict``) or <= each ``X[i, j]``.
-
-    One stable argsort of the stacked columns: with the new values placed before the reference
-    values, ties sort new-first, so the reference values before a new value are the strictly
-    smaller ones; placed after, the smaller-or-equal ones.
-    """
-    n_new = X.shape[0]
-    stacked = np.vstack([X, reference] if strict else [reference, X])
-    is_ref = np.zeros(stacked.shape, dtype=np.int64)
-    if strict:
-        is_ref[n_new:] = 1
-    else:
-        is_ref[: reference.shape[0]] = 1
-    order = np.argsort(stacked, axis=0, kind="stable")
-    ref_up_to = np.cumsum(np.take_along_axis(is_ref, order, axis=0), axis=0)
-    counts = np.empty_like(ref_up_to)
-    np.put_along_axis(counts, order, ref_up_to, axis=0)
-    return counts[:n_new] if strict else counts[reference.shape[0] :]
-
-
 class RankTransform(_OneToOne):
     """Per-feature ranks against the training values, ties averaged, scaled into (0, 1).
 
@@ -470,21 +449,53 @@ class RankTransform(_OneToOne):
     values the average rank of that tie block. Invariant to any strictly increasing map of a
     feature (applied to training and new values alike).
 
+    Implementation (vectorised over features): every value is coded by its position among the
+    sorted distinct training values (``np.unique``), and feature j's codes are offset by
+    j * (number of distinct values + 1). The training codes sorted within each feature then form
+    one globally sorted array, and two ``np.searchsorted`` calls (with sorted needles, which keeps
+    the search cache-friendly) count for every new value of every feature the training values
+    below it and below or equal to it.
+
     Attributes
     ----------
-    sorted_train_ : ndarray of shape (n_train, n_features)
-        Training values sorted per feature.
+    values_ : ndarray
+        Sorted distinct training values.
+    train_codes_ : ndarray of int64, shape (n_features * n_train,)
+        Offset codes of the training values, sorted within each feature, features in order.
+    n_train_ : int
     """
 
     learns_from_samples = True
 
+    def _offsets(self, n_features):
+        return np.arange(n_features, dtype=np.int64) * (self.values_.size + 1)
+
     def _fit(self, X):
-        self.sorted_train_ = np.sort(X, axis=0)
+        self.n_train_ = X.shape[0]
+        self.values_, inverse = np.unique(X, return_inverse=True)
+        codes = inverse.reshape(X.shape).T + self._offsets(X.shape[1])[:, None]
+        self.train_codes_ = np.sort(codes, axis=1).ravel()
 
     def _transform(self, X):
-        below = _count_below(self.sorted_train_, X, strict=True)
-        equal = _count_below(self.sorted_train_, X, strict=False) - below
-        return (below + (equal + 1) / 2) / (self.sorted_train_.shape[0] + 1)
+        m, p = X.shape
+        flat = X.ravel()
+        order = np.argsort(flat)
+        sorted_values = flat[order]
+        counts = []
+        for side in ("left", "right"):
+            code = np.empty(flat.size, dtype=np.int64)
+            code[order] = np.searchsorted(self.values_, sorted_values, side=side)
+            needles = code.reshape(m, p).T + self._offsets(p)[:, None]  # (p, m)
+            within = np.argsort(needles, axis=1)
+            found = np.searchsorted(
+                self.train_codes_, np.take_along_axis(needles, within, axis=1).ravel()
+            ).reshape(p, m)
+            below = np.empty_like(found)
+            np.put_along_axis(below, within, found, axis=1)
+            counts.append(below.T - np.arange(p, dtype=np.int64) * self.n_train_)
+        below, below_or_equal = counts
+        equal = below_or_equal - below
+        return (below + (equal + 1) / 2) / (self.n_train_ + 1)
 
 
 class RoundCounts(_NonNegative, _Stateless):
