@@ -1,7 +1,10 @@
 """Preprocessing transformers: hand-computed cases, fit-on-train semantics, pipelines."""
 
+import hypothesis.strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis.extra.numpy import array_shapes, arrays
 from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.preprocessing import StandardScaler
@@ -271,3 +274,27 @@ def test_split_pipeline_leading_sample_wise_run():
     first = build_pipeline(sample_wise).fit_transform(COUNTS)
     second = build_pipeline(fold).fit(first[:8]).transform(first[8:])
     np.testing.assert_allclose(second, whole)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=arrays(
+        np.float64,
+        array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=6),
+        elements=st.integers(-20, 20).map(float),
+    ),
+    n_train=st.integers(1, 5),
+    power=st.sampled_from([1, 3, 5]),
+    shift=st.floats(-5, 5),
+)
+def test_rank_transform_property_strictly_increasing(data, n_train, power, shift):
+    """Property test: any strictly increasing map of the data leaves the ranks unchanged."""
+    n_train = min(n_train, data.shape[0] - 1)
+    train, test = data[:n_train], data[n_train:]
+
+    def f(x):
+        return np.sign(x) * np.abs(x) ** power + shift
+
+    base = RankTransform().fit(train).transform(test)
+    np.testing.assert_array_equal(RankTransform().fit(f(train)).transform(f(test)), base)
+    assert ((base > 0) & (base < 1)).all()

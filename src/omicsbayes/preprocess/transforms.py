@@ -55,7 +55,10 @@ def check_matrix(X, who, name="X"):
 
 
 class _Transform(TransformerMixin, BaseEstimator):
-    """Shared fit/transform plumbing: input checks, ``n_features_in_``, parameter checks."""
+    """Shared fit/transform plumbing: input checks, ``n_features_in_``, parameter checks.
+
+    Subclasses define ``_transform(X)`` on a checked matrix, and ``_fit``/``_check_params``
+    when they learn from samples or have hyperparameters."""
 
     learns_from_samples = False
 
@@ -64,9 +67,6 @@ class _Transform(TransformerMixin, BaseEstimator):
 
     def _fit(self, X):
         """Learn from checked training data ``X`` (nothing by default)."""
-
-    def _transform(self, X):
-        raise NotImplementedError
 
     def _check(self, X, reset=False):
         X = validate_data(
