@@ -11,6 +11,7 @@ from omicsbayes.evaluate.splitters import (
     classification_splits,
     entry_kfold_splits,
     heldout_entry_splits,
+    negatives_table,
     read_splits,
     row_kfold_splits,
     sample_negatives,
@@ -245,11 +246,17 @@ def test_write_read_round_trip(tmp_path):
     entries = heldout_entry_splits(np.ones((5, 5), bool), random_state=0)
     write_splits(entries, path)
     pd.testing.assert_frame_equal(read_splits(path), entries)
+    sets = sample_negatives([0, 1], [1, 2], (4, 4), n_sets=2, random_state=0)
+    negatives = negatives_table(sets)
+    assert list(negatives.columns) == ["set", "row", "col", "role"]
+    np.testing.assert_array_equal(negatives.loc[negatives["set"] == 1, "col"], sets[1][1])
+    write_splits(negatives, path)
+    pd.testing.assert_frame_equal(read_splits(path), negatives)
 
 
 def test_read_splits_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="split stage"):
         read_splits(tmp_path / "missing.tsv")
     (tmp_path / "bad.tsv").write_text("a\tb\n1\t2\n")
-    with pytest.raises(ValueError, match="no 'split' column"):
+    with pytest.raises(ValueError, match="no 'split' or 'set' column"):
         read_splits(tmp_path / "bad.tsv")

@@ -13,6 +13,7 @@ heldout_entry_splits       held-out matrix entries (paper 002)                 s
 row_kfold_splits           new rows (paper 004)                                split, row, role
 entry_kfold_splits         known rows, folds over positive entries (004)       split, entry, role
 sample_negatives           sampled unknown entries as negatives (004)          list of (rows, cols)
+negatives_table            those sets as a table                               set, row, col, role
 =========================  ==================================================  ====================
 """
 
@@ -424,17 +425,40 @@ def _reject_sample(rng, allowed, n_cols, positive, n_neg, n_unknown):
     return chosen[:n_neg]
 
 
+def negatives_table(sets):
+    """The output of :func:`sample_negatives` as a long table for :func:`write_splits`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``set``, ``row``, ``col``, ``role`` (always ``"negative"``).
+    """
+    parts = [
+        {
+            "set": np.full(len(rows), k),
+            "row": rows,
+            "col": cols,
+            "role": np.full(len(rows), "negative", dtype=object),
+        }
+        for k, (rows, cols) in enumerate(sets)
+    ]
+    return _table(parts, ["set", "row", "col", "role"])
+
+
 def write_splits(df, path):
     """Write a fold table as TSV, atomically (a temporary file in the same folder, then replace).
 
     Parameters
     ----------
     df : pandas.DataFrame
-        A table from one of the splitters (it may carry extra columns, e.g. sample IDs).
+        A table from one of the splitters or :func:`negatives_table` (a ``split`` or ``set``
+        column; it may carry extra columns, e.g. sample IDs).
     path : str or Path
     """
-    if "split" not in df.columns:
-        raise ValueError(f"a fold table needs a 'split' column; got columns {list(df.columns)}")
+    if "split" not in df.columns and "set" not in df.columns:
+        raise ValueError(
+            f"a fold table needs a 'split' (or 'set') column; got columns {list(df.columns)}"
+        )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -457,8 +481,10 @@ def read_splits(path):
     if not path.exists():
         raise FileNotFoundError(f"fold table {path} does not exist (run the split stage first)")
     header = pd.read_csv(path, sep="\t", nrows=0).columns
-    if "split" not in header:
-        raise ValueError(f"{path}: not a fold table (no 'split' column; columns {list(header)})")
+    if "split" not in header and "set" not in header:
+        raise ValueError(
+            f"{path}: not a fold table (no 'split' or 'set' column; columns {list(header)})"
+        )
     text = [c for c in ("role", "sample_id") if c in header]
     dtypes = {c: np.int64 for c in header if c in _INT_COLUMNS}
     dtypes.update(dict.fromkeys(text, str))
