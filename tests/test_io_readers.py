@@ -239,3 +239,39 @@ def test_edge_list_unweighted_both_directions_and_self_loop(tmp_path):
     adj, nodes = read_edge_list(p)
     assert nodes == ["a", "b", "c"]
     np.testing.assert_array_equal(adj.toarray(), [[0, 1, 0], [1, 0, 0], [0, 0, 1]])
+
+
+def test_trailing_delimiter_is_not_a_column(tmp_path):
+    p = tmp_path / "trail.tsv"
+    p.write_text("sample\tG1\tG2\nS1\t1\t2\t\nS2\t3\t4\t\n")
+    a = read_matrix(p)
+    assert a.var_names.tolist() == ["G1", "G2"]
+    np.testing.assert_array_equal(a.X, [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        lambda: read_matrix(FIX / "expr_rows.tsv", sample_sheet=FIX / "samples.tsv"),
+        lambda: read_geo_series_matrix(FIX / "GSE99999_series_matrix.txt.gz"),
+        lambda: read_tcga(
+            FIX / "COAD.rnaseqv2__RSEM_genes_normalized__data.data.txt",
+            clinical=FIX / "COAD.clinical.tsv",
+        ),
+        lambda: read_counts(str(FIX / "htseq" / "*.txt"), format="htseq"),
+        lambda: read_counts(FIX / "featurecounts.txt"),
+    ],
+    ids=["matrix", "geo", "tcga", "htseq", "featurecounts"],
+)
+def test_reader_output_survives_h5ad(tmp_path, load):
+    """The workflow stores every cohort as raw.h5ad: each reader's output must write and read
+    back unchanged."""
+    a = load()
+    a.write_h5ad(tmp_path / "raw.h5ad")
+    b = read_h5ad(tmp_path / "raw.h5ad")
+    np.testing.assert_array_equal(a.X, b.X)
+    assert list(a.layers) == list(b.layers)
+    for name in a.layers:
+        np.testing.assert_array_equal(a.layers[name], b.layers[name])
+    pd.testing.assert_frame_equal(a.obs, b.obs, check_dtype=False, check_categorical=False)
+    assert a.var_names.tolist() == b.var_names.tolist()

@@ -206,7 +206,8 @@ def parse_table(
                 f"{name}: line {lineno} has {n} fields but line {2 + skip_lines} has {n_data}; "
                 f"expected the same number of {sep_name(sep)}-separated fields on every line"
             )
-    if n_data == n_head + 1:  # R write.table style: header lacks the row-name field
+    trailing = n_data == n_head + 1 and all(line.endswith(sep) for line in data)
+    if n_data == n_head + 1 and not trailing:  # R write.table: no row-name field in the header
         header = ["", *header]
     col_ids = [h.strip() for h in header[1:]]
     check_ids_present(col_ids, name, col_kind, "header field")
@@ -222,6 +223,8 @@ def parse_table(
         low_memory=False,
         float_precision="round_trip",
     )
+    if trailing:  # every data line ends with a delimiter: drop the empty last field
+        frame = frame.iloc[:, :-1]
     row_ids = frame.iloc[:, 0].tolist()
     check_ids_present(row_ids, name, row_kind, "data row")
     row_ids = [str(r).strip() for r in row_ids]

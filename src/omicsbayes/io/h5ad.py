@@ -38,6 +38,8 @@ def read_h5ad(path):
         raise CohortError(
             f"{path}: has shape {adata.shape}; expected at least one sample and one feature"
         )
+    if adata.X is None:
+        raise CohortError(f"{path}: has no X matrix; expected samples x features values in X")
     check_unique(adata.obs_names.tolist(), str(path), "sample")
     check_unique(adata.var_names.tolist(), str(path), "feature")
     X = adata.X

@@ -202,7 +202,7 @@ def read_edge_list(path, nodes=None, sep=None, header="infer"):
     i = np.array([index[x] for x in a])
     j = np.array([index[x] for x in b])
     lo, hi = np.minimum(i, j), np.maximum(i, j)
-    edges = pd.DataFrame({"lo": lo, "hi": hi, "w": w, "line": lineno})
+    edges = pd.DataFrame({"lo": lo, "hi": hi, "w": w})
     per_edge = edges.groupby(["lo", "hi"])["w"].agg(["min", "max"])
     conflict = per_edge[per_edge["min"] != per_edge["max"]]
     if len(conflict):
