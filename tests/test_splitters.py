@@ -98,6 +98,8 @@ def test_classification_split_errors():
         ValueError, match=r"class 'x' has 1 .*repeated_subsampling needs at least 2"
     ):
         classification_splits(np.append(Y, "x"), "repeated_subsampling", 0)
+    with pytest.raises(ValueError, match=r"class 3\.0 has 1 labelled"):
+        classification_splits(np.array([1.0, 1, 2, 2, 3]), "repeated_subsampling", 0)
     with pytest.raises(ValueError, match="1 class"):
         classification_splits(["a"] * 10, "stratified_kfold", 0, n_splits=2)
     with pytest.raises(ValueError, match="unknown protocol 'loo'"):

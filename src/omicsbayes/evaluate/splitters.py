@@ -72,8 +72,9 @@ def _require_per_class(classes, counts, need, what):
     short = np.flatnonzero(counts < need)
     if short.size:
         k = short[0]
+        label = classes[k].item() if isinstance(classes[k], np.generic) else classes[k]
         raise ValueError(
-            f"class {classes[k]!r} has {counts[k]} labelled samples; {what} needs at least {need} "
+            f"class {label!r} has {counts[k]} labelled samples; {what} needs at least {need} "
             "per class"
         )
 
