@@ -30,7 +30,8 @@ def _simulate(seed, n=100, d=60, k=3):
     return rng.poisson(theta @ phi.T), theta, phi
 
 
-def test_allocation_matches_multinomial_probabilities():
+@pytest.mark.parametrize("unit_max", [0, 16])  # chain of binomials; unit-by-unit inversion
+def test_allocation_matches_multinomial_probabilities(unit_max):
     """Counts of 1 fall on factor k with probability phi_jk theta_ik / sum_k' (chi-square)."""
     rng = np.random.default_rng(0)
     theta = np.array([[1.0, 2.0, 0.5], [0.1, 0.1, 3.0]])
@@ -48,6 +49,7 @@ def test_allocation_matches_multinomial_probabilities():
         entry_theta,
         phi,
         rng,
+        unit_max=unit_max,
     )
     assert np.all(per_sample.sum(1) == 1)
     assert per_feature.sum() == n_entries
@@ -64,6 +66,7 @@ def test_allocation_matches_multinomial_probabilities():
         theta[:1],
         np.tile(phi[:1], (20000, 1)),
         rng,
+        unit_max=unit_max,
     )
     zeta = phi[0] * theta[0] / np.sum(phi[0] * theta[0])
     np.testing.assert_allclose(pf.mean(0), y * zeta, atol=4 * np.sqrt(y / 20000))

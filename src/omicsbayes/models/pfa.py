@@ -121,12 +121,17 @@ def check_counts(X, who, allow_missing=True):
     return X, missing
 
 
-def allocate_counts(counts, rows, cols, theta, phi, rng):
+def allocate_counts(counts, rows, cols, theta, phi, rng, unit_max=16):
     """Split counts among factors: ``(y_ij1..y_ijK) ~ Mult(y_ij; zeta_ij)``, ``zeta ∝ phi theta``.
 
-    The multinomial is drawn as a chain of binomials over the factors,
-    ``y_ijk ~ Bin(y_ij - sum_{k'<k} y_ijk', zeta_ijk / sum_{k'>=k} zeta_ijk')``, each one vectorised
-    over all the listed entries (Zhou et al. 2012, section 4).
+    Zhou et al. 2012, section 4.  Two exact ways of drawing the multinomial, each vectorised over
+    all the listed entries with a loop over factors only:
+
+    - entries with ``y_ij <= unit_max``: each of the ``y_ij`` units picks its factor by inverting
+      the cumulative rates ``sum_{k' <= k} phi_jk' theta_ik'`` with one uniform (cost grows with
+      the count, not with the number of binomial draws);
+    - larger counts: a chain of binomials,
+      ``y_ijk ~ Bin(y_ij - sum_{k'<k} y_ijk', zeta_ijk / sum_{k'>=k} zeta_ijk')``.
 
     Parameters
     ----------
@@ -136,6 +141,8 @@ def allocate_counts(counts, rows, cols, theta, phi, rng):
     theta : ndarray, shape (n_samples, n_factors)
     phi : ndarray, shape (n_features, n_factors)
     rng : numpy.random.Generator
+    unit_max : int
+        Largest count drawn unit by unit.
 
     Returns
     -------
@@ -144,25 +151,50 @@ def allocate_counts(counts, rows, cols, theta, phi, rng):
     per_feature : ndarray, shape (n_features, n_factors)
         ``y_.jk``.
     """
-    n_factors = theta.shape[1]
+    n, n_factors = theta.shape
+    d = phi.shape[0]
     theta_t, phi_t = np.ascontiguousarray(theta.T), np.ascontiguousarray(phi.T)
-    rest_rate = np.zeros(counts.shape[0])
+    counts = np.asarray(counts, dtype=np.int64)
+    small = counts <= unit_max
+    per_sample = np.zeros((n, n_factors))
+    per_feature = np.zeros((d, n_factors))
+
+    # Unit by unit: factor = number of cumulative rates below u * total rate.
+    r_s, c_s = rows[small], cols[small]
+    unit_entry = np.repeat(np.arange(r_s.size), counts[small])
+    total = np.zeros(r_s.size)
     for k in range(n_factors):
-        rest_rate += theta_t[k][rows] * phi_t[k][cols]
-    rest = counts.astype(np.int64)
-    per_sample = np.empty((theta.shape[0], n_factors))
-    per_feature = np.empty((phi.shape[0], n_factors))
+        total += theta_t[k][r_s] * phi_t[k][c_s]
+    target = rng.uniform(size=unit_entry.size) * total[unit_entry]
+    factor = np.zeros(unit_entry.size, dtype=np.int64)
+    cum = np.zeros(r_s.size)
+    for k in range(n_factors - 1):
+        cum += theta_t[k][r_s] * phi_t[k][c_s]
+        factor += target > cum[unit_entry]
+    per_sample += np.bincount(
+        r_s[unit_entry] * n_factors + factor, minlength=n * n_factors
+    ).reshape(n, n_factors)
+    per_feature += np.bincount(
+        c_s[unit_entry] * n_factors + factor, minlength=d * n_factors
+    ).reshape(d, n_factors)
+
+    # Chain of binomials for the large counts.
+    r_l, c_l = rows[~small], cols[~small]
+    rest = counts[~small]
+    rest_rate = np.zeros(r_l.size)
+    for k in range(n_factors):
+        rest_rate += theta_t[k][r_l] * phi_t[k][c_l]
     for k in range(n_factors):
         if k == n_factors - 1:
             n_k = rest
         else:
-            rate = theta_t[k][rows] * phi_t[k][cols]
+            rate = theta_t[k][r_l] * phi_t[k][c_l]
             prob = np.clip(rate / np.maximum(rest_rate, _TINY), 0.0, 1.0)
             n_k = rng.binomial(rest, prob)
             rest = rest - n_k
             rest_rate -= rate
-        per_sample[:, k] = np.bincount(rows, weights=n_k, minlength=theta.shape[0])
-        per_feature[:, k] = np.bincount(cols, weights=n_k, minlength=phi.shape[0])
+        per_sample[:, k] += np.bincount(r_l, weights=n_k, minlength=n)
+        per_feature[:, k] += np.bincount(c_l, weights=n_k, minlength=d)
     return per_sample, per_feature
 
 
