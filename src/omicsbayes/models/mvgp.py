@@ -270,6 +270,10 @@ class ConstrainedMVGP(_FactorModel):
     row_factors_, col_factors_ : ndarray
         ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
     rank_ : int
+        Rank of the fitted ``B`` (factors are kept balanced, singular values below 1e-8 of the
+        largest dropped).
+    nuclear_norm_ : float
+        ``||B||_*`` of the fit.
     objective_ : list of float
         Objective (11) after each rank step (non-increasing).
     n_iter_ : int
@@ -356,9 +360,7 @@ class ConstrainedMVGP(_FactorModel):
             )
             check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
             U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
-            size = np.linalg.norm(U, axis=0) * np.linalg.norm(V, axis=0)
-            keep = size > 1e-10 * max(size.max(), 1e-300)
-            U, V = U[:, keep], V[:, keep]
+            U, V = _balanced(U, V)
             self.n_iter_ += int(res.nit)
             f_prev = f
             f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
@@ -374,17 +376,20 @@ class ConstrainedMVGP(_FactorModel):
         self.rank_ = U.shape[1]
         self.row_factors_ = problem.Km.sqrt_matmat(U)
         self.col_factors_ = problem.Kn.sqrt_matmat(V)
-        self.nuclear_norm_ = float(np.linalg.svd(_small_product(U, V), compute_uv=False).sum())
+        self.nuclear_norm_ = float(0.5 * (np.sum(U * U) + np.sum(V * V)))  # balanced factors
         return self
 
 
-def _small_product(U, V):
-    """An r x r matrix with the singular values of U V^T (via thin QR of both factors)."""
-    if U.shape[1] == 0:
-        return np.zeros((1, 1))
-    _, Ru = np.linalg.qr(U)
-    _, Rv = np.linalg.qr(V)
-    return Ru @ Rv.T
+def _balanced(U, V, rel=1e-8):
+    """Factors of the same ``U V^T`` with orthogonal columns scaled by ``sqrt`` of its singular
+    values (so ``(||U||^2 + ||V||^2) / 2`` equals the nuclear norm), singular values below
+    ``rel`` times the largest dropped. Uses thin QR of both factors: O((M + N) r^2)."""
+    Qu, Ru = np.linalg.qr(U)
+    Qv, Rv = np.linalg.qr(V)
+    X, s, Yt = np.linalg.svd(Ru @ Rv.T)
+    keep = s > rel * s[0] if s.size and s[0] > 0 else np.zeros(s.size, dtype=bool)
+    root = np.sqrt(s[keep])
+    return Qu @ (X[:, keep] * root), Qv @ (Yt[keep].T * root)
 
 
 class TraceGP(ConstrainedMVGP):
