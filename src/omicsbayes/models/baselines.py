@@ -28,6 +28,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
+__all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
+
 
 def _crammer_singer(C, max_iter, random_state):
     return LinearSVC(
