@@ -1,0 +1,103 @@
+"""Baselines without a library implementation: PFA (Zhou et al. 2012) and the linear IBP factor
+model (Knowles & Ghahramani 2011).  Seconds per Gibbs sweep against the floating-point floor.
+
+PFA sweep floor: the rate matrix ``theta phi^T`` for the observed log likelihood (``2 N P K``
+flops, ``3 N P`` more for the Poisson terms) and the allocation arithmetic, about ``8 nnz K``
+(rates gathered, multiplied, accumulated and compared per factor).  The allocation draws random
+variates, which no flop count sees; the note reports the time of drawing the same number of
+uniforms, a second floor.
+
+IBP sweep floor: the (z, x) sweep ``4 N K J`` (two inner products and a residual update per
+(sample, feature)), loadings ``J N K^2`` (Gram matrices) ``+ J K^3 / 3`` (Cholesky) ``+ 2 J K^2``
+(solves), residual ``2 N K J``.
+"""
+
+import time
+
+import numpy as np
+
+from benchmarks.common import matmul_rate, row
+from omicsbayes.models import IBPFactorModel, PFAClassifier, PoissonFactorAnalysis
+
+
+def _nb_counts(n, d, rng):
+    """A negative-binomial count matrix (dispersion 2) with sample and gene effects."""
+    mu = rng.gamma(1.0, 5.0, size=(n, 1)) * rng.gamma(0.5, 2.0, size=(1, d))
+    return rng.negative_binomial(2, 2.0 / (2.0 + mu))
+
+
+def _pfa(n, d, k, sweeps, rate, rng):
+    X = _nb_counts(n, d, rng)
+    nnz = int(np.count_nonzero(X))
+    start = time.perf_counter()
+    PoissonFactorAnalysis(n_factors=k, n_iter=sweeps, burn_in=sweeps - 1, random_state=0).fit(X)
+    seconds = (time.perf_counter() - start) / sweeps
+    start = time.perf_counter()
+    np.random.default_rng(1).uniform(size=int(X.sum()))
+    draw_floor = time.perf_counter() - start
+    flops = 2 * n * d * k + 3 * n * d + 8 * nnz * k
+    return row(
+        f"pfa_sweep_N{n}_P{d}_K{k}",
+        seconds,
+        flops,
+        rate,
+        f"NB counts, {nnz} nonzero, total {int(X.sum())}; one uniform per count takes "
+        f"{draw_floor:.3f} s; mean of {sweeps} sweeps incl. set-up",
+    )
+
+
+def _ibp(sweeps, rate):
+    from sklearn.datasets import load_breast_cancer
+
+    Y = load_breast_cancer().data
+    Y = (Y - Y.mean(0)) / Y.std(0)
+    rng = np.random.default_rng(0)
+    mask = rng.uniform(size=Y.shape) < 0.2
+    Ytrain = np.where(mask, np.nan, Y)
+    IBPFactorModel(n_iter=2, burn_in=1, random_state=0).fit(Ytrain[:20])  # numba compile/cache
+    start = time.perf_counter()
+    model = IBPFactorModel(n_iter=sweeps, burn_in=sweeps // 2, random_state=0).fit(Ytrain)
+    seconds = (time.perf_counter() - start) / sweeps
+    n, j = Y.shape
+    k = float(np.mean(model.n_active_))
+    flops = 4 * n * k * j + j * n * k**2 + j * k**3 / 3 + 2 * j * k**2 + 2 * n * k * j
+    return row(
+        f"ibp_lfm_sweep_breast_cancer_N{n}_J{j}",
+        seconds,
+        flops,
+        rate,
+        f"20% held out, mean K+ {k:.1f}; held-out log lik {model.log_likelihood(Y, mask):.1f} "
+        f"after {sweeps} sweeps",
+    )
+
+
+def _pfa_classifier_demo(rate, rng):
+    n, d = 200, 100
+    X = _nb_counts(n, d, rng).astype(float)
+    y = (X[:, :10].sum(1) > np.median(X[:, :10].sum(1))).astype(int)
+    start = time.perf_counter()
+    PFAClassifier(n_factors=10, n_iter=100, burn_in=50, random_state=0).fit(X, y)
+    seconds = time.perf_counter() - start
+    return row(
+        "pfa_l_bsvm_fit_N200_P100_K10", seconds, 0, rate, "demo settings: 100 sweeps, VB SVM"
+    )
+
+
+def run(quick: bool) -> list[dict]:
+    rng = np.random.default_rng(0)
+    rate = matmul_rate()
+    rows = []
+    if quick:
+        rows.append(_pfa(200, 500, 10, 3, rate, rng))
+    else:
+        rows.append(_pfa(500, 2000, 20, 5, rate, rng))
+    rows.append(_ibp(20 if quick else 100, rate))
+    rows.append(_pfa_classifier_demo(rate, rng))
+    return rows
+
+
+if __name__ == "__main__":
+    import sys
+
+    for r in run(quick="--quick" in sys.argv):
+        print(r)
