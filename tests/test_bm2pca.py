@@ -11,7 +11,7 @@ from sklearn.svm import LinearSVC
 
 from omicsbayes.inference import gig_moments, sample_invgauss
 from omicsbayes.models import BM2PCAClassifier
-from omicsbayes.models.bm2pca import _BinaryVB, _pca_start
+from omicsbayes.models.bm2pca import _BinaryVB, _pca_start, _project
 
 HYPER = dict(a_r=1e-3, b_r=1e-3, a_tau=1e-2, b_tau=1e-5, a_nu=1e-1, b_nu=1e-5, delta=1e-5)
 
@@ -100,6 +100,23 @@ def test_q_z_matches_expected_log_joint():
         prec, mean = _quadratic_fit(f, vb.k)
         np.testing.assert_allclose(vb.Zm[n], mean, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(_zcov(vb, n), np.linalg.inv(prec), rtol=1e-6, atol=1e-9)
+
+
+def test_projection_of_new_samples_is_the_unlabelled_q_z():
+    """transform = the single-step projection = q(z_new) with no label term."""
+    vb = _random_vb(9)
+    fit = vb.summary()
+    tau = fit["tau"]
+    x_new = np.random.default_rng(90).normal(size=(2, vb.d))
+    mu = _project(fit, x_new)
+    for i, x in enumerate(x_new):
+
+        def f(z, x=x):
+            sq = np.sum((x - vb.W_mean @ z - vb.t_mean) ** 2) + vb.d * z @ vb.W_cov @ z
+            return -z @ z / 2 - tau / 2 * sq
+
+        _, mean = _quadratic_fit(f, vb.k)
+        np.testing.assert_allclose(mu[i], mean, rtol=1e-6, atol=1e-9)
 
 
 def test_q_eta_matches_expected_log_joint():

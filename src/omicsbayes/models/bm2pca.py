@@ -305,18 +305,8 @@ class _BinaryVB:
             value += np.sum(-C * u[lab] - (C**2 * u2[lab] - chi) * s / 2 - np.sqrt(chi))
         return float(value)
 
-    # -- prediction ---------------------------------------------------------------------------
-    def project(self, X):
-        """Single-step variational projection (paper, "Prediction on unseen data")."""
-        tau = self.tau_shape / self.tau_rate
-        A = np.eye(self.k) + tau * self.ewtw()
-        return tau * np.linalg.solve(A, self.W_mean.T @ (X - self.t_mean).T).T
-
-    def decision(self, X):
-        return self.project(X) @ self.eta_mean[: self.k] + self.eta_mean[self.k]
-
     def summary(self):
-        """The fitted moments needed for transform / prediction."""
+        """The fitted moments that transform and prediction need (no training data)."""
         return {
             "t_mean": self.t_mean,
             "W_mean": self.W_mean,
@@ -327,6 +317,20 @@ class _BinaryVB:
             "eta_cov": self.eta_cov if self.supervised else None,
             "nu": self.nu_shape / self.nu_rate if self.supervised else None,
         }
+
+
+def _project(fit, X):
+    """Single-step variational projection (paper, "Prediction on unseen data"):
+    ``Sigma = (I + E[tau] E[W^T W])^{-1}``, ``mu = Sigma E[tau] E[W]^T (x - E[t])``."""
+    W, k = fit["W_mean"], fit["W_mean"].shape[1]
+    A = np.eye(k) + fit["tau"] * (W.T @ W + W.shape[0] * fit["W_cov"])
+    return fit["tau"] * np.linalg.solve(A, W.T @ (X - fit["t_mean"]).T).T
+
+
+def _decision(fits, X):
+    """``E[eta]^T [mu_new; 1]`` per binary problem: (n,) for one, (n, n_problems) for more."""
+    dec = [_project(f, X) @ f["eta_mean"][:-1] + f["eta_mean"][-1] for f in fits]
+    return dec[0] if len(dec) == 1 else np.column_stack(dec)
 
 
 def _run_vb(vb, max_iter, tol, verbose, label):
@@ -511,16 +515,10 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             vb = _BinaryVB(X, y, k, C, self._hyper(), start)
             tag = label if len(targets) == 1 else f"{label} class {i}"
             b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
-            fits.append(vb)
+            fits.append(vb.summary())
             bounds.append(b)
             iters.append(n_it)
         return fits, bounds, iters
-
-    @staticmethod
-    def _decision(fits, X):
-        if len(fits) == 1:
-            return fits[0].decision(X)
-        return np.column_stack([f.decision(X) for f in fits])
 
     def _select_C(self, X, codes, n_classes, rng):
         labelled = np.flatnonzero(codes >= 0)
@@ -545,7 +543,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 fits, _, _ = self._fit_problems(
                     X[rows], codes[rows], n_classes, C, rng, f"BM2PCA cv C={C} fold {f}"
                 )
-                dec = self._decision(fits, X[labelled[te]])
+                dec = _decision(fits, X[labelled[te]])
                 pred = (dec > 0).astype(int) if dec.ndim == 1 else np.argmax(dec, axis=1)
                 acc.append(np.mean(pred == codes[labelled[te]]))
             scores[C] = float(np.mean(acc))
@@ -595,9 +593,8 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         else:
             self.C_, self.cv_results_ = float(self.C), None
         fits, bounds, iters = self._fit_problems(X, codes, n_classes, self.C_, rng, "BM2PCA")
-        self._vb = fits
-        self.fits_ = [f.summary() for f in fits]
-        self.components_ = np.vstack([f.W_mean.T for f in fits])
+        self.fits_ = fits
+        self.components_ = np.vstack([f["W_mean"].T for f in fits])
         if len(fits) == 1:
             self.lower_bound_, self.n_iter_ = bounds[0], iters[0]
         else:
@@ -613,7 +610,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "fits_")
         X = self._check_X(X, fitted=True)
-        return np.hstack([f.project(X) for f in self._vb])
+        return np.hstack([_project(f, X) for f in self.fits_])
 
     def decision_function(self, X):
         """``E[eta]^T [mu_new; 1]``: shape (n,) for two classes (positive = classes_[1]),
@@ -622,7 +619,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if len(self.classes_) == 0:
             raise ValueError("BM2PCAClassifier was fitted without labels; only transform works")
         X = self._check_X(X, fitted=True)
-        return self._decision(self._vb, X)
+        return _decision(self.fits_, X)
 
     def predict(self, X):
         dec = self.decision_function(X)
