@@ -30,6 +30,8 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
 
+__all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
+
 
 def _crammer_singer(C, max_iter, random_state):
     return LinearSVC(
