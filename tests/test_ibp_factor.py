@@ -164,3 +164,25 @@ def test_bad_input():
         IBPFactorModel(n_iter=2, burn_in=0).fit(np.array([[1.0, np.inf], [0.0, 1.0]]))
     with pytest.raises(ValueError, match="only NaN"):
         IBPFactorModel(n_iter=2, burn_in=0).fit(np.full((3, 2), np.nan))
+
+
+def test_heldout_log_likelihood_against_direct_formula():
+    """Two fixed draws (different K): log of the mean over draws of the normal densities."""
+    Y, _ = _planted(7, n=6, d=4)
+    model = IBPFactorModel(n_iter=4, burn_in=2, random_state=0).fit(Y)
+    rng = np.random.default_rng(8)
+    model._draws = {
+        "latent": [rng.normal(size=(6, 2)), rng.normal(size=(6, 3))],
+        "W": [rng.normal(size=(2, 4)), rng.normal(size=(3, 4))],
+        "lam": rng.gamma(2.0, 1.0, size=(2, 4)),
+    }
+    mask = np.zeros(Y.shape, dtype=bool)
+    mask[[0, 2, 5], [1, 3, 0]] = True
+    ref = 0.0
+    for i, j in zip(*np.nonzero(mask)):
+        dens = [
+            stats.norm.pdf(Y[i, j], X[i] @ W[:, j], 1 / np.sqrt(lam[j]))
+            for X, W, lam in zip(model._draws["latent"], model._draws["W"], model._draws["lam"])
+        ]
+        ref += np.log(np.mean(dens))
+    np.testing.assert_allclose(model.log_likelihood(Y, mask), ref, rtol=1e-10)

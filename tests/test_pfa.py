@@ -268,3 +268,23 @@ def test_pfa_classifier_two_steps_multitask():
 def test_pfa_classifier_rejects_negative_values():
     with pytest.raises(ValueError, match="negative"):
         PFAClassifier(n_iter=4, burn_in=2).fit(np.array([[1.0, -3.0], [2.0, 1.0]]), [0, 1])
+
+
+def test_heldout_metrics_against_direct_formulas():
+    """Two fixed draws: posterior predictive mixture of Poissons, perplexity from shares."""
+    X, _, _ = _simulate(9, n=8, d=6, k=2)
+    model = PoissonFactorAnalysis(n_factors=2, n_iter=4, burn_in=2, random_state=0).fit(X)
+    rng = np.random.default_rng(10)
+    draws = [(rng.gamma(2.0, 5.0, size=(8, 2)), rng.dirichlet(np.ones(6), size=2).T)]
+    draws.append((rng.gamma(2.0, 5.0, size=(8, 2)), rng.dirichlet(np.ones(6), size=2).T))
+    model._draws["theta"] = np.stack([t for t, _ in draws])
+    model._draws["phi"] = np.stack([p for _, p in draws])
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[[0, 3, 5], [1, 2, 4]] = True
+    loglik, logf = 0.0, 0.0
+    for i, j in zip(*np.nonzero(mask)):
+        dens = [stats.poisson.pmf(X[i, j], t[i] @ p[j]) for t, p in draws]
+        loglik += np.log(np.mean(dens))
+        logf += X[i, j] * np.log(np.mean([t[i] @ p[j] / t[i].sum() for t, p in draws]))
+    np.testing.assert_allclose(model.heldout_log_likelihood(X, mask), loglik, rtol=1e-10)
+    np.testing.assert_allclose(model.perplexity(X, mask), np.exp(-logf / X[mask].sum()), rtol=1e-10)

@@ -534,15 +534,16 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         return float(np.sum(special.logsumexp(logp, axis=0) - np.log(rate.shape[0])))
 
     def perplexity(self, X, mask):
-        """Held-out perplexity (Zhou et al. 2012): ``exp(-sum y_ij log f_ij / sum y_ij)``.
+        """Held-out perplexity ``exp(-sum y_ij log f_ij / sum y_ij)`` over entries with mask True.
 
-        ``f_ij = sum_s sum_k phi^s_jk theta^s_ik / sum_s sum_k theta^s_ik``, the posterior mean
-        share of sample i's counts that falls on feature j, over the held-out entries (mask True).
+        ``f_ij`` is the posterior mean over retained draws of the normalised rate
+        ``sum_k phi_jk theta_ik / sum_k theta_ik``, the share of sample i's counts that falls on
+        feature j (Zhou et al. 2012; the same definition as ``RFLVM.perplexity``).
         """
         y, rows, rate, theta = self._heldout_pointwise(X, mask)
         if y.sum() <= 0:
             raise ValueError("the held-out entries have no counts; perplexity is undefined")
-        share = rate.sum(0) / theta.sum(axis=(0, 2))[rows]
+        share = np.mean(rate / theta.sum(axis=2)[:, rows], axis=0)
         return float(np.exp(-np.sum(special.xlogy(y, share)) / y.sum()))
 
 
