@@ -10,7 +10,10 @@ from omicsbayes.models.ibp_factor import (
     IBPState,
     _marginal_row,
     _z_conditional,
+    sample_alpha,
+    sample_loading_precision,
     sample_loadings,
+    sample_noise_precision,
     z_step,
 )
 
@@ -186,3 +189,45 @@ def test_heldout_log_likelihood_against_direct_formula():
         ]
         ref += np.log(np.mean(dens))
     np.testing.assert_allclose(model.log_likelihood(Y, mask), ref, rtol=1e-10)
+
+
+def _grid_mean(logd, grid):
+    w = np.exp(logd - logd.max())
+    return np.sum(grid * w) / np.sum(w)
+
+
+def test_alpha_conditional_against_buffet_construction():
+    """P(Z | alpha) from the sequential buffet: customer i takes Poisson(alpha / i) new dishes."""
+    new_dishes = np.array([2, 0, 1, 0, 1])  # per customer; K+ = 4, N = 5
+    prior = (2.0, 1.5)
+    grid = np.linspace(1e-4, 15, 30001)
+    logd = stats.gamma.logpdf(grid, prior[0], scale=1 / prior[1])
+    for i, k_new in enumerate(new_dishes, start=1):
+        logd = logd + stats.poisson.logpmf(k_new, grid / i)
+    rng = np.random.default_rng(11)
+    draws = np.array([sample_alpha(new_dishes.sum(), 5, prior, rng) for _ in range(20000)])
+    assert abs(draws.mean() - _grid_mean(logd, grid)) < 4 * draws.std() / np.sqrt(draws.size)
+
+
+def test_precision_conditionals_against_grid():
+    rng = np.random.default_rng(12)
+    E = rng.normal(0, 0.7, size=(9, 2))
+    O = np.ones_like(E)
+    O[:3, 1] = 0.0
+    E = E * O
+    prior = (1.5, 0.5)
+    grid = np.linspace(1e-4, 20, 40001)
+    draws = np.stack([sample_noise_precision(E, O.sum(0), prior, rng) for _ in range(20000)])
+    for j in range(2):
+        e = E[O[:, j] > 0, j]
+        logd = stats.gamma.logpdf(grid, prior[0], scale=1 / prior[1]) + stats.norm.logpdf(
+            e[:, None], 0, 1 / np.sqrt(grid)
+        ).sum(0)
+        se = draws[:, j].std() / np.sqrt(len(draws))
+        assert abs(draws[:, j].mean() - _grid_mean(logd, grid)) < 4 * se
+    W = rng.normal(0, 2.0, size=(3, 4))
+    logd = stats.gamma.logpdf(grid, prior[0], scale=1 / prior[1]) + stats.norm.logpdf(
+        W.ravel()[:, None], 0, 1 / np.sqrt(grid)
+    ).sum(0)
+    tau = np.array([sample_loading_precision(W, prior, rng) for _ in range(20000)])
+    assert abs(tau.mean() - _grid_mean(logd, grid)) < 4 * tau.std() / np.sqrt(tau.size)

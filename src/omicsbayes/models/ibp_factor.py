@@ -217,6 +217,24 @@ def sample_loadings(X, Yc, O, lam, tau, rng):
     return (mean + np.linalg.solve(np.swapaxes(chol, 1, 2), eps)[:, :, 0]).T
 
 
+def sample_noise_precision(E, n_obs, prior, rng):
+    """Step 3: ``lambda_j ~ Ga(a + n_j / 2, b + sum_obs e_ij^2 / 2)``, E the observed residual."""
+    a, b = prior
+    return rng.gamma(a + n_obs / 2) / (b + 0.5 * np.sum(E**2, axis=0))
+
+
+def sample_loading_precision(W, prior, rng):
+    """Step 3: ``1 / sigma_a^2 ~ Ga(a + K J / 2, b + ||W||^2 / 2)``."""
+    a, b = prior
+    return rng.gamma(a + W.size / 2) / (b + 0.5 * np.sum(W**2))
+
+
+def sample_alpha(k_plus, n, prior, rng):
+    """Step 3: ``alpha ~ Ga(a + K+, b + H_N)``, as ``P(Z | alpha) ∝ alpha^K+ exp(-alpha H_N)``."""
+    a, b = prior
+    return rng.gamma(a + k_plus) / (b + np.sum(1.0 / np.arange(1, n + 1)))
+
+
 class IBPFactorModel(BaseEstimator):
     """Linear sparse factor model with an IBP prior, Gibbs sampling (paper 002, equation 6).
 
@@ -336,7 +354,6 @@ class IBPFactorModel(BaseEstimator):
         O = (~missing).astype(float)
         Yc = np.where(missing, 0.0, Y)
         n_obs = O.sum(0)
-        harmonic = np.sum(1.0 / np.arange(1, n + 1))
 
         alpha = float(self.alpha)
         lam = np.full(d, 1.0 / self.sigma_x**2)
@@ -365,14 +382,11 @@ class IBPFactorModel(BaseEstimator):
             E = (Yc - X @ state.W) * O
             k_plus = X.shape[1]
             if self.noise_prior is not None:
-                a, b = self.noise_prior
-                lam = rng.gamma(a + n_obs / 2) / (b + 0.5 * np.sum(E**2, axis=0))
+                lam = sample_noise_precision(E, n_obs, self.noise_prior, rng)
             if self.loading_prior is not None:
-                a, b = self.loading_prior
-                tau = rng.gamma(a + k_plus * d / 2) / (b + 0.5 * np.sum(state.W**2))
+                tau = sample_loading_precision(state.W, self.loading_prior, rng)
             if self.alpha_prior is not None:
-                a, b = self.alpha_prior
-                alpha = rng.gamma(a + k_plus) / (b + harmonic)
+                alpha = sample_alpha(k_plus, n, self.alpha_prior, rng)
             ll = float(-0.5 * np.sum(n_obs * (_LOG_2PI - np.log(lam))) - 0.5 * np.sum(lam * E**2))
             check_finite(ll, "IBP factor model Gibbs sweep (observed log likelihood)", it)
             history[it], n_active[it], alphas[it], taus[it] = ll, k_plus, alpha, tau
