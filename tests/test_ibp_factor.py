@@ -231,3 +231,36 @@ def test_precision_conditionals_against_grid():
     ).sum(0)
     tau = np.array([sample_loading_precision(W, prior, rng) for _ in range(20000)])
     assert abs(tau.mean() - _grid_mean(logd, grid)) < 4 * tau.std() / np.sqrt(tau.size)
+
+
+def test_joint_distribution_geweke():
+    """Successive-conditional simulator (Geweke 2004): alternate Y ~ p(Y | Z, X, W) and a sweep.
+
+    If every step leaves the posterior invariant, the parameters keep their prior: K+ ~
+    Poisson(alpha H_N), loadings N(0, sigma_a^2), slab values N(0, 1).  This exercises the
+    (z, x) updates, the singleton proposals with integrated loadings, and the loadings step.
+    """
+    rng = np.random.default_rng(13)
+    n, d, alpha, lam_value, tau = 5, 3, 1.5, 4.0, 1.0
+    lam = np.full(d, lam_value)
+    O = np.ones((n, d))
+    state = IBPState(
+        np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.zeros((0, d)), np.arange(0), 0
+    )
+    k_plus, w_sq, s_sq = [], [], []
+    for it in range(6000):
+        X = state.latent
+        Y = X @ state.W + rng.normal(size=(n, d)) / np.sqrt(lam_value)
+        E = Y - X @ state.W
+        state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
+        state.W = sample_loadings(state.latent, Y, O, lam, tau, rng)
+        if it >= 500:
+            k_plus.append(state.Z.shape[1])
+            w_sq.extend((state.W**2).ravel())
+            s_sq.extend(state.S[state.Z == 1] ** 2)
+    k_plus = np.array(k_plus, dtype=float)
+    target = alpha * np.sum(1.0 / np.arange(1, n + 1))
+    batches = k_plus.reshape(50, -1).mean(1)
+    assert abs(k_plus.mean() - target) < 4 * batches.std(ddof=1) / np.sqrt(50)
+    assert abs(np.mean(w_sq) - 1.0 / tau) < 0.1
+    assert abs(np.mean(s_sq) - 1.0) < 0.1
