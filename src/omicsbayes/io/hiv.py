@@ -32,15 +32,16 @@ _MISSING_FOLD = {"", "NA", "na", "NaN", "nan", ".", "-"}
 
 
 def _parse_fold_change(values, name, drug, seq_ids):
-    """Fold changes as floats (NaN when missing); a leading > or < (censored) is dropped."""
+    """Fold changes as floats (NaN when missing) and a mask of censored values (a leading >
+    or <, dropped)."""
     out = np.full(len(values), np.nan)
-    censored = 0
+    censored = np.zeros(len(values), dtype=bool)
     for i, raw in enumerate(values):
         text = raw.strip()
         if text in _MISSING_FOLD:
             continue
         if text[0] in "<>":
-            censored += 1
+            censored[i] = True
             text = text[1:].strip()
         try:
             out[i] = float(text)
@@ -155,7 +156,7 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
         raise CohortError(f"{name}: row {seq_ids.index('') + 2} has an empty SeqID")
     check_unique(seq_ids, name, "isolate")
     frame.index = pd.Index(seq_ids, dtype=object)
-    fold, n_censored = _parse_fold_change(frame[drug_col].tolist(), name, drug_col, seq_ids)
+    fold, censored = _parse_fold_change(frame[drug_col].tolist(), name, drug_col, seq_ids)
 
     keep = np.ones(len(frame), dtype=bool)
     excluded = {}
@@ -188,16 +189,19 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
             f"({', '.join(f'{k}: {len(v)}' for k, v in excluded.items())})"
         )
 
+    # every cell is checked, also in excluded rows; features come from the kept isolates
     kept = frame[keep]
+    row_of = np.cumsum(keep) - 1
     features = {}
     uncovered = np.zeros(len(kept), dtype=np.int64)
     for pos, col in sorted(positions):
-        cells = kept[col].tolist()
-        uncovered += np.array([c.strip() in _NO_CALL for c in cells])
+        cells = frame[col].tolist()
+        uncovered += np.array([c.strip() in _NO_CALL for c in cells])[keep]
         for row, cell in enumerate(cells):
-            for aa in _mutations(cell, name, kept.index[row], col):
-                features.setdefault((pos, aa), []).append(row)
-    keys = sorted(features, key=lambda k: (k[0], k[1]))
+            for aa in _mutations(cell, name, seq_ids[row], col):
+                if keep[row]:
+                    features.setdefault((pos, aa), []).append(row_of[row])
+    keys = sorted(features)
     values = np.zeros((len(kept), len(keys)))
     for j, key in enumerate(keys):
         values[features[key], j] = 1.0
@@ -221,7 +225,7 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
         "n_isolates": int(keep.sum()),
         "n_resistant": int((fold_kept >= cutoff).sum()),
         "n_susceptible": int((fold_kept < cutoff).sum()),
-        "n_censored_fold_change": int(n_censored),
+        "n_censored_fold_change": int(censored[keep].sum()),
         **{f"n_{k}": len(v) for k, v in excluded.items()},
         **{f"{k}_ids": list(v) for k, v in excluded.items()},
     }
