@@ -99,6 +99,11 @@ def test_non_numeric_cell(tmp_path):
     raises(lambda: read_association_list(a, value_column="v"), "assoc.tsv", "'high'", "line 3")
 
 
+def test_infinite_value(tmp_path):
+    p = write(tmp_path, "inf.tsv", "sample\tG1\tG2\nS1\t1\tinf\nS2\t-Inf\t2\n")
+    raises(lambda: read_matrix(p), "inf.tsv", "column 'G1' has infinite value '-inf' at row 'S2'")
+
+
 def test_ragged_rows(tmp_path):
     p = write(tmp_path, "ragged.tsv", "sample\tG1\tG2\nS1\t1\t2\nS2\t3\n")
     raises(lambda: read_matrix(p), "ragged.tsv", "line 3 has 2 fields")

@@ -9,7 +9,7 @@ from ._common import CohortError
 from .cohort import read_cohort
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
-from .demo import AssociationData, load_association_demo, load_demo
+from .demo import load_demo
 from .geo import read_geo_series_matrix
 from .h5ad import read_h5ad
 from .networks import read_association_list, read_edge_list
@@ -17,9 +17,7 @@ from .simulate import simulate_counts
 from .tcga import parse_barcode, read_tcga
 
 __all__ = [
-    "AssociationData",
     "CohortError",
-    "load_association_demo",
     "load_demo",
     "parse_barcode",
     "read_association_list",

@@ -138,6 +138,14 @@ def to_numeric_frame(frame, name):
                 f"{str(row)!r}; expected numbers"
             )
         out[col] = conv.to_numpy(dtype=np.float64)
+    for col, values in out.items():
+        inf = np.isinf(values)
+        if inf.any():
+            row = frame.index[np.flatnonzero(inf)[0]]
+            raise CohortError(
+                f"{name}: column {str(col)!r} has infinite value {str(values[inf][0])!r} at row "
+                f"{str(row)!r}; expected finite numbers (missing values as NA)"
+            )
     return pd.DataFrame(out, index=frame.index, columns=frame.columns)
 
 
