@@ -21,14 +21,52 @@ baseline, which sees the test samples), the others ignore them.
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 __all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
+
+
+def check_matrix(X, who, n_features=None):
+    """Dense float64 2-D ``X`` without NaN/inf, with ``n_features`` columns when given."""
+    if sparse.issparse(X):
+        raise ValueError(f"{who} does not accept sparse input; pass X as a dense array")
+    X = check_array(X, dtype=np.float64, ensure_all_finite=False)
+    n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
+    if n_bad:
+        raise ValueError(f"X has {n_bad} NaN or infinite values; {who} needs a complete matrix")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {who} is expecting {n_features} features as input"
+        )
+    return X
+
+
+def split_labels(y, who, n_samples):
+    """``(y, labelled)``: 1-D labels and the mask of rows whose label is not NaN/None.
+
+    Raises ValueError for a length mismatch or a continuous (regression) target.
+    """
+    if y is None:
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
+    y = column_or_1d(y, warn=True)
+    if y.dtype.kind in "OUS":
+        y = y.astype(object)
+    if len(y) != n_samples:
+        raise ValueError(f"y has {len(y)} labels but X has {n_samples} rows")
+    labelled = ~np.asarray(pd.isna(y), dtype=bool)
+    if labelled.any():
+        kind = type_of_target(y[labelled], input_name="y")
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"Unknown label type: {kind}; {who} needs class labels")
+    return y, labelled
+
 
 __all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
 
@@ -50,24 +88,13 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         return None
 
     def fit(self, X, y):
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS" else None)
-        if X.ndim != 2 or len(y) != len(X):
-            raise ValueError(
-                f"X must be 2-D with one row per label; got X {X.shape} and y {y.shape}"
-            )
-        n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
-        if n_bad:
-            raise ValueError(
-                f"X has {n_bad} NaN or infinite values; {type(self).__name__} "
-                "needs a complete matrix"
-            )
-        labelled = ~np.asarray(pd.isna(y), dtype=bool)
+        who = type(self).__name__
+        X = check_matrix(X, who)
+        y, labelled = split_labels(y, who, len(X))
         self.classes_ = np.unique(y[labelled])
         if len(self.classes_) < 2:
             raise ValueError(
-                f"{type(self).__name__} needs labels of at least two classes, "
-                f"got {len(self.classes_)}"
+                f"{who} needs labels of at least two classes, got {len(self.classes_)} class"
             )
         codes = np.searchsorted(self.classes_, y[labelled])
         self.n_features_in_ = X.shape[1]
@@ -81,22 +108,21 @@ class _Baseline(ClassifierMixin, BaseEstimator):
                 self.projection_.fit(Xl, codes)
             Xl = self.projection_.transform(Xl)
         self.classifier_ = self._classifier().fit(Xl, codes)
+        self.n_iter_ = self.classifier_.n_iter_
         return self
 
     def _features(self, X):
         check_is_fitted(self, "classifier_")
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X must be 2-D with {self.n_features_in_} features, got shape {X.shape}"
-            )
+        X = check_matrix(X, type(self).__name__, self.n_features_in_)
         return X if self.projection_ is None else self.projection_.transform(X)
 
     def decision_function(self, X):
-        return self.classifier_.decision_function(self._features(X))
+        features = self._features(X)
+        return self.classifier_.decision_function(features)
 
     def predict(self, X):
-        return self.classes_[self.classifier_.predict(self._features(X))]
+        features = self._features(X)
+        return self.classes_[self.classifier_.predict(features)]
 
 
 class FullSVM(_Baseline):
@@ -161,7 +187,8 @@ class LogisticBaseline(_Baseline):
         return LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
 
     def predict_proba(self, X):
-        return self.classifier_.predict_proba(self._features(X))
+        features = self._features(X)
+        return self.classifier_.predict_proba(features)
 
 
 class LinearSVMBaseline(_Baseline):

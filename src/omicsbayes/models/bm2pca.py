@@ -14,7 +14,6 @@ import logging
 import time
 
 import numpy as np
-import pandas as pd
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.model_selection import StratifiedKFold
@@ -22,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from omicsbayes.inference import check_finite, gig_moments, relative_improvement
+from omicsbayes.models.baselines import check_matrix, split_labels
 
 logger = logging.getLogger("omicsbayes")
 
@@ -475,22 +475,6 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if not np.isscalar(self.tol) or not self.tol >= 0:
             raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
 
-    def _check_X(self, X, fitted):
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (samples x features), got {X.ndim} dim(s)")
-        n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
-        if n_bad:
-            raise ValueError(
-                f"X has {n_bad} NaN or infinite values; BM2PCAClassifier needs a complete matrix"
-            )
-        if fitted and X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but BM2PCAClassifier was fitted with "
-                f"{self.n_features_in_}"
-            )
-        return X
-
     def _hyper(self):
         return {
             name: float(getattr(self, name))
@@ -560,26 +544,23 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             Class labels; NaN / None marks an unlabelled sample (PCA part only).  ``None``
             (or all missing) fits plain Bayesian PCA.
         """
+        who = type(self).__name__
+        X = check_matrix(X, who)
         self._check_params()
-        X = self._check_X(X, fitted=False)
         n, d = X.shape
         if self.n_components > d:
             raise ValueError(
                 f"n_components={self.n_components} exceeds the number of features ({d})"
             )
         rng = np.random.default_rng(self.random_state)
-        if y is None:
-            y = np.full(n, np.nan)
-        y = np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS" else None)
-        if y.ndim != 1 or len(y) != n:
-            raise ValueError(f"y must be 1-D with one label per row of X ({n}), got {y.shape}")
-        missing = np.asarray(pd.isna(y), dtype=bool)
-        self.classes_ = np.unique(y[~missing]) if np.any(~missing) else np.array([])
+        y, labelled = split_labels(np.full(n, np.nan) if y is None else y, who, n)
+        missing = ~labelled
+        self.classes_ = np.unique(y[labelled]) if np.any(labelled) else np.array([])
         n_classes = len(self.classes_)
         if n_classes == 1:
             raise ValueError(
                 f"y has labels of only one class ({self.classes_[0]!r}); "
-                "BM2PCAClassifier needs at least two classes (or no labels at all)"
+                f"{who} needs at least two classes (or no labels at all)"
             )
         codes = np.full(n, -1)
         if n_classes:
@@ -609,7 +590,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         several classes the per-class projections are concatenated, shape (n, n_classes * k).
         """
         check_is_fitted(self, "fits_")
-        X = self._check_X(X, fitted=True)
+        X = check_matrix(X, type(self).__name__, self.n_features_in_)
         return np.hstack([_project(f, X) for f in self.fits_])
 
     def decision_function(self, X):
@@ -618,7 +599,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "fits_")
         if len(self.classes_) == 0:
             raise ValueError("BM2PCAClassifier was fitted without labels; only transform works")
-        X = self._check_X(X, fitted=True)
+        X = check_matrix(X, type(self).__name__, self.n_features_in_)
         return _decision(self.fits_, X)
 
     def predict(self, X):
