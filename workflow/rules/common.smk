@@ -33,10 +33,3 @@ def fit_outputs(wildcards):
         for s in experiment_splits(wildcards.experiment)
     ]
 
-
-rule all:
-    input:
-        expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
-        expand("results/{experiment}/figures/metrics.png", experiment=EXPERIMENTS),
-        "results/summary.tsv",
-    default_target: True
