@@ -288,3 +288,41 @@ def test_heldout_metrics_against_direct_formulas():
         logf += X[i, j] * np.log(np.mean([t[i] @ p[j] / t[i].sum() for t, p in draws]))
     np.testing.assert_allclose(model.heldout_log_likelihood(X, mask), loglik, rtol=1e-10)
     np.testing.assert_allclose(model.perplexity(X, mask), np.exp(-logf / X[mask].sum()), rtol=1e-10)
+
+
+def test_joint_distribution_geweke():
+    """Successive-conditional simulator (Geweke 2004): alternate y ~ Poisson(theta phi^T) and a
+    sweep in fit's order; every quantity must keep its prior (E p = eps0, E r = a0 / b0,
+    E theta = E[r] E[p / (1 - p)], E phi = 1 / P)."""
+    from omicsbayes.models.pfa import sample_r
+
+    rng = np.random.default_rng(14)
+    n, d, k = 4, 3, 2
+    a0, b0, c0, eps0, eta = 2.0, 2.0, 6.0, 1 / 3, 1.0
+    r = rng.gamma(a0, 1 / b0, size=k)
+    p = rng.beta(c0 * eps0, c0 * (1 - eps0), size=k)
+    theta = rng.gamma(r, p / (1 - p), size=(n, k))
+    phi = rng.dirichlet(np.full(d, eta), size=k).T
+    rows, cols = np.nonzero(np.ones((n, d)))
+    keep = {"r": [], "p": [], "theta": [], "phi": []}
+    for it in range(3000):
+        y = rng.poisson(theta @ phi.T)[rows, cols]
+        per_sample, per_feature = allocate_counts(y, rows, cols, theta, phi, rng)
+        phi = sample_phi(per_feature, eta, rng)
+        p = sample_p(per_sample, r, c0, eps0, rng)
+        r = sample_r(r, per_sample, p, a0, b0, rng)
+        theta = sample_theta(per_sample, r, p, rng)
+        if it >= 200:
+            for name, value in zip(keep, (r, p, theta, phi)):
+                keep[name].append(np.mean(value))
+
+    def close(name, expected):
+        trace = np.array(keep[name])
+        batches = trace.reshape(40, -1).mean(1)
+        se = batches.std(ddof=1) / np.sqrt(40)
+        assert abs(trace.mean() - expected) < 4 * se + 1e-9, (name, trace.mean(), expected, se)
+
+    close("r", a0 / b0)
+    close("p", eps0)
+    close("theta", a0 / b0 * (c0 * eps0) / (c0 * (1 - eps0) - 1))
+    close("phi", 1 / d)
