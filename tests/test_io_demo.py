@@ -190,6 +190,16 @@ def test_read_cohort_dispatch(tmp_path):
     np.testing.assert_array_equal(h.layers["counts"], sim.layers["counts"])
 
 
+def test_read_cohort_hivdb_dispatch():
+    hiv = Path(__file__).parent / "fixtures" / "hiv"
+    a = read_cohort(
+        {"format": "hivdb", "path": "NRTI_DataSet_DDC_FTC.txt", "drug": "DDC", "label": "label"},
+        base_dir=hiv,
+    )
+    assert a.uns["label_column"] == "label" and a.n_obs > 0
+    assert set(a.obs["label"].astype(str)) <= {"resistant", "susceptible"}
+
+
 def test_read_cohort_keeps_rows_with_missing_label():
     a = read_cohort({"format": "demo", "name": "gse7390", "label": "grade"})
     assert a.n_obs == 198 and a.obs["grade"].isna().sum() == 2

@@ -11,6 +11,7 @@ from .delimited import read_matrix
 from .demo import load_demo
 from .geo import read_geo_series_matrix
 from .h5ad import read_h5ad
+from .hiv import read_hivdb_phenosense
 from .simulate import simulate_counts
 from .tcga import read_tcga
 
@@ -22,6 +23,7 @@ READERS = {
     "counts": read_counts,
     "demo": load_demo,
     "simulated_counts": simulate_counts,
+    "hivdb": read_hivdb_phenosense,
 }
 # spec keys renamed on the way to the reader ("format" is taken by the dispatcher)
 RENAMES = {"counts": {"count_format": "format", "path": "paths"}}
