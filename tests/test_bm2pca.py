@@ -422,3 +422,38 @@ def test_bad_input():
     model = BM2PCAClassifier(n_components=2).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :5])
+
+
+def test_figures_from_saved_tables(tmp_path):
+    """Figure 1 from saved 2-D scores and Figures 2-3 from a per-split accuracy table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from omicsbayes.plotting.bm2pca import accuracy_curves, projection_figure
+
+    rng = np.random.default_rng(11)
+    X, y = _figure1(40, rng)
+    model = BM2PCAClassifier(n_components=2, max_iter=30, random_state=0).fit(X[::2], y[::2])
+    split = np.where(np.arange(40) % 2 == 0, "train", "test")
+    tables = [
+        pd.DataFrame({"method": m, "z1": Z[:, 0], "z2": Z[:, 1], "label": y, "split": split})
+        for m, Z in (("BM2PCA", model.transform(X)), ("PCA", PCA(2).fit_transform(X)))
+    ]
+    fig = projection_figure(pd.concat(tables), eta=model.fits_[0]["eta_mean"])
+    assert len(fig.axes) == 2
+    fig.savefig(tmp_path / "figure1.png")
+    results = pd.DataFrame(
+        {
+            "model": np.repeat(["BM2PCA", "FullSVM"], 12),
+            "n_per_class": np.tile(np.repeat([2, 3, 5], 4), 2),
+            "n_components": 10,
+            "C": 10,
+            "cohort": "demo",
+            "accuracy": rng.uniform(0.5, 1.0, 24),
+        }
+    )
+    fig = accuracy_curves(results, "n_per_class", hue=["model", "n_components"], panel="cohort")
+    assert len(fig.axes[0].lines) >= 2
+    fig.savefig(tmp_path / "figure2.png")
