@@ -372,3 +372,42 @@ def test_bam_listwise_auroc_at_least_bprobit_on_imbalanced_problem():
             auroc[name].append(roc_auc_score(y[test], model.decision_function(X[test])))
     assert np.mean(auroc["bam_l"]) >= np.mean(auroc["bprobit"])
     assert np.mean(auroc["bam_l"]) > 0.6
+
+
+def test_figure_has_one_panel_per_cohort_kernel_metric_and_prints_means():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from omicsbayes.plotting.bam import bam_boxplots
+
+    rng = np.random.default_rng(16)
+    rows = [
+        {
+            "cohort": c,
+            "transform": k,
+            "model": m,
+            "split": s,
+            "auroc": rng.uniform(0.6, 0.9),
+            "aupr": rng.uniform(0.3, 0.8),
+        }
+        for c in ("UCEC", "COADREAD")
+        for k in ("linear", "gaussian")
+        for m in ("BAM_L", "BPROBIT", "BAM_P")
+        for s in range(5)
+    ]
+    table = pd.DataFrame(rows)
+    fig = bam_boxplots(table)
+    assert len(fig.axes) == 2 * 2 * 2
+    ax = next(a for a in fig.axes if a.get_title() == "UCEC linear AUROC")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["BPROBIT", "BAM_P", "BAM_L"]
+    sub = table[(table["cohort"] == "UCEC") & (table["transform"] == "linear")]
+    means = [
+        f"{sub.loc[sub['model'] == m, 'auroc'].mean():.3f}" for m in ("BPROBIT", "BAM_P", "BAM_L")
+    ]
+    assert [t.get_text() for t in ax.texts] == means
+    plt.close(fig)
+    with pytest.raises(ValueError, match="split"):
+        bam_boxplots(table.drop(columns="split"))
