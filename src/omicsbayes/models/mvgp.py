@@ -257,7 +257,7 @@ class ConstrainedMVGP(_FactorModel):
     tol : float
         Stop when the leading singular value of the gradient is at most ``lam (1 + tol)`` (the
         optimality condition of (11)) or when a new rank lowers the objective by less than a
-        fraction ``tol``; ``1e-3 tol`` is the L-BFGS tolerance of each refinement.
+        fraction ``tol``; also the relative L-BFGS tolerance of each refinement.
     max_iter : int
         L-BFGS iterations per refinement.
     random_state : int, Generator or None
@@ -352,11 +352,7 @@ class ConstrainedMVGP(_FactorModel):
                 args=(r,),
                 jac=True,
                 method="L-BFGS-B",
-                options={
-                    "maxiter": self.max_iter,
-                    "ftol": self.tol * 1e-3,
-                    "gtol": self.tol * 1e-3,
-                },
+                options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
             )
             check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
             U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)

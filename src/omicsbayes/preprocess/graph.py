@@ -94,6 +94,12 @@ class LowRankKernel:
             )
         if np.any(d < 0) or np.any(t < 0):
             raise ValueError("LowRankKernel eigenvalues and tail must be non-negative")
+        support = np.any(W != 0, axis=1)
+        t_w = t[support]
+        if t_w.size and np.ptp(t_w) > 1e-12 * max(t_w.max(), 1.0):
+            raise ValueError("LowRankKernel tail must be constant on the rows where eigvecs != 0")
+        # the tail value on the span of W: diag(t) W W^T = t_w W W^T
+        object.__setattr__(self, "_t_w", float(t_w[0]) if t_w.size else 0.0)
 
     @property
     def n(self):
@@ -126,29 +132,26 @@ class LowRankKernel:
             )
         return cls(W, np.clip(d, 0.0, None), np.zeros(K.shape[0]))
 
-    def _project(self, X):
-        return self.eigvecs.T @ X
+    def _apply(self, X, d, t, t_w):
+        """``(W diag(d) W^T + diag(t)(I - W W^T)) X`` as ``W diag(d - t_w) W^T X + t * X``."""
+        X = np.asarray(X, dtype=float)
+        t = t if X.ndim == 1 else t[:, None]
+        if self.eigvecs.shape[1] == 0:
+            return t * X
+        Wx = self.eigvecs.T @ X
+        dd = d - t_w if X.ndim == 1 else (d - t_w)[:, None]
+        return self.eigvecs @ (dd * Wx) + t * X
 
     def matmat(self, X):
         """``K @ X`` for a dense array X of shape (n,) or (n, k)."""
-        X = np.asarray(X, dtype=float)
-        Wx = self._project(X)
-        WWx = self.eigvecs @ Wx
-        t = self.tail if X.ndim == 1 else self.tail[:, None]
-        d = self.eigvals if X.ndim == 1 else self.eigvals[:, None]
-        return self.eigvecs @ (d * Wx) + t * (X - WWx)
+        return self._apply(X, self.eigvals, self.tail, self._t_w)
 
     def sqrt_matmat(self, X):
         """``G @ X`` with ``G = W diag(sqrt d) W^T + diag(sqrt t)(I - W W^T)``, so ``G G^T = K``.
 
         G is the symmetric square root, used as the basis G_M / G_N of paper 004 section 4.1.
         """
-        X = np.asarray(X, dtype=float)
-        Wx = self._project(X)
-        WWx = self.eigvecs @ Wx
-        t = np.sqrt(self.tail) if X.ndim == 1 else np.sqrt(self.tail)[:, None]
-        d = np.sqrt(self.eigvals) if X.ndim == 1 else np.sqrt(self.eigvals)[:, None]
-        return self.eigvecs @ (d * Wx) + t * (X - WWx)
+        return self._apply(X, np.sqrt(self.eigvals), np.sqrt(self.tail), np.sqrt(self._t_w))
 
     def rows(self, index):
         """Rows ``K[index, :]`` as a dense array of shape (len(index), n)."""
