@@ -264,3 +264,19 @@ def test_joint_distribution_geweke():
     assert abs(k_plus.mean() - target) < 4 * batches.std(ddof=1) / np.sqrt(50)
     assert abs(np.mean(w_sq) - 1.0 / tau) < 0.1
     assert abs(np.mean(s_sq) - 1.0) < 0.1
+
+
+def test_no_active_features_is_handled():
+    """With alpha fixed near zero and no initial features, the model stays empty and still
+    predicts (mean zero, fitted noise)."""
+    Y, _ = _planted(15, n=20, d=4)
+    mask = np.zeros(Y.shape, dtype=bool)
+    mask[0, 0] = True
+    model = IBPFactorModel(
+        n_iter=6, burn_in=3, alpha=1e-12, alpha_prior=None, n_init_features=0, random_state=0
+    ).fit(np.where(mask, np.nan, Y))
+    assert model.latent_.shape == (20, 0)
+    assert np.all(model.n_active_ == 0)
+    lam = model._draws["lam"][:, 0]
+    expected = np.log(np.mean(stats.norm.pdf(Y[0, 0], 0, 1 / np.sqrt(lam))))
+    np.testing.assert_allclose(model.log_likelihood(Y, mask), expected, rtol=1e-10)

@@ -400,9 +400,9 @@ class IBPFactorModel(BaseEstimator):
             progress.update(it, "loglik", ll)
         progress.close()
 
-        self.latent_ = np.column_stack(
-            [latent_sum.get(fid, np.zeros(n)) / n_keep for fid in state.ids]
-        ).reshape(n, -1)
+        self.latent_ = np.zeros((n, state.ids.size))
+        for col, fid in enumerate(state.ids):
+            self.latent_[:, col] = latent_sum.get(fid, 0.0) / n_keep
         self.loadings_ = state.W
         self.n_active_ = n_active
         self.alpha_ = alphas
