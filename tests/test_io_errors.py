@@ -35,6 +35,7 @@ def raises(fn, *parts):
         fn()
     assert isinstance(info.value, ValueError)
     msg = str(info.value)
+    assert "\n" not in msg, "one message, one line"
     for part in parts:
         assert str(part) in msg, f"{part!r} not in {msg!r}"
     return msg
@@ -107,6 +108,16 @@ def test_infinite_value(tmp_path):
 def test_ragged_rows(tmp_path):
     p = write(tmp_path, "ragged.tsv", "sample\tG1\tG2\nS1\t1\t2\nS2\t3\n")
     raises(lambda: read_matrix(p), "ragged.tsv", "line 3 has 2 fields")
+    h = write(tmp_path, "S1.counts.txt", "g1\t3\ng2\t4\t5\n")
+    raises(lambda: read_counts([h], format="htseq"), "S1.counts.txt", "different numbers")
+    e = write(tmp_path, "edges.tsv", "a\tb\nb\tc\td\n")
+    raises(lambda: read_edge_list(e), "edges.tsv", "different numbers")
+    s = write(tmp_path, "sheet.tsv", "sample\tx\nS1\ta\tb\n")
+    raises(
+        lambda: read_matrix(FIX / "expr_rows.tsv", sample_sheet=s),
+        "sheet.tsv",
+        "line 2 has 3 fields",
+    )
 
 
 def test_duplicated_ids(tmp_path):

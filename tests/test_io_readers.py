@@ -150,6 +150,16 @@ def test_tcga_all_sample_types_without_clinical():
     assert t2.obs["participant"].tolist() == ["TCGA-A6-2671", "TCGA-AA-3664"]
 
 
+def test_tcga_xena_layout(tmp_path):
+    p = tmp_path / "HiSeqV2"
+    p.write_text("sample\tTCGA-A6-2671-01\tTCGA-A6-2671-11\nMLH1\t10.25\t11\nTP53\t9\t8.5\n")
+    t = read_tcga(p, sample_types=("01", "11"))
+    assert t.obs["participant"].tolist() == ["TCGA-A6-2671"] * 2
+    assert t.obs["vial"].tolist() == ["", ""]
+    assert t.var["symbol"].tolist() == ["MLH1", "TP53"] and t.var["entrez"].isna().all()
+    np.testing.assert_array_equal(t.X, [[10.25, 9], [11, 8.5]])
+
+
 def test_featurecounts():
     c = read_counts(FIX / "featurecounts.txt", format="featurecounts")
     assert c.obs_names.tolist() == ["S1", "S2"]

@@ -23,6 +23,11 @@ class CohortError(ValueError):
     expected."""
 
 
+def one_line(exc):
+    """An exception's message on one line (pandas and h5py messages may span several)."""
+    return " ".join(str(exc).split())
+
+
 def sep_name(sep):
     """Human name of a delimiter, for messages."""
     return _SEP_NAMES.get(sep, repr(sep))
@@ -61,11 +66,12 @@ def read_text(path):
             text = p.read_text(encoding="utf-8-sig")
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise CohortError(
-            f"{path}: gzip stream is damaged or truncated ({exc}); expected a complete .gz file"
+            f"{path}: gzip stream is damaged or truncated ({one_line(exc)}); expected a complete "
+            ".gz file"
         ) from exc
     except UnicodeDecodeError as exc:
         raise CohortError(
-            f"{path}: not a UTF-8 text file ({exc}); expected a delimited text file"
+            f"{path}: not a UTF-8 text file ({one_line(exc)}); expected a delimited text file"
         ) from exc
     if not text.strip():
         raise CohortError(f"{path}: file is empty; expected a header line and data rows")

@@ -15,6 +15,7 @@ from ._common import (
     check_unique,
     list_ids,
     make_anndata,
+    one_line,
     parse_table,
     read_text,
     to_numeric_frame,
@@ -125,7 +126,7 @@ def _read_per_sample(path, fmt, column):
         )
     except pd.errors.ParserError as exc:
         raise CohortError(
-            f"{name}: rows have different numbers of fields ({exc}); expected {n_fields} "
+            f"{name}: rows have different numbers of fields ({one_line(exc)}); expected {n_fields} "
             f"tab-separated columns ({layout})"
         ) from exc
     if frame.shape[1] != n_fields:

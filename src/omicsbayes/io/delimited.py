@@ -14,6 +14,7 @@ from ._common import (
     make_anndata,
     parse_table,
     read_text,
+    sep_name,
     sniff_sep,
     split_line,
 )
@@ -48,19 +49,22 @@ def read_sample_sheet(path, sample_column="sample", sep=None):
             f"{list_ids(header)}); expected a column of sample IDs named {sample_column!r}"
         )
     check_unique(header, path, "column")
-    try:
-        sheet = pd.read_csv(
-            io.StringIO(text),
-            sep=sep,
-            dtype={sample_column: str},
-            na_values=NA_TOKENS,
-            keep_default_na=False,
-            float_precision="round_trip",
-        )
-    except pd.errors.ParserError as exc:
-        raise CohortError(
-            f"{path}: sample sheet is not a regular {sep!r}-delimited table ({exc})"
-        ) from exc
+    for lineno, line in enumerate(text.splitlines()[1:], start=2):
+        n = len(split_line(line, sep)) if line.strip() else len(header)
+        if n != len(header):
+            raise CohortError(
+                f"{path}: sample sheet line {lineno} has {n} fields but the header has "
+                f"{len(header)}; expected a regular {sep_name(sep)}-delimited table"
+            )
+    sheet = pd.read_csv(
+        io.StringIO(text),
+        sep=sep,
+        dtype={sample_column: str},
+        na_values=NA_TOKENS,
+        keep_default_na=False,
+        float_precision="round_trip",
+        index_col=False,
+    )
     sheet.columns = [c.strip() for c in sheet.columns]
     if sheet.empty:
         raise CohortError(f"{path}: sample sheet has a header but no rows; expected one per sample")

@@ -6,7 +6,7 @@ import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
-from ._common import CohortError, check_file, check_unique
+from ._common import CohortError, check_file, check_unique, one_line
 
 
 def read_h5ad(path):
@@ -32,7 +32,7 @@ def read_h5ad(path):
         adata = ad.read_h5ad(p)
     except (OSError, KeyError, ValueError, TypeError) as exc:
         raise CohortError(
-            f"{path}: not a readable h5ad file ({exc}); expected AnnData HDF5"
+            f"{path}: not a readable h5ad file ({one_line(exc)}); expected AnnData HDF5"
         ) from exc
     if adata.n_obs == 0 or adata.n_vars == 0:
         raise CohortError(

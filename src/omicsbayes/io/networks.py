@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._common import CohortError, check_unique, list_ids, read_text, sniff_sep, split_line
+from ._common import CohortError, check_unique, list_ids, one_line, read_text, sniff_sep, split_line
 
 
 def _is_number(text):
@@ -50,7 +50,7 @@ def _load(path, sep, header, names_given, value_field):
         )
     except pd.errors.ParserError as exc:
         raise CohortError(
-            f"{name}: rows have different numbers of {sep!r}-separated fields ({exc})"
+            f"{name}: rows have different numbers of {sep!r}-separated fields ({one_line(exc)})"
         ) from exc
     if frame.empty:
         raise CohortError(f"{name}: has a header but no data rows; expected one row per pair")
