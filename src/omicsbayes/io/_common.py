@@ -48,7 +48,7 @@ def check_file(path):
         raise CohortError("no file given; expected a path")
     p = Path(path)
     if not p.exists():
-        raise CohortError(f"{path}: file not found")
+        raise CohortError(f"{path}: file not found (looked for {p.resolve()}); expected a file")
     if not p.is_file():
         raise CohortError(f"{path}: is a directory; expected a file")
     return p
