@@ -339,7 +339,7 @@ def test_labels_probabilities_and_errors():
         BayesianProbitClassifier(nu=-1).fit(X, y)
     with pytest.raises(ValueError, match="max_iter"):
         BayesianProbitClassifier(max_iter=0).fit(X, y)
-    with pytest.raises(ValueError, match="exactly two"):
+    with pytest.raises(ValueError, match="Only binary"):
         BAMClassifier().fit(X, np.arange(40) % 3)
     bad = X.copy()
     bad[0, 0] = np.nan

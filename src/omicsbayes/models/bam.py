@@ -22,6 +22,19 @@ strictly concave in mu(f_n) and in log Sigma(f_n). The mean step is therefore so
 the Wright omega function for numerical range); the variance step uses safeguarded Newton steps
 with the analytic first and second derivatives in the log domain. Both reach the optimum that
 the paper's L-BFGS iterations approach, so every step raises the bound.
+
+Where the paper's text and its model disagree (each derived again from the model):
+
+- eq. (1) prints the event probability as [exp(f_n) - exp(f_o)] / (exp(f_n) + exp(f_o)); the
+  softmax, used in the rest of section 3.2, is exp(f_n) / (exp(f_n) + exp(f_o)).
+- eq. (6): diag(E_q[lambda]) is diag(E_q[eta]) (ERRATA 001).
+- section 3.2.3 announces the derivatives "with respect to {mu(f_o)}" for the negatives; they
+  are those with respect to Sigma(f_o).
+- step (iv) runs in s = log Sigma(f_n): the derivatives printed in 3.2.3 and 3.3.3 are in
+  Sigma, and the log-domain ones need the chain rule, dL/ds = Sigma dL/dSigma and
+  d2L/ds2 = Sigma dL/dSigma + Sigma^2 d2L/dSigma2 (:func:`f_derivatives`).
+- the stopping rule needs the full lower bound (ERRATA 001); it is computed every iteration
+  with zeta at its optimum (10)-(11) for the current q(f), which keeps it non-decreasing.
 """
 
 import logging
@@ -31,7 +44,8 @@ import numpy as np
 from scipy import linalg, special
 from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 from tqdm.auto import tqdm
 
 from ..inference.convergence import check_finite, relative_improvement
@@ -324,28 +338,39 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         if not np.isscalar(self.tol) or not self.tol >= 0:
             raise ValueError(f"tol={self.tol!r}; expected a number >= 0")
 
-    def _validate(self, X, y=None):
-        X = check_matrix(X, type(self).__name__)
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _check_X(self, X, reset):
+        """scikit-learn's checks (sparse, complex, empty, feature count), then finiteness."""
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+        return check_matrix(X, type(self).__name__)
+
+    def _validate_predict(self, X):
+        check_is_fitted(self, "coef_")
+        return self._check_X(X, reset=False)
+
+    def _validate_fit(self, X, y):
         if y is None:
-            check_is_fitted(self, "coef_")
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features but {type(self).__name__} was fitted on "
-                    f"{self.n_features_in_}"
-                )
-            return X
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(
-                f"y has shape {y.shape}; expected one label per sample of X ({X.shape[0]},)"
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        X = self._check_X(X, reset=True)
+        y = column_or_1d(y, warn=True)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"y has {y.shape[0]} labels; expected one per sample of X ({X.shape[0]})"
             )
         if y.dtype.kind == "f" and np.isnan(y).any():
             raise ValueError(f"y has {int(np.isnan(y).sum())} NaN labels; expected every label")
+        check_classification_targets(y)
         classes = np.unique(y)
         if classes.size != 2:
             raise ValueError(
-                f"y has {classes.size} class(es) {classes.tolist()}; {type(self).__name__} "
-                "is a binary classifier and needs exactly two"
+                f"Only binary classification is supported: y has {classes.size} class(es) "
+                f"{classes.tolist()}; {type(self).__name__} needs exactly two"
             )
         return X, y, classes
 
@@ -365,9 +390,8 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X, y, classes = self._validate(X, y)
+        X, y, classes = self._validate_fit(X, y)
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         t = np.where(y == classes[1], 1.0, -1.0)
         sign = self._orientation(t)
         t = sign * t
@@ -434,7 +458,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         return 1.0
 
     def _predictive(self, X):
-        X = self._validate(X)
+        X = self._validate_predict(X)
         return X @ self.coef_ + self.intercept_, X
 
     def decision_function(self, X):
@@ -542,7 +566,8 @@ class BayesianProbitClassifier(_BayesianLinearVB):
 
     def predict(self, X):
         """The class with predictive probability above one half."""
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        positive = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[positive.astype(int)]
 
 
 class BAMClassifier(_BayesianLinearVB):
@@ -637,4 +662,5 @@ class BAMClassifier(_BayesianLinearVB):
 
     def predict(self, X):
         """``classes_[1]`` where the decision function is positive, else ``classes_[0]``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]

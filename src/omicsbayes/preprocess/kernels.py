@@ -2,7 +2,7 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .transforms import ZScore, check_matrix
 
@@ -52,6 +52,11 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel={self.kernel!r}; expected one of {KERNELS}")
 
+    def _check_X(self, X, reset):
+        """scikit-learn's checks (sparse, complex, empty, feature count), then finiteness."""
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+        return check_matrix(X, "EmpiricalKernelMap")
+
     def fit(self, X, y=None):
         """Learn the z-scoring moments, the training samples and the Gaussian width.
 
@@ -65,7 +70,7 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X = check_matrix(X, "EmpiricalKernelMap")
+        X = self._check_X(X, reset=True)
         if self.kernel == "gaussian" and X.shape[0] < 2:
             raise ValueError(
                 "X has 1 sample; the Gaussian EmpiricalKernelMap needs at least two training "
@@ -74,7 +79,6 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
         scaler = ZScore().fit(X)
         self.mean_, self.scale_ = scaler.mean_, scaler.scale_
         self.train_ = scaler.transform(X)
-        self.n_features_in_ = X.shape[1]
         self._train_sq = np.einsum("ij,ij->i", self.train_, self.train_)
         if self.kernel == "gaussian":
             d2 = _squared_distances(self.train_, self.train_, self._train_sq, self._train_sq)
@@ -99,12 +103,7 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_train)
         """
         check_is_fitted(self, "train_")
-        X = check_matrix(X, "EmpiricalKernelMap")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features but EmpiricalKernelMap was fitted on "
-                f"{self.n_features_in_}"
-            )
+        X = self._check_X(X, reset=False)
         Xz = (X - self.mean_) / self.scale_
         sq = np.einsum("ij,ij->i", Xz, Xz)
         if self.kernel == "gaussian":
