@@ -74,3 +74,23 @@ def test_bad_inputs():
         ranking_curves(SCORES, {0: [9]}, TRAIN)
     with pytest.raises(ValueError, match="2-D"):
         ranking_curves(SCORES[0], TEST, TRAIN)
+
+
+def test_ranking_curves_figure_one_line_per_model():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from omicsbayes.plotting.mvgp import ranking_curves_figure
+
+    tables = []
+    for model in ("Con. MV-GP (D)", "PMF-5"):
+        for split in range(2):
+            t = ranking_curves(SCORES, TEST, TRAIN, ks=[1, 2, 3])
+            tables.append(t.assign(model=model, split=split))
+    import pandas as pd
+
+    fig = ranking_curves_figure(pd.concat(tables), "known diseases")
+    assert len(fig.axes) == 2 and all(len(ax.lines) == 2 for ax in fig.axes)
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), tables[0]["precision"])
+    with pytest.raises(ValueError, match="lacks columns"):
+        ranking_curves_figure(tables[0], group="model")
