@@ -275,6 +275,26 @@ def slice_sample(x0, logf, rng, width=1.0, max_steps=32, max_shrink=200, what="s
     raise NumericalError(f"{what} found no point on the slice in {max_shrink} shrinkage steps")
 
 
+def _entry_index(X, missing):
+    """Observed nonzero entries (counts, rows, cols) and missing entries (rows, cols)."""
+    observed = ~missing & (np.nan_to_num(X) > 0)
+    rows, cols = np.nonzero(observed)
+    return X[observed].astype(np.int64), rows, cols, *np.nonzero(missing)
+
+
+def _completed_entries(index, theta, phi, rng):
+    """Nonzero entries of the completed matrix: the observed ones plus the missing ones imputed,
+    ``y_ij ~ Poisson(sum_k phi_jk theta_ik)`` (data augmentation)."""
+    counts, rows, cols, m_rows, m_cols = index
+    if m_rows.size:
+        imputed = rng.poisson(np.einsum("ik,ik->i", theta[m_rows], phi[m_cols]))
+        keep = imputed > 0
+        rows = np.concatenate([rows, m_rows[keep]])
+        cols = np.concatenate([cols, m_cols[keep]])
+        counts = np.concatenate([counts, imputed[keep]])
+    return counts, rows, cols
+
+
 class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     """Poisson factor analysis with a Gibbs sampler (Zhou et al. 2012; paper 002, equation 2).
 
@@ -362,26 +382,6 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             raise ValueError(f"eps0 must lie in (0, 1); got {self.eps0!r}")
         return eps0
 
-    def _entries(self, X, missing, theta, phi, rng):
-        """Nonzero entries of the completed matrix: observed ones plus missing ones imputed."""
-        rows, cols = self._obs_rows, self._obs_cols
-        counts = self._obs_counts
-        if missing.any():
-            mr, mc = self._miss_rows, self._miss_cols
-            rate = np.einsum("ik,ik->i", theta[mr], phi[mc])
-            imputed = rng.poisson(rate)
-            keep = imputed > 0
-            rows = np.concatenate([rows, mr[keep]])
-            cols = np.concatenate([cols, mc[keep]])
-            counts = np.concatenate([counts, imputed[keep]])
-        return counts, rows, cols
-
-    def _index(self, X, missing):
-        observed = ~missing & (np.nan_to_num(X) > 0)
-        self._obs_rows, self._obs_cols = np.nonzero(observed)
-        self._obs_counts = X[observed].astype(np.int64)
-        self._miss_rows, self._miss_cols = np.nonzero(missing)
-
     def _log_likelihood(self, X, missing, theta, phi):
         rate = theta @ phi.T
         obs = ~missing
@@ -395,7 +395,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         rng = _rng(self.random_state)
         n, d = X.shape
         K = self.n_factors
-        self._index(X, missing)
+        index = _entry_index(X, missing)
         self._log_fact = float(special.gammaln(X[~missing] + 1).sum())
 
         # Start from the prior means of r, p and a random simplex per factor; theta from the
@@ -418,7 +418,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         progress = _Progress("PoissonFactorAnalysis", self.n_iter, self.verbose)
         slot = 0
         for it in range(self.n_iter):
-            counts, rows, cols = self._entries(X, missing, theta, phi, rng)
+            counts, rows, cols = _completed_entries(index, theta, phi, rng)
             per_sample, per_feature = allocate_counts(counts, rows, cols, theta, phi, rng)
             phi = sample_phi(per_feature, self.eta, rng)
             p = sample_p(per_sample, r, self.c0, eps0, rng)
@@ -482,22 +482,13 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         rng = np.random.default_rng(self._transform_seed)
         phi = self.components_.T
         n = X.shape[0]
-        observed = ~missing & (np.nan_to_num(X) > 0)
-        o_rows, o_cols = np.nonzero(observed)
-        o_counts = X[observed].astype(np.int64)
-        m_rows, m_cols = np.nonzero(missing)
+        index = _entry_index(X, missing)
         theta = np.tile(self.r_ * self.p_ / (1 - self.p_), (n, 1))
         theta = np.maximum(theta, 1e-6)
         total = np.zeros_like(theta)
         n_burn = self.n_transform_iter // 2
         for it in range(self.n_transform_iter):
-            rows, cols, counts = o_rows, o_cols, o_counts
-            if m_rows.size:
-                imputed = rng.poisson(np.einsum("ik,ik->i", theta[m_rows], phi[m_cols]))
-                keep = imputed > 0
-                rows = np.concatenate([rows, m_rows[keep]])
-                cols = np.concatenate([cols, m_cols[keep]])
-                counts = np.concatenate([counts, imputed[keep]])
+            counts, rows, cols = _completed_entries(index, theta, phi, rng)
             per_sample, _ = allocate_counts(counts, rows, cols, theta, phi, rng)
             theta = sample_theta(per_sample, self.r_, self.p_, rng)
             if it >= n_burn:
