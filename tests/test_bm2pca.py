@@ -21,12 +21,22 @@ def _spd(rng, k, scale=0.3):
     return A @ A.T + scale * np.eye(k)
 
 
-def _random_vb(seed=0, n=6, d=4, k=2, C=2.0):
-    """A tiny VB state whose factors are set to arbitrary (non-optimal) moments."""
+EPS = 0.3
+
+
+def _random_vb(seed=0, n=6, d=4, k=2, C=2.0, regression=False):
+    """A tiny VB state whose factors are set to arbitrary (non-optimal) moments; the last sample
+    is unlabelled.  ``regression`` uses the epsilon-insensitive loss (eps = EPS)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) + 1.0
-    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, 0.0][:n])
-    vb = _BinaryVB(X, y, k, C, HYPER, _pca_start(X, k, rng))
+    if regression:
+        y = 2 * rng.normal(size=n)
+        y[-1] = np.nan
+    else:
+        y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, 0.0][:n])
+    eps = EPS if regression else None
+    vb = _BinaryVB(X, y, k, C, HYPER, _pca_start(X, k, rng), epsilon=eps)
+    vb.target, vb.eps = y, eps
     vb.Zm = rng.normal(size=(n, k))
     vb.V = rng.normal(size=(k, k)) * 0.5 + np.eye(k) * 0.5
     vb.Dz = rng.uniform(0.3, 1.5, size=(n, k))
@@ -36,8 +46,8 @@ def _random_vb(seed=0, n=6, d=4, k=2, C=2.0):
     vb.tau_shape, vb.tau_rate = 3.0, 2.0
     vb.eta_mean, vb.eta_cov = rng.normal(size=k + 1), _spd(rng, k + 1)
     vb.nu_shape, vb.nu_rate = 2.0, 1.5
-    vb.lam_chi = np.where(vb.lab, rng.uniform(0.5, 3.0, size=n), 0.0)
-    vb.lam_inv = np.zeros(n)
+    vb.lam_chi = np.where(vb.lab[:, None], rng.uniform(0.5, 3.0, size=vb.a.shape), 0.0)
+    vb.lam_inv = np.zeros_like(vb.lam_chi)
     vb.lam_inv[vb.lab] = vb.lam_chi[vb.lab] ** -0.5
     vb.XtZ = X.T @ vb.Zm
     return vb
@@ -60,16 +70,30 @@ def _quadratic_fit(f, dim):
 
 
 # ---- expected log joint of one block, written directly from the model (eq. 4 + priors) ----
-def _label_term(vb, n, eta_moments, zt_moments):
-    """E over eta, z_n, lambda_n of log phi(y_n, lambda_n | z_n, eta), its lambda-free part being
-    -C E[u] - C^2 E[1/lambda] E[u^2] / 2 with u = 1 - y eta^T z~ (variance decomposition)."""
-    C, s, yn = vb.C, vb.lam_inv[n], vb.y[n]
+def _residuals(vb, n):
+    """``(a, b)`` per margin residual ``u = a - b f`` of sample n, from the loss: the hinge
+    ``1 - y f``, or the epsilon-insensitive pair ``y - f - eps`` and ``f - y - eps``."""
+    y = vb.target[n]
+    return [(1.0, y)] if vb.eps is None else [(y - vb.eps, 1.0), (-y - vb.eps, -1.0)]
+
+
+def _f_moments(eta_moments, zt_moments):
+    """Mean and variance of f = eta^T z~ for independent Gaussian eta and z~."""
     m_eta, S_eta = eta_moments
     m_z, S_z = zt_moments
-    mean_f = m_eta @ m_z
     var_f = m_eta @ S_z @ m_eta + m_z @ S_eta @ m_z + np.trace(S_eta @ S_z)
-    mean_u = 1 - yn * mean_f
-    return -C * mean_u - C**2 * s / 2 * (mean_u**2 + var_f)
+    return m_eta @ m_z, var_f
+
+
+def _label_term(vb, n, eta_moments, zt_moments):
+    """E over eta, z_n, lambda_n of log phi(y_n, lambda_n | z_n, eta), its lambda-free part being
+    sum_j -C E[u_j] - C^2 E[1/lambda_j] E[u_j^2] / 2 (variance decomposition)."""
+    mean_f, var_f = _f_moments(eta_moments, zt_moments)
+    total = 0.0
+    for j, (a, b) in enumerate(_residuals(vb, n)):
+        mean_u, s = a - b * mean_f, vb.lam_inv[n, j]
+        total += -vb.C * mean_u - vb.C**2 * s / 2 * (mean_u**2 + b**2 * var_f)
+    return total
 
 
 def _zt(vb, n, z=None):
@@ -82,8 +106,9 @@ def _zt(vb, n, z=None):
     return np.append(z, 1.0), S
 
 
-def test_q_z_matches_expected_log_joint():
-    vb = _random_vb(1)
+@pytest.mark.parametrize("regression", [False, True])
+def test_q_z_matches_expected_log_joint(regression):
+    vb = _random_vb(1, regression=regression)
     tau = vb.tau_shape / vb.tau_rate
     old_eta = (vb.eta_mean.copy(), vb.eta_cov.copy())
     vb.update_z()
@@ -119,8 +144,9 @@ def test_projection_of_new_samples_is_the_unlabelled_q_z():
         np.testing.assert_allclose(mu[i], mean, rtol=1e-6, atol=1e-9)
 
 
-def test_q_eta_matches_expected_log_joint():
-    vb = _random_vb(2)
+@pytest.mark.parametrize("regression", [False, True])
+def test_q_eta_matches_expected_log_joint(regression):
+    vb = _random_vb(2, regression=regression)
     nu = vb.nu_shape / vb.nu_rate
     labelled = np.flatnonzero(vb.lab)
 
@@ -241,30 +267,31 @@ def test_augmentation_integrates_to_hinge_pseudo_likelihood():
         assert val == pytest.approx(np.exp(-2 * C * max(0.0, u)), rel=1e-6)
 
 
-def test_q_lambda_matches_numerical_integration():
+@pytest.mark.parametrize("regression", [False, True])
+def test_q_lambda_matches_numerical_integration(regression):
     """q(lambda_n) proportional to exp(E[log phi]) normalised by quadrature; E[u^2] by the
     variance decomposition (independent of the code's second-moment contraction)."""
-    vb = _random_vb(7)
+    vb = _random_vb(7, regression=regression)
     vb.update_lambda()
     for n in np.flatnonzero(vb.lab):
-        zt, Sz = _zt(vb, n)
-        mean_f = vb.eta_mean @ zt
-        var_f = vb.eta_mean @ Sz @ vb.eta_mean + zt @ vb.eta_cov @ zt + np.trace(vb.eta_cov @ Sz)
-        eu2 = (1 - vb.y[n] * mean_f) ** 2 + var_f
-        assert vb.lam_chi[n] == pytest.approx(vb.C**2 * eu2, rel=1e-10)
+        mean_f, var_f = _f_moments((vb.eta_mean, vb.eta_cov), _zt(vb, n))
+        for j, (a, b) in enumerate(_residuals(vb, n)):
+            eu2 = (a - b * mean_f) ** 2 + var_f
+            assert vb.lam_chi[n, j] == pytest.approx(vb.C**2 * eu2, rel=1e-10)
 
-        def log_q(lam, eu2=eu2):
-            return -0.5 * np.log(lam) - lam / 2 - vb.C**2 * eu2 / (2 * lam)
+            def log_q(lam, eu2=eu2):
+                return -0.5 * np.log(lam) - lam / 2 - vb.C**2 * eu2 / (2 * lam)
 
-        norm = integrate.quad(lambda lam: np.exp(log_q(lam)), 0, np.inf, limit=200)[0]
-        inv = integrate.quad(lambda lam: np.exp(log_q(lam)) / lam, 0, np.inf, limit=200)[0]
-        assert vb.lam_inv[n] == pytest.approx(inv / norm, rel=1e-6)
+            norm = integrate.quad(lambda lam: np.exp(log_q(lam)), 0, np.inf, limit=200)[0]
+            inv = integrate.quad(lambda lam: np.exp(log_q(lam)) / lam, 0, np.inf, limit=200)[0]
+            assert vb.lam_inv[n, j] == pytest.approx(inv / norm, rel=1e-6)
 
 
-def test_lower_bound_matches_monte_carlo():
+@pytest.mark.parametrize("regression", [False, True])
+def test_lower_bound_matches_monte_carlo(regression):
     """Closed-form bound vs E_q[log p~(X, y, lambda, all) - log q] by Monte Carlo (log densities
     from scipy.stats)."""
-    vb = _random_vb(8, n=5, d=3, k=2)
+    vb = _random_vb(8, n=5, d=3, k=2, regression=regression)
     vb.update_lambda()  # q(lambda) from its chi; everything else arbitrary
     rng = np.random.default_rng(80)
     S = 40000
@@ -274,7 +301,8 @@ def test_lower_bound_matches_monte_carlo():
     nu = rng.gamma(vb.nu_shape, 1 / vb.nu_rate, size=S)
     lab = np.flatnonzero(vb.lab)
     # 1/lambda ~ IG(chi^-1/2, 1) when lambda ~ GIG(1, chi, 1/2)
-    lam = 1 / sample_invgauss(np.broadcast_to(vb.lam_chi[lab] ** -0.5, (S, lab.size)), 1.0, rng)
+    chi = vb.lam_chi[lab]  # (L, J)
+    lam = 1 / sample_invgauss(np.broadcast_to(chi**-0.5, (S, *chi.shape)), 1.0, rng)
     norm = stats.norm
     h, k = HYPER, vb.k
     logp = norm.logpdf(t, 0, h["delta"] ** -0.5).sum(1)
@@ -287,8 +315,10 @@ def test_lower_bound_matches_monte_carlo():
     logp += norm.logpdf(eta, 0, nu[:, None] ** -0.5).sum(1)
     logp += stats.gamma.logpdf(nu, h["a_nu"], scale=1 / h["b_nu"])
     f = np.einsum("snk,sk->sn", Z[:, lab], eta[:, :k]) + eta[:, k : k + 1]
-    u = 1 - vb.y[lab] * f
-    logp += np.sum(-0.5 * np.log(2 * np.pi * lam) - (lam + vb.C * u) ** 2 / (2 * lam), axis=1)
+    ab = np.array([_residuals(vb, n) for n in lab])  # (L, J, 2)
+    u = ab[None, :, :, 0] - ab[None, :, :, 1] * f[:, :, None]
+    log_phi = -0.5 * np.log(2 * np.pi * lam) - (lam + vb.C * u) ** 2 / (2 * lam)
+    logp += log_phi.sum((1, 2))
     logq = stats.multivariate_normal(np.zeros(k), vb.W_cov).logpdf(W - vb.W_mean).sum(1)
     for n in range(vb.n):
         logq += stats.multivariate_normal(vb.Zm[n], _zcov(vb, n)).logpdf(Z[:, n])
@@ -297,8 +327,8 @@ def test_lower_bound_matches_monte_carlo():
     logq += stats.gamma.logpdf(tau, vb.tau_shape, scale=1 / vb.tau_rate)
     logq += stats.gamma.logpdf(r, vb.r_shape, scale=1 / vb.r_rate).sum(1)
     logq += stats.gamma.logpdf(nu, vb.nu_shape, scale=1 / vb.nu_rate)
-    root = np.sqrt(vb.lam_chi[lab])
-    logq += stats.geninvgauss.logpdf(lam, 0.5, root, scale=root).sum(1)
+    root = np.sqrt(chi)
+    logq += stats.geninvgauss.logpdf(lam, 0.5, root, scale=root).sum((1, 2))
     vb.XtZ = vb.X.T @ vb.Zm
     _mc_close(logp - logq, vb.lower_bound())
 

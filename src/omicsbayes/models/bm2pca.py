@@ -77,15 +77,26 @@ def _pca_start(X, k, rng):
 
 
 class _BinaryVB:
-    """Mean-field VB state and updates for one binary (or unlabelled) BM2PCA problem.
+    """Mean-field VB state and updates for one binary (or unlabelled, or regression) problem.
+
+    Margin terms: each labelled sample carries J residuals ``u_nj = a_nj - b_nj f_n`` with
+    ``f_n = eta^T z~_n``, each with pseudo-likelihood ``exp(-2C max(0, u_nj))`` augmented by
+    ``lambda_nj`` (ERRATA 003).  Classification (the paper): J = 1, ``a = 1``, ``b = y_n``.
+    Epsilon-insensitive regression (the paper's second future-work item):
+    ``max(0, |y - f| - eps) = max(0, y - f - eps) + max(0, f - y - eps)``, so J = 2 with
+    ``a = (y - eps, -y - eps)``, ``b = (1, -1)``.  In ``log phi`` a residual contributes
+    ``-C u - C^2 u^2 / (2 lambda)``, so with ``s_nj = E[1/lambda_nj]`` every update sees
+    ``f_n`` through ``g_n f_n - h_n f_n^2 / 2``, ``g_n = sum_j (C b_nj + C^2 s_nj a_nj b_nj)``
+    and ``h_n = C^2 sum_j s_nj`` (classification: ``g_n = C (1 + C s_n) y_n``, ERRATA).
 
     Factors (all expectations under the current q):
 
     - ``q(Z) = prod_n N(mu_n, Sigma_n)`` (paper, V(Z) with the ERRATA label term).  With
-      ``A = I + E[tau] E[W^T W]`` and ``B = C^2 E[eta~ eta~^T]`` (``eta~`` the first k entries),
-      ``Sigma_n = (A + E[1/lambda_n] B)^{-1}``.  One generalised eigen-decomposition
-      ``B V = A V diag(w)``, ``V^T A V = I`` gives every ``Sigma_n = V diag(1/(1 + s_n w)) V^T``,
-      ``s_n = E[1/lambda_n]``, so N inversions cost O(k^3 + N k).
+      ``A = I + E[tau] E[W^T W]`` and ``B = E[eta~ eta~^T]`` (``eta~`` the first k entries),
+      ``Sigma_n = (A + h_n B)^{-1}``,
+      ``mu_n = Sigma_n (E[tau] E[W]^T (x_n - E[t]) + g_n E[eta~] - h_n E[eta_(k+1) eta~])``.
+      One generalised eigen-decomposition ``B V = A V diag(w)``, ``V^T A V = I`` gives every
+      ``Sigma_n = V diag(1/(1 + h_n w)) V^T``, so N inversions cost O(k^3 + N k).
     - ``q(t) = N(m_t, v_t I)``: ``v_t = 1/(delta + N E[tau])``,
       ``m_t = v_t E[tau] sum_n (x_n - E[W] mu_n)`` (Bishop 1999b).
     - ``q(W) = prod_j N(row_j | m_j, Sigma_W)``,
@@ -93,25 +104,41 @@ class _BinaryVB:
       ``M_W = E[tau] (X - 1 m_t^T)^T E[Z] Sigma_W`` (Bishop 1999b, rows share one covariance).
     - ``q(r_i) = Ga(a_r + d/2, b_r + E||w_i||^2 / 2)``.
     - ``q(tau) = Ga(a_tau + N d/2, b_tau + sum_n E||x_n - W z_n - t||^2 / 2)``.
-    - ``q(eta) = N(mu_eta, Sigma_eta)``, ``q(nu) = Ga(a_nu + (k+1)/2, b_nu + E||eta||^2/2)``
-      (paper; ERRATA: L = k + 1).
-    - ``q(lambda_n) = GIG(a=1, b=chi_n, p=1/2)``, ``chi_n = C^2 E[(1 - y_n eta^T z~_n)^2]``
-      (ERRATA: second moment), so ``E[1/lambda_n] = chi_n^{-1/2}``; ``E[u^2]`` is floored at 1e-12.
+    - ``q(eta) = N(mu_eta, Sigma_eta)``: ``Sigma_eta = (sum_n h_n E[z~ z~^T] + E[nu] I)^-1``,
+      ``mu_eta = Sigma_eta sum_n g_n E[z~_n]`` (paper);
+      ``q(nu) = Ga(a_nu + (k+1)/2, b_nu + E||eta||^2/2)`` (ERRATA: L = k + 1).
+    - ``q(lambda_nj) = GIG(a=1, b=chi_nj, p=1/2)``, ``chi_nj = C^2 E[u_nj^2]`` (ERRATA: second
+      moment), so ``E[1/lambda_nj] = chi_nj^{-1/2}``; ``E[u^2]`` is floored at 1e-12.
 
     The lower bound is available in closed form: every factor except q(lambda) is Gaussian or
     Gamma, and in ``E[log phi(y_n, lambda_n | .)] - E[log q(lambda_n)]`` the ``E[log lambda_n]``
     terms cancel and the GIG(1, chi, 1/2) normaliser is ``sqrt(2 pi) exp(-sqrt(chi))``, leaving
-    ``-C E[u_n] - (C^2 E[u_n^2] - chi_n) E[1/lambda_n] / 2 - sqrt(chi_n)``.
+    ``-C E[u_n] - (C^2 E[u_n^2] - chi_n) E[1/lambda_n] / 2 - sqrt(chi_n)`` per residual.
+
+    Parameters
+    ----------
+    y : ndarray (N,)
+        Classification: +1 / -1, 0 for unlabelled.  Regression (``epsilon`` given): real
+        targets, NaN for unlabelled.
     """
 
-    def __init__(self, X, y, k, C, hyper, start):
+    def __init__(self, X, y, k, C, hyper, start, epsilon=None):
         self.X = X
         self.n, self.d = X.shape
         self.k = k
         self.C = float(C)
         self.h = hyper
-        self.y = np.asarray(y, dtype=float)
-        self.lab = self.y != 0
+        y = np.asarray(y, dtype=float)
+        if epsilon is None:
+            self.lab = y != 0
+            self.a, self.b = np.ones((self.n, 1)), y[:, None].copy()
+        else:
+            self.lab = ~np.isnan(y)
+            y0 = np.where(self.lab, y, 0.0)
+            self.a = np.column_stack([y0 - epsilon, -y0 - epsilon])
+            self.b = np.tile([1.0, -1.0], (self.n, 1))
+        self.a[~self.lab] = 0.0
+        self.b[~self.lab] = 0.0
         self.supervised = bool(np.any(self.lab))
         self.x_sum = X.sum(axis=0)
         self.x_sq = float(np.sum(X * X))
@@ -126,8 +153,8 @@ class _BinaryVB:
         self.t_var = 1.0 / (hyper["delta"] + self.n / sigma2)
         self.t_mean = self.x_sum / self.n
         self.r_shape, self.r_rate = 1.0, np.full(k, np.inf)
-        self.lam_inv = np.where(self.lab, 1.0 / self.C, 0.0)
-        self.lam_chi = np.where(self.lab, self.C**2, 0.0)
+        self.lam_inv = np.where(self.lab[:, None], 1.0 / self.C, 0.0) * np.ones_like(self.a)
+        self.lam_chi = np.where(self.lab[:, None], self.C**2, 0.0) * np.ones_like(self.a)
         self.eta_mean = np.zeros(k + 1)
         self.eta_cov = np.eye(k + 1)
         self.nu_shape, self.nu_rate = 1.0, 1.0
@@ -161,29 +188,35 @@ class _BinaryVB:
         return self.eta_cov + np.outer(self.eta_mean, self.eta_mean)
 
     def hinge_moments(self):
-        """``(E[u_n], E[u_n^2])`` of ``u_n = 1 - y_n eta^T z~_n`` for every n."""
+        """``(E[u_nj], E[u_nj^2])`` of ``u_nj = a_nj - b_nj eta^T z~_n``, shape (N, J)."""
         k = self.k
-        f_mean = self.Zm @ self.eta_mean[:k] + self.eta_mean[k]
+        f_mean = (self.Zm @ self.eta_mean[:k] + self.eta_mean[k])[:, None]
         E = self.eta_outer()
         zt = np.hstack([self.Zm, np.ones((self.n, 1))])
-        f_sq = np.einsum("ni,ij,nj->n", zt, E, zt) + self._zcov_trace(E[:k, :k])
-        return 1 - self.y * f_mean, 1 - 2 * self.y * f_mean + f_sq
+        f_sq = (np.einsum("ni,ij,nj->n", zt, E, zt) + self._zcov_trace(E[:k, :k]))[:, None]
+        a, b = self.a, self.b
+        return a - b * f_mean, a**2 - 2 * a * b * f_mean + b**2 * f_sq
+
+    def margin_coefficients(self):
+        """``(g_n, h_n)``: the label terms enter as ``g_n f_n - h_n f_n^2 / 2``."""
+        C, s = self.C, self.lam_inv
+        g = np.sum(C * self.b + C**2 * s * self.a * self.b, axis=1)
+        return g, C**2 * s.sum(axis=1)
 
     # -- updates ------------------------------------------------------------------------------
     def update_z(self):
         """q(Z); label term per ERRATA: C(1 + C s_n) y_n E[eta~] - C^2 s_n E[eta_(k+1) eta~]."""
-        k, C = self.k, self.C
+        k = self.k
         tau = self.tau_shape / self.tau_rate
         A = np.eye(k) + tau * self.ewtw()
         b = tau * (self.X @ self.W_mean - self.t_mean @ self.W_mean)
         if self.supervised:
             E = self.eta_outer()
-            w, self.V = linalg.eigh(C**2 * E[:k, :k], A)
+            w, self.V = linalg.eigh(E[:k, :k], A)
             w = np.maximum(w, 0.0)
-            s = self.lam_inv
-            b += np.outer(C * (1 + C * s) * self.y, self.eta_mean[:k])
-            b -= np.outer(C**2 * s, E[k, :k])
-            self.Dz = 1.0 / (1.0 + np.outer(s, w))
+            g, h = self.margin_coefficients()
+            b += np.outer(g, self.eta_mean[:k]) - np.outer(h, E[k, :k])
+            self.Dz = 1.0 / (1.0 + np.outer(h, w))
         else:
             self.V = np.linalg.inv(np.linalg.cholesky(A)).T  # V^T A V = I
             self.Dz = np.ones((self.n, k))
@@ -229,18 +262,17 @@ class _BinaryVB:
         self.tau_rate = h["b_tau"] + max(self.expected_sq_error(), 0.0) / 2
 
     def update_eta(self):
-        k, C, lab = self.k, self.C, self.lab
-        s = self.lam_inv
-        Zl, sl = self.Zm[lab], s[lab]
+        k, lab = self.k, self.lab
+        g, h = self.margin_coefficients()
+        Zl, hl, gl = self.Zm[lab], h[lab], g[lab]
         M = np.empty((k + 1, k + 1))
-        M[:k, :k] = (Zl * sl[:, None]).T @ Zl + self._zcov_sum(s)
-        M[:k, k] = M[k, :k] = sl @ Zl
-        M[k, k] = sl.sum()
+        M[:k, :k] = (Zl * hl[:, None]).T @ Zl + self._zcov_sum(h)
+        M[:k, k] = M[k, :k] = hl @ Zl
+        M[k, k] = hl.sum()
         nu = self.nu_shape / self.nu_rate
-        self.eta_cov = np.linalg.inv(C**2 * M + nu * np.eye(k + 1))
+        self.eta_cov = np.linalg.inv(M + nu * np.eye(k + 1))
         self.eta_cov = (self.eta_cov + self.eta_cov.T) / 2
-        coef = C * (1 + C * sl) * self.y[lab]
-        rhs = np.append(coef @ Zl, coef.sum())
+        rhs = np.append(gl @ Zl, gl.sum())
         self.eta_mean = self.eta_cov @ rhs
 
     def update_nu(self):
@@ -252,9 +284,9 @@ class _BinaryVB:
         _, u2 = self.hinge_moments()
         chi = self.C**2 * np.maximum(u2[self.lab], _U2_FLOOR)
         _, lam_inv, _ = gig_moments(1.0, chi, 0.5)
-        self.lam_chi = np.zeros(self.n)
+        self.lam_chi = np.zeros_like(self.a)
         self.lam_chi[self.lab] = chi
-        self.lam_inv = np.zeros(self.n)
+        self.lam_inv = np.zeros_like(self.a)
         self.lam_inv[self.lab] = lam_inv
 
     def sweep(self):
