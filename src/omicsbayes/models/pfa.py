@@ -398,12 +398,13 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         index = _entry_index(X, missing)
         self._log_fact = float(special.gammaln(X[~missing] + 1).sum())
 
-        # Start from the prior means of r, p and a random simplex per factor; theta from the
-        # per-sample totals so the first allocation is on the right scale.
+        # Start from r = 1, p = 1/2 and a random simplex per factor; theta from the per-sample
+        # totals so that the first allocation is on the right scale.
         r = np.ones(K)
         p = np.full(K, 0.5)
         phi = rng.dirichlet(np.ones(d), size=K).T
-        row_mean = np.nanmean(X, axis=1) * d
+        n_seen = np.maximum((~missing).sum(1), 1)
+        row_mean = np.where(missing, 0.0, X).sum(1) / n_seen * d
         theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
 
         keep = np.arange(self.burn_in, self.n_iter, self.thin)
