@@ -93,4 +93,4 @@ def test_ranking_curves_figure_one_line_per_model():
     assert len(fig.axes) == 2 and all(len(ax.lines) == 2 for ax in fig.axes)
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), tables[0]["precision"])
     with pytest.raises(ValueError, match="lacks columns"):
-        ranking_curves_figure(tables[0], group="model")
+        ranking_curves_figure(tables[0].drop(columns="model"))
