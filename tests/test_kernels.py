@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist, pdist
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from omicsbayes.preprocess.kernels import EmpiricalKernelMap
 
@@ -75,3 +76,8 @@ def test_constant_feature_zero_sample_and_errors():
     with pytest.raises(ValueError, match="identical"):
         EmpiricalKernelMap("gaussian").fit(np.ones((3, 2)))
     assert list(km.get_feature_names_out()) == ["k0", "k1", "k2", "k3"]
+
+
+@parametrize_with_checks([EmpiricalKernelMap()])
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
