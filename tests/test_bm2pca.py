@@ -487,3 +487,24 @@ def test_figures_from_saved_tables(tmp_path):
     fig = accuracy_curves(results, "n_per_class", hue=["model", "n_components"], panel="cohort")
     assert len(fig.axes[0].lines) >= 2
     fig.savefig(tmp_path / "figure2.png")
+
+
+def test_regressor_recovers_a_planted_latent_predictor():
+    """Epsilon-insensitive BM2PCA: y = beta^T z + noise with X = Z A + noise."""
+    from omicsbayes.models.bm2pca import BM2PCARegressor
+
+    rng = np.random.default_rng(12)
+    n, d = 120, 30
+    Z = rng.normal(size=(n, 3))
+    X = Z @ rng.normal(size=(3, d)) + 0.3 * rng.normal(size=(n, d))
+    y = Z @ np.array([1.5, -1.0, 0.5]) + 0.1 * rng.normal(size=n)
+    train = np.arange(n) < 80
+    y_semi = np.where(np.arange(n) < 60, y, np.nan)[train]  # a quarter unlabelled
+    model = BM2PCARegressor(n_components=3, epsilon=0.05, random_state=0)
+    model.fit(X[train], y_semi)
+    assert np.all(np.diff(model.lower_bound_) > -1e-8 * np.abs(model.lower_bound_[1:]))
+    resid = y[~train] - model.predict(X[~train])
+    assert 1 - resid.var() / y[~train].var() > 0.9
+    assert model.transform(X[~train]).shape == (40, 3)
+    with pytest.raises(ValueError, match="epsilon"):
+        BM2PCARegressor(epsilon=-1.0).fit(X, y)

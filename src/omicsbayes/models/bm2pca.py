@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 from scipy import linalg, special
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
@@ -399,6 +399,37 @@ def _check_positive(name, value):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
+_HYPER_NAMES = ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")
+
+
+def _check_common(est, allow_cv):
+    """Validate the hyperparameters BM2PCAClassifier and BM2PCARegressor share."""
+    k = est.n_components
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"n_components must be an integer >= 1, got {k!r}")
+    if not (allow_cv and isinstance(est.C, str) and est.C == "cv"):
+        if isinstance(est.C, str):
+            expected = "a positive number or 'cv'" if allow_cv else "a positive number"
+            raise ValueError(f"C must be {expected}, got {est.C!r}")
+        _check_positive("C", est.C)
+    for name in _HYPER_NAMES:
+        _check_positive(name, getattr(est, name))
+    if not isinstance(est.max_iter, int | np.integer) or est.max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {est.max_iter!r}")
+    if not np.isscalar(est.tol) or not est.tol >= 0:
+        raise ValueError(f"tol must be a number >= 0, got {est.tol!r}")
+    return {name: float(getattr(est, name)) for name in _HYPER_NAMES}
+
+
+def _check_training_matrix(est, X):
+    X = check_matrix(X, type(est).__name__)
+    if est.n_components > X.shape[1]:
+        raise ValueError(
+            f"n_components={est.n_components} exceeds the number of features ({X.shape[1]})"
+        )
+    return X
+
+
 class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Bayesian maximum-margin PCA classifier and transformer (paper 003).
 
@@ -488,31 +519,6 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- validation ---------------------------------------------------------------------------
-    def _check_params(self):
-        if (
-            not isinstance(self.n_components, int | np.integer)
-            or isinstance(self.n_components, bool)
-            or self.n_components < 1
-        ):
-            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}")
-        if not (isinstance(self.C, str) and self.C == "cv"):
-            if isinstance(self.C, str):
-                raise ValueError(f"C must be a positive number or 'cv', got {self.C!r}")
-            _check_positive("C", self.C)
-        for name in ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta"):
-            _check_positive(name, getattr(self, name))
-        if not isinstance(self.max_iter, int | np.integer) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if not np.isscalar(self.tol) or not self.tol >= 0:
-            raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
-
-    def _hyper(self):
-        return {
-            name: float(getattr(self, name))
-            for name in ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")
-        }
-
     # -- fitting ------------------------------------------------------------------------------
     def _fit_problems(self, X, codes, n_classes, C, rng, label):
         """Fit the one-vs-rest problems for integer ``codes`` (-1 = unlabelled)."""
@@ -528,7 +534,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             ]
         fits, bounds, iters = [], [], []
         for i, y in enumerate(targets):
-            vb = _BinaryVB(X, y, k, C, self._hyper(), start)
+            vb = _BinaryVB(X, y, k, C, self._hyper, start)
             tag = label if len(targets) == 1 else f"{label} class {i}"
             b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
             fits.append(vb.summary())
@@ -577,13 +583,9 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             (or all missing) fits plain Bayesian PCA.
         """
         who = type(self).__name__
-        X = check_matrix(X, who)
-        self._check_params()
+        self._hyper = _check_common(self, allow_cv=True)
+        X = _check_training_matrix(self, X)
         n, d = X.shape
-        if self.n_components > d:
-            raise ValueError(
-                f"n_components={self.n_components} exceeds the number of features ({d})"
-            )
         rng = np.random.default_rng(self.random_state)
         y, labelled = split_labels(np.full(n, np.nan) if y is None else y, who, n)
         missing = ~labelled
@@ -639,3 +641,101 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if dec.ndim == 1:
             return self.classes_[(dec > 0).astype(int)]
         return self.classes_[np.argmax(dec, axis=1)]
+
+
+class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
+    """Bayesian maximum-margin PCA for regression (paper 003, second future-work item).
+
+    The hinge loss of :class:`BM2PCAClassifier` replaced by the epsilon-insensitive loss
+    ``max(0, |y - eta^T z~| - epsilon)``, written as two hinges and augmented with two
+    ``lambda`` per labelled sample (``_BinaryVB`` gives the updates); everything else, the bound
+    and the stopping rule are the classifier's.  Prediction is ``E[eta]^T [mu_new; 1]`` with
+    ``mu_new`` the single-step projection.  ``C`` and ``epsilon`` act in the units of ``y``
+    (standardise ``y`` for scale-free settings).
+
+    Parameters
+    ----------
+    n_components, C, a_r, b_r, a_tau, b_tau, a_nu, b_nu, delta, max_iter, tol, random_state, verbose
+        As in :class:`BM2PCAClassifier` (``C`` must be a number).
+    epsilon : float
+        Half-width of the insensitive tube, >= 0.
+
+    Attributes
+    ----------
+    components_, lower_bound_, n_iter_, fits_
+        As for a binary :class:`BM2PCAClassifier`.
+    """
+
+    def __init__(
+        self,
+        n_components=10,
+        C=10,
+        epsilon=0.1,
+        a_r=1e-3,
+        b_r=1e-3,
+        a_tau=1e-2,
+        b_tau=1e-5,
+        a_nu=1e-1,
+        b_nu=1e-5,
+        delta=1e-5,
+        max_iter=300,
+        tol=1e-6,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.C = C
+        self.epsilon = epsilon
+        self.a_r = a_r
+        self.b_r = b_r
+        self.a_tau = a_tau
+        self.b_tau = b_tau
+        self.a_nu = a_nu
+        self.b_nu = b_nu
+        self.delta = delta
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Fit by mean-field VB; NaN targets mark unlabelled samples (PCA part only)."""
+        who = type(self).__name__
+        hyper = _check_common(self, allow_cv=False)
+        if not np.isscalar(self.epsilon) or not self.epsilon >= 0:
+            raise ValueError(f"epsilon must be a number >= 0, got {self.epsilon!r}")
+        X = _check_training_matrix(self, X)
+        if y is None:
+            raise ValueError(f"{who} requires y to be passed, but the target y is None")
+        y = np.asarray(y, dtype=float).ravel()
+        if len(y) != len(X):
+            raise ValueError(f"y has {len(y)} targets but X has {len(X)} rows")
+        if np.any(np.isinf(y)) or np.all(np.isnan(y)):
+            raise ValueError(f"y must hold finite targets (NaN = unlabelled, not all); {who}")
+        rng = np.random.default_rng(self.random_state)
+        vb = _BinaryVB(
+            X,
+            y,
+            self.n_components,
+            self.C,
+            hyper,
+            _pca_start(X, self.n_components, rng),
+            epsilon=float(self.epsilon),
+        )
+        self.lower_bound_, self.n_iter_ = _run_vb(
+            vb, int(self.max_iter), float(self.tol), self.verbose, "BM2PCA regression"
+        )
+        self.n_features_in_ = X.shape[1]
+        self.fits_ = [vb.summary()]
+        self.components_ = vb.W_mean.T
+        return self
+
+    def transform(self, X):
+        """Latent means by the single-step variational projection, shape (n, k)."""
+        check_is_fitted(self, "fits_")
+        return _project(self.fits_[0], check_matrix(X, type(self).__name__, self.n_features_in_))
+
+    def predict(self, X):
+        """``E[eta]^T [mu_new; 1]``."""
+        check_is_fitted(self, "fits_")
+        return _decision(self.fits_, check_matrix(X, type(self).__name__, self.n_features_in_))
