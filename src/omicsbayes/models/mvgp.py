@@ -421,7 +421,7 @@ class MVGP(BaseEstimator):
     max_iter : int
         Largest number of conjugate-gradient iterations.
     verbose : bool
-        Log progress at INFO (CG has no meaningful progress bar).
+        Show a tqdm progress bar over CG iterations (progress is logged at INFO every 10 %).
 
     Attributes
     ----------
@@ -477,14 +477,19 @@ class MVGP(BaseEstimator):
 
         self.n_iter_ = 0
         start = time.perf_counter()
+        bar = tqdm(total=self.max_iter, disable=not self.verbose, desc="MV-GP CG")
 
         def callback(xk):
             self.n_iter_ += 1
-            if self.verbose and self.n_iter_ % max(1, self.max_iter // 10) == 0:
-                _progress("MV-GP CG", self.n_iter_, self.max_iter, start, float(np.linalg.norm(xk)))
+            bar.update(1)
+            if self.n_iter_ % max(1, self.max_iter // 10) == 0:
+                _progress(
+                    "MV-GP CG (|alpha|)", self.n_iter_, self.max_iter, start, np.linalg.norm(xk)
+                )
 
         op = LinearOperator((L, L), matvec=matvec, dtype=float)
         alpha, info = cg(op, problem.y, rtol=self.tol, maxiter=self.max_iter, callback=callback)
+        bar.close()
         check_finite(alpha, "MV-GP conjugate-gradient solve", self.n_iter_)
         self.converged_ = info == 0
         self.alpha_ = alpha
@@ -538,7 +543,7 @@ class KPMF(_FactorModel):
         Standard deviation of the random start.
     random_state : int, Generator or None
     verbose : bool
-        Log progress at INFO.
+        Show a tqdm progress bar over L-BFGS iterations (progress is logged at INFO every 10 %).
 
     Attributes
     ----------
@@ -591,9 +596,12 @@ class KPMF(_FactorModel):
             check_finite(f, "KPMF objective (4)", self.n_iter_)
             return 2.0 * f, 2.0 * np.concatenate([gU.ravel(), gV.ravel()])
 
+        bar = tqdm(total=self.max_iter, disable=not self.verbose, desc="KPMF")
+
         def callback(xk):
             self.n_iter_ += 1
-            if self.verbose and self.n_iter_ % max(1, self.max_iter // 10) == 0:
+            bar.update(1)
+            if self.n_iter_ % max(1, self.max_iter // 10) == 0:
                 _progress("KPMF", self.n_iter_, self.max_iter, start, fun(xk)[0])
 
         f0 = fun(x0)[0]
@@ -603,8 +611,9 @@ class KPMF(_FactorModel):
             jac=True,
             method="L-BFGS-B",
             callback=callback,
-            options={"maxiter": self.max_iter, "ftol": self.tol * 1e-3, "gtol": self.tol * 1e-3},
+            options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
         )
+        bar.close()
         U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
         self.objective_ = [float(f0), float(res.fun)]
         self.shape_ = problem.shape
