@@ -405,6 +405,8 @@ def test_multiclass_one_vs_rest_with_string_labels_and_cv():
     assert model.transform(X[test]).shape == (test.sum(), 9)
     assert model.components_.shape == (9, X.shape[1])
     assert model.n_iter_.shape == (3,)
+    for bound in model.lower_bound_:  # one history per one-vs-rest problem
+        assert np.all(np.diff(bound) > -1e-8 * np.abs(bound[1:]))
 
 
 def test_binary_decision_sign_and_semi_supervised_rows():
@@ -415,6 +417,8 @@ def test_binary_decision_sign_and_semi_supervised_rows():
     partial[::3] = None  # a third unlabelled: PCA part only
     model = BM2PCAClassifier(n_components=2, random_state=0).fit(X, partial)
     np.testing.assert_array_equal(model.classes_, ["neg", "pos"])
+    bound = model.lower_bound_
+    assert np.all(np.diff(bound) > -1e-8 * np.abs(bound[1:]))
     dec = model.decision_function(X)
     assert dec.shape == (len(X),)
     np.testing.assert_array_equal(model.predict(X), np.where(dec > 0, "pos", "neg"))
