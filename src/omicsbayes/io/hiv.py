@@ -101,7 +101,9 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
     -------
     anndata.AnnData
         Isolates x mutations. X is 1.0 where the isolate carries the amino acid (mixtures
-        count for each of their amino acids), also in ``.layers["mutations"]``; ``.var`` has
+        count for each of their amino acids; the file does not name the consensus residue, so
+        a mixture such as ``KR`` at a K position also gives a ``P70K`` feature), also in
+        ``.layers["mutations"]``; ``.var`` has
         ``position`` and ``amino_acid`` (features named like ``P184V``, ``P69ins``,
         ``P67del``), one per mutation seen in at least one kept isolate. ``.obs`` has
         ``fold_change``, ``label`` (``resistant``/``susceptible``), ``n_uncovered`` (positions
