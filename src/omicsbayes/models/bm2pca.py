@@ -5,9 +5,18 @@ max-margin classifier ``eta``, joined by posterior regularisation (paper eq. 2-3
 Polson-Scott augmentation of the hinge loss with variables ``lambda_n`` (eq. 4).  Mean-field VB over
 ``t, W, r, tau, Z, eta, nu, lambda``.  Gamma is shape-rate (paper footnote 1, ERRATA.md).
 
+Estimators: :class:`BM2PCAClassifier` (binary, one-vs-rest for more classes, C by inner
+cross-validation, semi-supervised rows) and :class:`BM2PCARegressor` (epsilon-insensitive loss, the
+paper's second future-work item).  ``_BinaryVB`` holds every factor update and the bound.
+
 Notation: ``X`` is ``(N, d)`` with samples in rows (the paper's ``X`` is ``d x N``); ``W`` is
 ``(d, k)``, so column ``w_i`` carries the ARD precision ``r_i`` and row ``w_j`` belongs to feature
 ``j``; ``y_n`` is +1 / -1 for labelled samples and 0 (no label term) for unlabelled ones.
+
+Departures from the printed paper (ERRATA 003): the label term of ``mu_z^(n)`` is
+``C (1 + C E[1/lambda_n]) y_n E[eta~] - C^2 E[1/lambda_n] E[eta_(k+1) eta~]`` (the print has
+``E[1/lambda_n] C (E[lambda_n] + C)``); ``chi_n`` uses the second moment
+``C^2 E[(1 - y_n eta^T z~_n)^2]`` (the print squares the mean); ``a_nu + L/2`` has L = k + 1.
 """
 
 import logging
