@@ -1,0 +1,294 @@
+"""Tests of the max-margin rank-likelihood discriminative factor model (paper 000)."""
+
+import numpy as np
+import pytest
+from scipy import integrate, linalg, stats
+from sklearn.metrics import roc_auc_score
+
+from omicsbayes.models import RankFactorClassifier
+from omicsbayes.models.rank_factor import (
+    VARIANTS,
+    _encode_targets,
+    _Engine,
+    _gaussian_block,
+    _RankIndex,
+    margin_conditional_moments,
+)
+
+
+def planted(n, d, k, rng, noise=0.5, density=0.5):
+    """Cohort from the generative model: z ~ N(0, I), sparse loadings, w = A z + noise, and a
+    label from a planted coefficient vector on the scores."""
+    Z = rng.normal(size=(n, k))
+    A = rng.normal(size=(d, k)) * (rng.random((d, k)) < density)
+    W = Z @ A.T + noise * rng.normal(size=(n, d))
+    beta = np.zeros(k)
+    beta[:2] = [1.0, 0.5]
+    y = (Z @ beta > 0).astype(int)
+    return W, y, A, Z, beta
+
+
+def monotone_transforms(W, rng):
+    """A different strictly increasing map per feature: exp, cube, shifted log, rounding of a
+    scaled exp to counts (ties!), arctan."""
+    out = np.empty_like(W)
+    for i in range(W.shape[1]):
+        kind = i % 5
+        x = W[:, i]
+        if kind == 0:
+            out[:, i] = np.exp(x)
+        elif kind == 1:
+            out[:, i] = x**3
+        elif kind == 2:
+            out[:, i] = np.log1p(np.exp(2 * x))
+        elif kind == 3:
+            out[:, i] = np.round(np.exp(x + 2))
+        else:
+            out[:, i] = np.arctan(x) * 7 + rng.random()
+    return out
+
+
+# ------------------------------------------------------------------ neighbours, brute force
+def test_rank_index_neighbours_match_brute_force():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 5, size=(9, 4)).astype(float)  # many ties
+    W = rng.normal(size=(4, 9))
+    index = _RankIndex(X)
+    lo, up = index.neighbours(W)
+    for i in range(4):
+        for n in range(9):
+            smaller = [W[i, m] for m in range(9) if X[m, i] < X[n, i]]
+            larger = [W[i, m] for m in range(9) if X[m, i] > X[n, i]]
+            assert lo[i, n] == (max(smaller) if smaller else -np.inf)
+            assert up[i, n] == (min(larger) if larger else np.inf)
+
+
+def test_new_sample_neighbours_match_brute_force():
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 6, size=(12, 3)).astype(float)
+    W = rng.normal(size=(3, 12))
+    Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
+    lo, up = _RankIndex(X).new_neighbours(W, Xnew)
+    for m in range(len(Xnew)):
+        for i in range(3):
+            smaller = [W[i, n] for n in range(12) if X[n, i] < Xnew[m, i]]
+            larger = [W[i, n] for n in range(12) if X[n, i] > Xnew[m, i]]
+            assert lo[m, i] == (max(smaller) if smaller else -np.inf)
+            assert up[m, i] == (min(larger) if larger else np.inf)
+
+
+# ------------------------------------------------------------------ conditionals
+def test_margin_conditional_moments_against_quadrature():
+    eps = 0.05
+    for mu, lo, up in [(0.3, -0.2, 0.5), (0.3, 0.4, 0.2), (0.0, -np.inf, 0.1), (1.0, 0.5, np.inf)]:
+
+        def dens(w, mu=mu, lo=lo, up=up):
+            pen = 0.0
+            if np.isfinite(lo):
+                pen += 2 * max(0.0, lo - w + eps)
+            if np.isfinite(up):
+                pen += 2 * max(0.0, w + eps - up)
+            return stats.norm.pdf(w, mu, 1) * np.exp(-pen)
+
+        pts = [x for x in (lo + eps, up - eps) if np.isfinite(x)]
+        z = integrate.quad(dens, -30, 30, points=pts, limit=200)[0]
+        m = integrate.quad(lambda w: w * dens(w), -30, 30, points=pts, limit=200)[0] / z
+        v = integrate.quad(lambda w, m=m: (w - m) ** 2 * dens(w), -30, 30, points=pts, limit=200)[0]
+        v /= z
+        mean, var, log_z = margin_conditional_moments(np.array(mu), np.array(lo), np.array(up), eps)
+        assert mean == pytest.approx(m, rel=1e-6, abs=1e-9)
+        assert var == pytest.approx(v, rel=1e-6)
+        assert log_z == pytest.approx(np.log(z), rel=1e-6)
+
+
+def test_latent_w_gibbs_conditional_against_grid():
+    # w | lam ~ N(w; mu, 1) N(w^l - w; -eps - lam_l, lam_l) N(w - w^u; -eps - lam_u, lam_u) (eq. 7)
+    eps, mu, lo, up, lam_l, lam_u = 0.05, 0.4, 0.1, 0.3, 0.7, 0.2
+    grid = np.linspace(-10, 10, 200001)
+    logp = (
+        stats.norm.logpdf(grid, mu, 1)
+        + stats.norm.logpdf(lo - grid, -eps - lam_l, np.sqrt(lam_l))
+        + stats.norm.logpdf(grid - up, -eps - lam_u, np.sqrt(lam_u))
+    )
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    gm = np.sum(p * grid)
+    gv = np.sum(p * (grid - gm) ** 2)
+    il, iu = 1 / lam_l, 1 / lam_u
+    prec = 1 + il + iu
+    mean = (mu + il * (lo + eps) + iu * (up - eps) + 1 - 1) / prec
+    assert mean == pytest.approx(gm, abs=1e-7)
+    assert 1 / prec == pytest.approx(gv, rel=1e-5)
+    eng = _Engine.__new__(_Engine)
+    lin = eng._margin_linear(np.array([il]), np.array([iu]), np.array([lo]), np.array([up]), eps)
+    assert (mu + lin[0]) / prec == pytest.approx(gm, abs=1e-7)
+
+
+def test_gaussian_block_against_direct_inverse():
+    rng = np.random.default_rng(2)
+    M = rng.normal(size=(5, 4, 4))
+    prec = M @ np.swapaxes(M, 1, 2) + 4 * np.eye(4)
+    rhs = rng.normal(size=(5, 4))
+    mean, cov, logdet = _gaussian_block(prec, rhs)
+    for j in range(5):
+        c = np.linalg.inv(prec[j])
+        assert np.allclose(cov[j], c)
+        assert np.allclose(mean[j], c @ rhs[j])
+        assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1])
+    draws = np.stack([_gaussian_block(prec, rhs, np.random.default_rng(s))[0] for s in range(4000)])
+    assert np.allclose(np.cov(draws[:, 0].T), cov[0], atol=0.05 * np.abs(cov[0]).max())
+
+
+def _point_engine(likelihood, form="exact", seed=3):
+    rng = np.random.default_rng(seed)
+    n, d, k = 12, 3, 2
+    X = rng.integers(0, 6, size=(n, d)).astype(float)
+    est = RankFactorClassifier(likelihood=likelihood, n_factors=k, maxmargin_form=form)
+    _, _, Y, O = _encode_targets(np.arange(n) % 2, n)
+    eng = _Engine(est, X, Y, O, np.random.default_rng(0), True)
+    eng.Ea = rng.normal(size=(d, k))
+    eng.Ez = rng.normal(size=(n, k))
+    eng.EZZ = eng.Ez[:, :, None] * eng.Ez[:, None, :]
+    eng.EAA = eng.Ea[:, :, None] * eng.Ea[:, None, :]
+    return eng
+
+
+def test_maxmargin_score_conditional_matches_augmented_density():
+    """The Gaussian form (P, H) of the z_n conditional of the published (w = a^T z) form equals
+    the gradient of the augmented log pseudo-likelihood (eq. 7), neighbours fixed."""
+    eng = _point_engine("maxmargin_rank")
+    eps = eng.est.epsilon
+    W0 = eng.Ez @ eng.Ea.T
+    lo, up = eng.index.neighbours(W0.T)
+    lo, up = lo.T, up.T
+    has_l, has_u = np.isfinite(lo), np.isfinite(up)
+    eng.rng = np.random.default_rng(11)
+    eng.data_step()
+    eng.rng = np.random.default_rng(11)
+    il, iu, _ = eng._margin_weights(W0, lo, up, None, eps)
+    assert np.allclose(eng.P, il + iu)
+    P, H = eng.P, eng.H
+
+    def log_aug(w):
+        ul = np.where(has_l, lo, 0) + eps - w
+        uu = w + eps - np.where(has_u, up, 0)
+        return np.sum(
+            np.where(has_l, -(ul**2) * il / 2 - ul, 0) + np.where(has_u, -(uu**2) * iu / 2 - uu, 0)
+        )
+
+    h = 1e-6
+    for n, i in [(0, 0), (3, 1), (7, 2)]:
+        Wp, Wm = W0.copy(), W0.copy()
+        Wp[n, i] += h
+        Wm[n, i] -= h
+        numeric = (log_aug(Wp) - log_aug(Wm)) / (2 * h)
+        assert numeric == pytest.approx(H[n, i] - P[n, i] * W0[n, i], rel=1e-5, abs=1e-6)
+
+
+def test_loadings_conditional_gaussian_likelihood_is_conjugate_regression():
+    """Gibbs A-row conditional for the Gaussian likelihood equals Bayesian linear regression."""
+    eng = _point_engine("gaussian")
+    eng.data_step()
+    tau = eng.Etau
+    prior = eng.shrink_a.prior_precision[0].T
+    eng.rng = None
+    eng.gibbs = False
+    eng.update_a()
+    for i in range(eng.d):
+        prec = np.diag(prior[i]) + tau[i] * eng.Ez.T @ eng.Ez
+        mean = linalg.solve(prec, tau[i] * eng.Ez.T @ eng.Xs[:, i])
+        assert np.allclose(eng.Ea[i], mean)
+        assert np.allclose(eng.EAA[i] - np.outer(mean, mean), np.linalg.inv(prec))
+
+
+# ------------------------------------------------------------------ fitting
+@pytest.fixture(scope="module")
+def cohort():
+    rng = np.random.default_rng(5)
+    W, y, A, Z, beta = planted(140, 30, 3, rng)
+    X = monotone_transforms(W, rng)
+    return X, y, W, A
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_variant_fits_and_predicts(cohort, name):
+    X, y, _, _ = cohort
+    labels = np.array(["ctrl", "case"])[y]
+    clf = RankFactorClassifier.from_variant(name, n_factors=4, max_iter=30, random_state=0)
+    clf.fit(X[:100], labels[:100])
+    dec = clf.decision_function(X[100:])
+    assert dec.shape == (40,)
+    assert set(clf.predict(X[100:])) <= {"ctrl", "case"}
+    auc = roc_auc_score(labels[100:] == clf.classes_[1], dec)
+    assert auc > 0.75, (name, auc)
+    assert clf.loadings_.shape == (30, 4) and clf.scores_.shape == (100, 4)
+    assert clf.coef_.shape == (1, 4)
+    assert np.all(np.isfinite(clf.lower_bound_)) and len(clf.lower_bound_) == clf.n_iter_
+    assert clf.transform(X[100:]).shape == (40, 4)
+    if VARIANTS[name][1] == "probit":
+        p = clf.predict_proba(X[100:])
+        assert p.shape == (40, 2) and np.allclose(p.sum(axis=1), 1)
+    else:
+        assert not hasattr(clf, "predict_proba")
+
+
+def test_multitask_with_missing_labels(cohort):
+    X, y, W, _ = cohort
+    rng = np.random.default_rng(6)
+    y2 = (W[:, :3].sum(axis=1) > 0).astype(float)
+    Y = np.column_stack([y.astype(float), y2])
+    Y[rng.random(Y.shape) < 0.2] = np.nan
+    clf = RankFactorClassifier.from_variant("R-L-BSVM", n_factors=4, max_iter=30, random_state=0)
+    clf.fit(X[:100], Y[:100])
+    dec = clf.decision_function(X[100:])
+    assert dec.shape == (40, 2) and clf.coef_.shape == (2, 4)
+    assert clf.predict(X[100:]).shape == (40, 2)
+    assert roc_auc_score(y[100:], dec[:, 0]) > 0.8
+    assert roc_auc_score(y2[100:], dec[:, 1]) > 0.75
+
+
+def test_multiclass_labels_one_vs_rest(cohort):
+    X, _, W, _ = cohort
+    y3 = np.digitize(W[:, 0] + W[:, 1], [-0.7, 0.7])
+    clf = RankFactorClassifier.from_variant("G-L-Probit", n_factors=4, max_iter=30, random_state=0)
+    clf.fit(X[:100], y3[:100])
+    assert clf.decision_function(X[100:]).shape == (40, 3)
+    assert np.mean(clf.predict(X[100:]) == y3[100:]) > 0.5
+    assert np.allclose(clf.predict_proba(X[100:]).sum(axis=1), 1)
+
+
+@pytest.mark.parametrize("name", ["R-L-BSVM", "OR-L-BSVM"])
+def test_rank_models_invariant_to_increasing_maps(cohort, name):
+    X, y, _, _ = cohort
+    rng = np.random.default_rng(7)
+    # a random strictly increasing map per feature, applied to train and test alike
+    slopes = rng.uniform(0.1, 3, size=X.shape[1])
+    gX = np.sign(X) * np.abs(X) ** 1.5 * slopes + np.exp(X / (1 + np.abs(X).max(axis=0)))
+    fits = [
+        RankFactorClassifier.from_variant(name, n_factors=3, max_iter=15, random_state=4).fit(
+            data[:100], y[:100]
+        )
+        for data in (X, gX)
+    ]
+    assert np.array_equal(fits[0].scores_, fits[1].scores_)
+    assert np.array_equal(fits[0].predict(X[100:]), fits[1].predict(gX[100:]))
+    assert np.allclose(fits[0].decision_function(X[100:]), fits[1].decision_function(gX[100:]))
+
+
+def test_bad_input_and_parameters(cohort):
+    X, y, _, _ = cohort
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        RankFactorClassifier().fit(Xn, y)
+    with pytest.raises(ValueError, match="n_factors"):
+        RankFactorClassifier(n_factors=0).fit(X, y)
+    with pytest.raises(ValueError, match="epsilon"):
+        RankFactorClassifier(epsilon=-1).fit(X, y)
+    with pytest.raises(ValueError, match="unknown variant"):
+        RankFactorClassifier.from_variant("R-X-SVM")
+    with pytest.raises(ValueError, match="distinct"):
+        RankFactorClassifier().fit(X, np.zeros(len(X)))
+    clf = RankFactorClassifier(n_factors=2, max_iter=3).fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:5, :10])
