@@ -26,7 +26,7 @@ import numpy as np
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 from tqdm.auto import tqdm
 
 from omicsbayes.inference import check_finite, gig_moments, relative_improvement
@@ -716,7 +716,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         X = _check_training_matrix(self, X)
         if y is None:
             raise ValueError(f"{who} requires y to be passed, but the target y is None")
-        y = np.asarray(y, dtype=float).ravel()
+        y = column_or_1d(np.asarray(y, dtype=float), warn=True)
         if len(y) != len(X):
             raise ValueError(f"y has {len(y)} targets but X has {len(X)} rows")
         if np.any(np.isinf(y)) or np.all(np.isnan(y)):
