@@ -162,3 +162,18 @@ def test_bayesian_svm_rejects_bad_input():
     X[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         BayesianSVM().fit(X, [0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, -1.5, 2.0])
+def test_vectorised_gig_draws_match_bessel_moments(p):
+    from omicsbayes.inference import gig_moments
+    from omicsbayes.inference.tpbn import sample_gig_vectorised
+
+    rng = np.random.default_rng(5)
+    # one value from each regime: small omega, omega in the plain ratio-of-uniforms range, large
+    a = np.repeat([2.0, 0.8, 20.0], 30000)
+    b = np.repeat([1e-3, 0.6, 30.0], 30000)
+    x = sample_gig_vectorised(a, b, p, rng).reshape(3, -1)
+    mean, mean_inv, _ = gig_moments(a[::30000], b[::30000], p)
+    assert np.allclose(x.mean(axis=1), mean, rtol=0.05)
+    assert np.allclose((1 / x).mean(axis=1), mean_inv, rtol=0.05)

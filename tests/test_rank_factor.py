@@ -292,3 +292,71 @@ def test_bad_input_and_parameters(cohort):
     clf = RankFactorClassifier(n_factors=2, max_iter=3).fit(X[:50], y[:50])
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:5, :10])
+
+
+@pytest.mark.parametrize("name", ["G-L-BSVM", "R-L-BSVM"])
+def test_vb_and_gibbs_agree_on_decision_function(name):
+    rng = np.random.default_rng(9)
+    W, y, _, _, _ = planted(80, 15, 2, rng)
+    kw = dict(n_factors=2, random_state=0)
+    vb = RankFactorClassifier.from_variant(name, max_iter=150, tol=1e-6, **kw).fit(W[:60], y[:60])
+    gibbs = RankFactorClassifier.from_variant(
+        name, inference="gibbs", n_samples=150, burn_in=150, **kw
+    ).fit(W[:60], y[:60])
+    dv, dg = vb.decision_function(W[60:]), gibbs.decision_function(W[60:])
+    assert stats.spearmanr(dv, dg)[0] > 0.9
+    assert np.mean(np.sign(dv) == np.sign(dg)) >= 0.9
+    assert abs(roc_auc_score(y[60:], dv) - roc_auc_score(y[60:], dg)) < 0.05
+    post = gibbs.inference_data_.posterior
+    assert post["train_decision"].shape == (1, 150, 60, 1)
+    assert post["coef"].shape == (1, 150, 1, 2)
+
+
+def test_dp_mixture_separates_xor():
+    rng = np.random.default_rng(8)
+    n, d = 240, 20
+    Z = rng.normal(size=(n, 2)) * 1.5
+    X = Z @ rng.normal(size=(d, 2)).T + 0.3 * rng.normal(size=(n, d))
+    y = ((Z[:, 0] > 0) ^ (Z[:, 1] > 0)).astype(int)
+    auc = {}
+    for name in ("R-L-BSVM", "G-NL-BSVM", "R-NL-BSVM"):
+        clf = RankFactorClassifier.from_variant(name, n_factors=2, max_iter=150, random_state=0)
+        auc[name] = roc_auc_score(y[160:], clf.fit(X[:160], y[:160]).decision_function(X[160:]))
+    assert auc["R-L-BSVM"] < 0.7
+    assert auc["G-NL-BSVM"] > 0.95
+    assert auc["R-NL-BSVM"] > 0.8
+    assert clf.component_coef_.shape == (1, 5, 2)
+
+
+def _harsh(W):
+    out = np.empty_like(W)
+    for i in range(W.shape[1]):
+        x, kind = W[:, i], i % 4
+        if kind == 0:
+            out[:, i] = np.exp(2 * x)
+        elif kind == 1:
+            out[:, i] = x**5
+        elif kind == 2:
+            out[:, i] = np.round(np.exp(1.5 * x + 1))
+        else:
+            out[:, i] = np.exp(np.exp(x / 2))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_simulation_recovery_rank_beats_gaussian(seed):
+    rng = np.random.default_rng(seed)
+    W, _, A, Z, beta = planted(200, 40, 3, rng)
+    y = (rng.random(200) < stats.norm.cdf(3 * Z @ beta)).astype(int)
+    X = _harsh(W)
+    planted_auc = roc_auc_score(y[150:], Z[150:] @ beta)
+    result = {}
+    for name in ("R-L-BSVM", "G-L-BSVM"):
+        clf = RankFactorClassifier.from_variant(name, n_factors=5, max_iter=60, random_state=0)
+        clf.fit(X[:150], y[:150])
+        keep = np.argsort(-np.linalg.norm(clf.loadings_, axis=0))[:3]
+        angle = np.degrees(linalg.subspace_angles(clf.loadings_[:, keep], A)).max()
+        result[name] = (roc_auc_score(y[150:], clf.decision_function(X[150:])), angle)
+    assert result["R-L-BSVM"][0] > planted_auc - 0.05
+    assert result["R-L-BSVM"][0] > result["G-L-BSVM"][0] + 0.02
+    assert result["R-L-BSVM"][1] < 35 and result["R-L-BSVM"][1] < result["G-L-BSVM"][1]

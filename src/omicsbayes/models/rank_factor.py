@@ -323,6 +323,7 @@ class _Engine:
             init = _normal_scores(X)
             if self.like == "rank" or est.maxmargin_form == "latent":
                 self.Ew = init.copy()
+                self.n_draws = 0
                 self.parity = self.index.group_parity().T
         u, s, vt = np.linalg.svd(init - init.mean(axis=0), full_matrices=False)
         k0 = min(k, len(s))
@@ -494,7 +495,14 @@ class _Engine:
             self.Ew[sel] = mean + self.rng.standard_normal(mean.shape) / np.sqrt(prec)
             ll += part
         self.P = np.ones((1, self.d))
-        self.H = self.Ew
+        if self.gibbs:
+            self.H = self.Ew
+        else:
+            # running average of the draws over roughly the last 10 iterations (stochastic
+            # approximation of E[w]), so that the VB updates of A and Z are not driven by one draw
+            self.n_draws += 1
+            rho = max(1.0 / self.n_draws, 0.1)
+            self.H = self.Ew.copy() if self.n_draws == 1 else (1 - rho) * self.H + rho * self.Ew
         resid2 = (self.Ew - wbar) ** 2
         self.data_ll = ll - 0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
 
@@ -773,7 +781,10 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     intercept_ : (n_tasks,)
     classes_ : labels (binary, multiclass) or a list of per-task label pairs (multitask)
     lower_bound_ : VB history of the monitoring bound (see ``_Engine.objective``)
-    inference_data_ : Gibbs draws (arviz.InferenceData)
+    inference_data_ : Gibbs draws (arviz.InferenceData, one chain): ``coef``, ``intercept``,
+        ``train_decision`` (the identifiable decision function on the training samples; use it
+        for R-hat / ESS, e.g. over several seeds joined with ``arviz.concat(..., dim="chain")``),
+        ``scores`` and, when small enough, ``loadings`` (both only up to rotation and scale).
     n_iter_ : int
     """
 
@@ -936,7 +947,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             self.lower_bound_.append(float(bound))
             progress.step(it, bound)
             self.n_iter_ = it + 1
-            if it >= 2 and abs(relative_improvement(previous, bound)) < self.tol:
+            if it >= 9 and abs(relative_improvement(previous, bound)) < self.tol:
                 break
             previous = bound
         progress.close()
@@ -954,10 +965,10 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             self._means["R"] = eng.R
 
     def _train_w(self, eng):
-        if self.likelihood == "rank" or (
-            self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact"
-        ):
+        if self.likelihood == "rank":
             return eng.Ew.T.copy()
+        if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
+            return eng.H.T.copy()
         return (eng.Ez @ eng.Ea.T).T
 
     def _fit_gibbs(self, eng):
@@ -966,7 +977,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         total = int(self.burn_in) + int(self.n_samples) * int(self.thin)
         progress = Progress(total, "RankFactorClassifier Gibbs", self.verbose)
         sums = {}
-        draws = {"coef": [], "intercept": [], "scores": [], "loadings": []}
+        draws = {"coef": [], "intercept": [], "train_decision": [], "scores": [], "loadings": []}
         keep_loadings = self.n_features_in_ * self.n_factors * self.n_samples <= 5_000_000
         loglik = []
         k = self.n_factors
@@ -995,6 +1006,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 sums[key] = sums.get(key, 0.0) + val
             draws["coef"].append(eng.Eb[..., :k])
             draws["intercept"].append(eng.Eb[..., k])
+            ezt = np.hstack([eng.Ez, np.ones((len(eng.Ez), 1))])
+            f = np.einsum("nk,tck,nc->nt", ezt, eng.Eb, eng.R)
+            draws["train_decision"].append(f)
             draws["scores"].append(eng.Ez)
             if keep_loadings:
                 draws["loadings"].append(eng.Ea)
