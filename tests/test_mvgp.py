@@ -186,6 +186,26 @@ def test_disease_gene_cv_tables(tiny):
         assert len(out) == 4 and out["recall"].between(0, 1).all()
 
 
+def test_disease_gene_cv_inner_selection_avoids_useless_setting():
+    M, N, rows, cols, K = _planted(2, M=40, N=60)
+    # lam = 1e3 exceeds the gradient norm at B = 0: the mean is exactly zero, no ranking signal
+    grid = [{"lam": 1e3}, {"lam": 1.0}]
+    out = disease_gene_cv(
+        ConstrainedMVGP(sigma2=0.1, max_rank=4, tol=1e-3),
+        rows,
+        cols,
+        (M, N),
+        "new",
+        row_kernel=K,
+        n_splits=2,
+        n_negative_sets=1,
+        ks=[5],
+        grid=grid,
+    )
+    assert (out["params_precision"] == repr({"lam": 1.0})).all()
+    assert (out["params_recall"] == repr({"lam": 1.0})).all()
+
+
 def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
     rng, M, N, rows, cols, y, Km, Kn = tiny
     k = KPMF(rank=3, sigma2=0.5, random_state=1).fit(rows, cols, y, (M, N), Km, Kn)

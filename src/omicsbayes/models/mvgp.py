@@ -737,6 +737,76 @@ def averaged_scores(
     return total / n_negative_sets
 
 
+def _folds(protocol, rows, cols, n_rows, n_splits, seed):
+    """Yield (split, is_test over entries, rows to score, new rows or None) for one protocol."""
+    if protocol == "known":
+        folds, key = entry_kfold_splits(rows, cols, n_splits, random_state=seed), "entry"
+    else:
+        folds, key = row_kfold_splits(n_rows, n_splits, random_state=seed), "row"
+    for split, fold in folds.groupby("split", sort=True):
+        ids = fold.loc[fold["role"] == "test", key].to_numpy()
+        if protocol == "known":
+            is_test = np.zeros(rows.size, dtype=bool)
+            is_test[ids] = True
+            yield int(split), is_test, np.unique(rows[is_test]), None
+        else:
+            yield int(split), np.isin(rows, ids), np.sort(ids), np.sort(ids)
+
+
+def _union(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    return np.union1d(a, b)
+
+
+def _inner_select(estimator, rows, cols, shape, protocol, kernels, grid, new_rows, k, seed):
+    """Section 5 model selection on one inner fold of the training positives, one negative
+    set, separately for P@k and R@k; returns {"precision": params, "recall": params}."""
+    _, is_val, val_rows, val_new = next(_folds(protocol, rows, cols, shape[0], 5, seed))
+    exclude = _union(new_rows, val_new)
+    ((nr, nc),) = sample_negatives(
+        rows[~is_val], cols[~is_val], shape, 1, random_state=seed, exclude_rows=exclude
+    )
+    fit_kwargs = dict(
+        rows=np.concatenate([rows[~is_val], nr]),
+        cols=np.concatenate([cols[~is_val], nc]),
+        values=np.concatenate([np.ones(int((~is_val).sum())), np.zeros(nr.size)]),
+        shape=shape,
+        row_kernel=kernels[0],
+        col_kernel=kernels[1],
+    )
+
+    def score(model):
+        table = ranking_curves(
+            dict(zip(val_rows.tolist(), model.predict_rows(val_rows))),
+            (rows[is_val], cols[is_val]),
+            (rows[~is_val], cols[~is_val]),
+            ks=[k],
+        )
+        return {"precision": table["precision"][0], "recall": table["recall"][0]}
+
+    best, _ = select_hyperparameters(estimator, fit_kwargs, score, grid)
+    return best
+
+
+def _evaluate_fold(
+    model, train, test, score_rows, new_rows, shape, kernels, n_negative_sets, ks, seed
+):
+    """Averaged scores of one outer fold, ranked: the ``ranking_curves`` table."""
+    scores = averaged_scores(
+        model,
+        *train,
+        shape,
+        score_rows,
+        row_kernel=kernels[0],
+        col_kernel=kernels[1],
+        n_negative_sets=n_negative_sets,
+        exclude_rows=new_rows,
+        random_state=seed,
+    )
+    return ranking_curves(dict(zip(score_rows.tolist(), scores)), test, train, ks=ks)
+
+
 def disease_gene_cv(
     estimator,
     rows,
@@ -748,6 +818,7 @@ def disease_gene_cv(
     n_splits=5,
     n_negative_sets=5,
     ks=range(1, 21),
+    grid=None,
     random_state=0,
 ):
     """Cross-validated P@k / R@k of the disease-gene protocol of section 5.1.
@@ -762,53 +833,63 @@ def disease_gene_cv(
     ----------
     rows, cols : array_like of int
         The positive entries (value 1).
+    grid : list of dict or None
+        None: fit ``estimator`` as given. Otherwise the hyperparameters are chosen in every
+        fold by inner validation (one inner fold of the training positives, same protocol, one
+        negative set, P@max(ks) and R@max(ks)), separately per metric as in section 5: the
+        precision columns come from the precision-selected model and the recall columns from
+        the recall-selected one. :func:`hyperparameter_grid` gives the paper's 5 x 20 grid.
 
     Returns
     -------
     pandas.DataFrame
-        ``ranking_curves`` columns plus ``split``.
+        ``ranking_curves`` columns plus ``split``, and with a grid the chosen parameters as
+        ``params_precision`` and ``params_recall`` (repr of the dicts).
     """
     if protocol not in ("known", "new"):
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     M, _ = _check_shape(shape)
-    if protocol == "known":
-        folds = entry_kfold_splits(rows, cols, n_splits, random_state=random_state)
-        key = "entry"
-    else:
-        folds = row_kfold_splits(M, n_splits, random_state=random_state)
-        key = "row"
+    ks = list(ks)
     tables = []
-    for split, fold in folds.groupby("split", sort=True):
-        test_ids = fold.loc[fold["role"] == "test", key].to_numpy()
-        if protocol == "known":
-            is_test = np.zeros(rows.size, dtype=bool)
-            is_test[test_ids] = True
-            score_rows = np.unique(rows[is_test])
-            exclude = None
-        else:
-            is_test = np.isin(rows, test_ids)
-            score_rows = np.sort(test_ids)
-            exclude = score_rows
-        scores = averaged_scores(
-            estimator,
-            rows[~is_test],
-            cols[~is_test],
-            shape,
-            score_rows,
-            row_kernel=row_kernel,
-            col_kernel=col_kernel,
+    for split, is_test, score_rows, new_rows in _folds(
+        protocol, rows, cols, M, n_splits, random_state
+    ):
+        train, test = (rows[~is_test], cols[~is_test]), (rows[is_test], cols[is_test])
+        seed = random_state + split + 1
+
+        fold = dict(
+            train=train,
+            test=test,
+            score_rows=score_rows,
+            new_rows=new_rows,
+            shape=shape,
+            kernels=(row_kernel, col_kernel),
             n_negative_sets=n_negative_sets,
-            exclude_rows=exclude,
-            random_state=random_state + int(split) + 1,
-        )
-        table = ranking_curves(
-            dict(zip(score_rows.tolist(), scores)),
-            (rows[is_test], cols[is_test]),
-            (rows[~is_test], cols[~is_test]),
             ks=ks,
+            seed=seed,
         )
-        table.insert(0, "split", int(split))
+        if grid is None:
+            table = _evaluate_fold(estimator, **fold)
+        else:
+            chosen = _inner_select(
+                estimator,
+                *train,
+                shape,
+                protocol,
+                (row_kernel, col_kernel),
+                grid,
+                new_rows,
+                max(ks),
+                seed,
+            )
+            table = _evaluate_fold(clone(estimator).set_params(**chosen["precision"]), **fold)
+            if chosen["recall"] != chosen["precision"]:
+                other = _evaluate_fold(clone(estimator).set_params(**chosen["recall"]), **fold)
+                table["recall"] = other["recall"]
+            table["params_precision"] = repr(chosen["precision"])
+            table["params_recall"] = repr(chosen["recall"])
+        table.insert(0, "split", split)
         tables.append(table)
     return pd.concat(tables, ignore_index=True)
