@@ -12,6 +12,8 @@ from .delimited import read_matrix, read_sample_sheet
 from .demo import load_demo
 from .geo import read_geo_series_matrix
 from .h5ad import read_h5ad
+from .hiv import read_hivdb_phenosense
+from .hpo import load_omim_associations
 from .networks import read_association_list, read_edge_list
 from .simulate import simulate_counts
 from .tcga import parse_barcode, read_tcga
@@ -26,6 +28,8 @@ __all__ = [
     "read_edge_list",
     "read_geo_series_matrix",
     "read_h5ad",
+    "read_hivdb_phenosense",
+    "load_omim_associations",
     "read_matrix",
     "read_sample_sheet",
     "read_tcga",

@@ -8,7 +8,7 @@ module                 estimators
 ``bam``                BayesianProbitClassifier, BAMClassifier (paper 001)
 ``rflvm``              RFLVM (paper 002)
 ``ibp_factor``         IBPFactorModel (baseline of 002)
-``bm2pca``             BM2PCAClassifier (paper 003)
+``bm2pca``             BM2PCAClassifier, BM2PCARegressor (paper 003)
 ``mvgp``               ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF (paper 004)
 ``baselines``          scikit-learn baselines used by the workflow
 =====================  ==========================================================
@@ -27,6 +27,7 @@ _WHERE = {
     "RFLVM": "rflvm",
     "IBPFactorModel": "ibp_factor",
     "BM2PCAClassifier": "bm2pca",
+    "BM2PCARegressor": "bm2pca",
     "ConstrainedMVGP": "mvgp",
     "TraceGP": "mvgp",
     "MVGP": "mvgp",

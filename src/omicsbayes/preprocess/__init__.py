@@ -3,13 +3,12 @@
 Transformers (``transforms``): BackgroundCorrect, NormalizeTotal, MedianOfRatios, Log,
 QuantileNormalize, TopGenes, MaxZeroFraction, RankTransform, RoundCounts, ZScore, UnitLength;
 ``build_pipeline`` and ``split_pipeline`` turn config step lists into scikit-learn Pipelines.
-Kernels (imported lazily): EmpiricalKernelMap (``kernels``), diffusion_kernel and
-normalized_laplacian (``graph``).
+Kernels: EmpiricalKernelMap (``kernels``; config step ``empirical_kernel_map``), and
+diffusion_kernel and normalized_laplacian for side-information graphs (``graph``).
 """
 
-import importlib
-import importlib.util
-
+from .graph import diffusion_kernel, normalized_laplacian
+from .kernels import EmpiricalKernelMap
 from .transforms import (
     STEPS,
     BackgroundCorrect,
@@ -28,15 +27,12 @@ from .transforms import (
     split_pipeline,
 )
 
-_LAZY = {
-    "EmpiricalKernelMap": "kernels",
-    "diffusion_kernel": "graph",
-    "normalized_laplacian": "graph",
-}
+STEPS["empirical_kernel_map"] = EmpiricalKernelMap  # paper 001's representation (section 4)
 
 __all__ = [
     "STEPS",
     "BackgroundCorrect",
+    "EmpiricalKernelMap",
     "Log",
     "MaxZeroFraction",
     "MedianOfRatios",
@@ -49,13 +45,7 @@ __all__ = [
     "ZScore",
     "build_pipeline",
     "check_matrix",
+    "diffusion_kernel",
+    "normalized_laplacian",
     "split_pipeline",
-    # lazy names whose module is present (so that ``import *`` works while one is missing)
-    *sorted(n for n, m in _LAZY.items() if importlib.util.find_spec(f"{__name__}.{m}")),
 ]
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
