@@ -2,8 +2,8 @@
 Ghahramani (2007) as used by the IBP RFLVM (paper 002, equations 16-20).
 
 State: a binary matrix ``Z`` (n x K, every column active) and the weights ``pi`` of the active
-columns. One sweep (:func:`ibp_slice_sweep`) draws the slice ``s ~ U(0, pi*)``, instantiates new
-(inactive) sticks above ``s`` from equation (19), updates each column of ``Z`` given the caller's
+columns. One sweep (:func:`ibp_slice_sweep`) draws the slice ``s ~ U(0, pi*)``, instantiates the
+inactive sticks above ``s`` from equation (19), updates each column of ``Z`` given the caller's
 per-row log likelihoods with the ``pi_d / pi*`` factor of equation (17), drops columns left empty
 and redraws the active weights from equation (18). :func:`sample_ibp_alpha` is equation (20).
 """
@@ -33,95 +33,37 @@ def sample_active_sticks(counts, n, rng):
     return rng.beta(counts, 1.0 + n - counts)
 
 
-def _stick_logdens(t, alpha, n):
-    """Log density (19) of t = log(pi), up to a constant, and its derivative in t.
+def sample_new_sticks(s, alpha, n, rng, max_new=1000):
+    """Inactive sticks above the slice s, in decreasing order (equation 19).
 
-    h(t) = alpha sum_i (1 - pi)^i / i + N log(1 - pi) + alpha t, h'(t) = alpha (1 - pi)^N
-    - N pi / (1 - pi); h' is decreasing, so h is concave and adaptive rejection sampling applies.
+    Equation (19) draws them one after another, each on (0, previous) with density
+    exp(alpha sum_i (1 - pi)^i / i) pi^(alpha - 1) (1 - pi)^N. That sequence is the decreasing
+    order of a Poisson process with intensity alpha pi^-1 (1 - pi)^N on (0, 1), and it starts at
+    pi_0 = 1: the inactive weights of the semi-ordered representation are independent of the
+    active ones (eq. 19 leaves pi_0 unstated; starting at pi* undercounts the dimensions, which
+    the prior check in the tests detects). Here the points above s are drawn directly: their
+    number is Poisson(alpha int_s^1 pi^-1 (1 - pi)^N dpi) with
+    int_s^1 = -log s - sum_{i=1}^N (1 - s)^i / i, and their positions are independent, drawn in
+    t = log pi by rejection under a step envelope ((1 - e^t)^N decreases in t).
     """
-    t = np.atleast_1d(np.asarray(t, float))
-    pi = np.exp(t)
-    q = -np.expm1(t)  # 1 - pi, accurate for small pi
     i = np.arange(1, n + 1)
-    series = np.sum(q[:, None] ** i / i, axis=1)
-    h = alpha * series + n * np.log(q) + alpha * t
-    dh = alpha * q**n - n * pi / q
-    return h, dh
-
-
-def _sample_logconcave(h_fun, upper, start, rng, max_tries=200):
-    """Adaptive rejection sampling (Gilks & Wild 1992) on (-inf, upper] for a concave log
-    density ``h_fun(t) -> (h, h')`` with tangent points ``start`` (the leftmost with h' > 0)."""
-    pts = np.sort(np.asarray(start, float))
-    h, dh = h_fun(pts)
-    for _ in range(max_tries):
-        # intersections of consecutive tangents
-        z = (h[1:] - h[:-1] - pts[1:] * dh[1:] + pts[:-1] * dh[:-1]) / (dh[:-1] - dh[1:])
-        lo = np.concatenate([[-np.inf], z])
-        hi = np.concatenate([z, [upper]])
-        length = hi - lo
-        g = dh
-        u_lo = h + g * (lo - pts)
-        u_hi = h + g * (hi - pts)
-        u_max = np.where(g > 0, u_hi, u_lo)
-        a = np.abs(g)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            frac = np.where(a > 1e-12, -np.expm1(-a * length) / np.where(a > 1e-12, a, 1.0), length)
-        logm = u_max + np.log(frac)
-        w = np.exp(logm - logm.max())
-        k = rng.choice(len(pts), p=w / w.sum())
-        v = rng.uniform()
-        if a[k] > 1e-12:
-            step = -np.log1p(-v * (-np.expm1(-a[k] * length[k]))) / a[k]
-            t = hi[k] - step if g[k] > 0 else lo[k] + step
-        else:
-            t = lo[k] + v * length[k]
-        ht, dht = h_fun(t)
-        if np.log(rng.uniform()) <= ht[0] - (h[k] + g[k] * (t - pts[k])):
-            return t
-        order = np.searchsorted(pts, t)
-        pts = np.insert(pts, order, t)
-        h = np.insert(h, order, ht[0])
-        dh = np.insert(dh, order, dht[0])
-    raise NumericalError(f"adaptive rejection sampling of a new IBP stick failed {max_tries} times")
-
-
-def sample_new_stick(upper, alpha, n, rng):
-    """One new stick weight pi in (0, upper) from equation (19) (ordered inactive sticks)."""
-
-    def h_fun(t):
-        return _stick_logdens(t, alpha, n)
-
-    t_up = np.log(upper)
-    if h_fun(t_up)[1][0] >= 0:
-        start = [t_up - 2.0, t_up - 0.5]
-    else:
-        lo, hi = t_up - 60.0, t_up  # h'(lo) > 0 unless pi is astronomically small
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if h_fun(mid)[1][0] > 0:
-                lo = mid
-            else:
-                hi = mid
-        mode = 0.5 * (lo + hi)
-        start = [mode - 1.0, mode, min(mode + 1.0, 0.5 * (mode + t_up))]
-    return float(np.exp(_sample_logconcave(h_fun, t_up, start, rng)))
-
-
-def sample_new_sticks(pi_star, s, alpha, n, rng, max_new=1000):
-    """New sticks pi_{d*} in (s, pi*), drawn one after another from equation (19)."""
-    out = []
-    upper = pi_star
-    while len(out) <= max_new:
-        p = sample_new_stick(upper, alpha, n, rng)
-        if p <= s:
-            return np.asarray(out, float)
-        out.append(p)
-        upper = p
-    raise NumericalError(
-        f"the IBP slice instantiated more than {max_new} new dimensions; alpha={alpha:.3g} "
-        "is implausibly large"
-    )
+    mass = max(-np.log(s) - np.sum((1.0 - s) ** i / i), 0.0)
+    k = rng.poisson(alpha * mass)
+    if k > max_new:
+        raise NumericalError(
+            f"the IBP slice instantiated more than {max_new} new dimensions; alpha={alpha:.3g} "
+            "is implausibly large"
+        )
+    edges = np.linspace(np.log(s), 0.0, 257)
+    top = (-np.expm1(edges[:-1])) ** n
+    cell_p = top / top.sum()
+    out = np.empty(0)
+    while out.size < k:
+        cell = rng.choice(cell_p.size, size=2 * k, p=cell_p)
+        t = edges[cell] + rng.uniform(size=2 * k) * (edges[1] - edges[0])
+        ok = rng.uniform(size=2 * k) * top[cell] < (-np.expm1(t)) ** n
+        out = np.concatenate([out, np.exp(t[ok])])
+    return np.sort(out[:k])[::-1]
 
 
 def sample_z_column(logp_on, logp_off, pi_k, pi_star_rest, rng):
@@ -189,13 +131,15 @@ def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None):
     pi = np.asarray(pi, float)
     pi_star = pi.min() if pi.size else 1.0
     s = rng.uniform(0.0, pi_star)
-    new = sample_new_sticks(pi_star, s, alpha, n, rng)
+    new = sample_new_sticks(s, alpha, n, rng)
     if new.size:
         Z = np.hstack([Z, np.zeros((n, new.size), bool)])
         pi = np.concatenate([pi, new])
         if on_new is not None:
             on_new(new.size)
-    for k in range(Z.shape[1]):
+    # scan order independent of Z (a random permutation): visiting the active columns first, a
+    # state-dependent order, biases the sampler
+    for k in rng.permutation(Z.shape[1]):
         others = Z.any(axis=0)
         others[k] = False
         pi_star_rest = min(1.0, pi[others].min()) if others.any() else 1.0
