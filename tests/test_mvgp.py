@@ -16,6 +16,7 @@ from omicsbayes.models.mvgp import (
     averaged_scores,
     disease_gene_cv,
     hyperparameter_grid,
+    rating_cv,
     select_hyperparameters,
 )
 from omicsbayes.preprocess.graph import LowRankKernel, diffusion_kernel
@@ -204,6 +205,33 @@ def test_disease_gene_cv_inner_selection_avoids_useless_setting():
     )
     assert (out["params_precision"] == repr({"lam": 1.0})).all()
     assert (out["params_recall"] == repr({"lam": 1.0})).all()
+
+
+def _planted_ratings(seed, M=60, N=50, n_clusters=3):
+    """Ratings 1..5 from a rank-2 matrix whose user factors follow user clusters; the user
+    graph links users of the same cluster."""
+    rng = np.random.default_rng(seed)
+    cluster = np.repeat(np.arange(n_clusters), M // n_clusters)
+    U = rng.standard_normal((n_clusters, 2))[cluster] + 0.2 * rng.standard_normal((M, 2))
+    Z = 3 + 1.5 * U @ rng.standard_normal((N, 2)).T
+    r, c = np.nonzero(rng.random((M, N)) < 0.3)
+    y = np.clip(np.round(Z[r, c] + 0.3 * rng.standard_normal(r.size)), 1, 5)
+    A = (cluster[:, None] == cluster[None, :]) & (rng.random((M, M)) < 0.3)
+    A = np.triu(A, 1)
+    return M, N, r, c, y, diffusion_kernel((A | A.T).astype(float))
+
+
+def test_rating_cv_new_users_beat_the_mean_and_selection_per_metric():
+    M, N, r, c, y, K = _planted_ratings(0)
+    est = ConstrainedMVGP(lam=1.0, sigma2=0.1, max_rank=6, tol=1e-3)
+    out = rating_cv(est, r, c, y, (M, N), "new", row_kernel=K, n_splits=3)
+    assert list(out.columns) == ["split", "rmse", "recall", "n_rows"]
+    # the training mean alone, on the same folds (PMF cannot score new users: mean only)
+    base = rating_cv(PMF(rank=2), r, c, y, (M, N), "new", n_splits=3)
+    assert out["rmse"].mean() < 0.95 * base["rmse"].mean()
+    grid = [{"lam": 1e4}, {"lam": 1.0}]  # lam = 1e4: zero mean, the training mean only
+    sel = rating_cv(est, r, c, y, (M, N), "known", row_kernel=K, n_splits=2, grid=grid)
+    assert (sel["params_rmse"] == repr({"lam": 1.0})).all()
 
 
 def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
