@@ -40,6 +40,17 @@ LinearOperator (products with sparse S and with the factors only). If its singul
 most ``lam`` the optimality condition of (11) holds and the fit stops; otherwise ``-u v^T`` is
 added with the exact line-search step for the quadratic loss, and all factors are refined with
 L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
+
+Protocols (section 5): :func:`hyperparameter_grid` and :func:`select_hyperparameters` (inner
+validation, separately per metric), :func:`averaged_scores` (sampled negative sets, scores
+averaged), :func:`disease_gene_cv` (known / new diseases, P@k and R@k) and :func:`rating_cv`
+(known / new users, RMSE and R@20).
+
+Notes on the paper. Section 5 uses the Cholesky factor as the basis; the symmetric square root
+used here gives the same mean (the tests compare against a dense solution in the Cholesky basis).
+The density in section 2.1 should read ``|Sigma|^{1/2}``, not ``|Sigma|^{P/2}``; it plays no
+part in the mean problem. Equation (4) is twice the negative log posterior of the factor GP
+(no 1/2 in front of the loss), which changes nothing at its minimum.
 """
 
 import logging
