@@ -6,7 +6,12 @@ and protocol, that transform steps and model parameters exist, and how many spli
 has. Each problem is one :class:`ConfigError` naming the config key.
 """
 
-from .experiments import ExperimentError, make_estimator
+from .experiments import HELDOUT_MODELS, ExperimentError, make_estimator
+
+PROTOCOLS_OF_KIND = {
+    "classification": ("stratified_kfold", "repeated_subsampling", "few_shot"),
+    "heldout_entries": ("heldout_entries",),
+}
 
 
 class ConfigError(ValueError):
@@ -18,6 +23,8 @@ def n_splits(protocol):
     kind = protocol["type"]
     if kind == "few_shot":
         return int(protocol.get("n_repeats", 20))
+    if kind == "heldout_entries":
+        return int(protocol.get("n_repeats", 5))
     default = 100 if kind == "repeated_subsampling" else 10
     return int(protocol.get("n_splits", default))
 
@@ -51,11 +58,34 @@ def check_config(config):
                     f"config key {key}.{field}: {unknown} not defined under {field} "
                     f"(defined: {sorted(config[field])})"
                 )
+        kind = experiment.get("kind", "classification")
+        protocol_type = config["protocols"][experiment["protocol"]]["type"]
+        if protocol_type not in PROTOCOLS_OF_KIND[kind]:
+            raise ConfigError(
+                f"config key {key}.protocol: a {kind} experiment needs a protocol of type "
+                f"{PROTOCOLS_OF_KIND[kind]}; {experiment['protocol']!r} is {protocol_type!r}"
+            )
+        if kind == "heldout_entries":
+            wrong = [
+                m
+                for m in experiment["models"]
+                if config["models"][m]["class"] not in HELDOUT_MODELS
+            ]
+            if wrong:
+                raise ConfigError(
+                    f"config key {key}.models: {wrong} cannot score held-out entries; a "
+                    f"heldout_entries experiment takes models of class {sorted(HELDOUT_MODELS)}"
+                )
+            continue
         if "label" not in config["cohorts"][experiment["cohort"]]:
             raise ConfigError(
                 f"config key cohorts.{experiment['cohort']}.label is required: experiment "
                 f"{name!r} classifies that cohort's samples"
             )
-        task = experiment["task"]
+        task = experiment.get("task")
+        if task is None:
+            raise ConfigError(f"config key {key}.task is required for a classification experiment")
         if task["kind"] == "binary" and not task.get("positive"):
-            raise ConfigError(f"config key {key}.task.positive: a binary task lists its positive labels")
+            raise ConfigError(
+                f"config key {key}.task.positive: a binary task lists its positive labels"
+            )

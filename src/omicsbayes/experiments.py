@@ -1,4 +1,7 @@
-"""Classification experiments as the workflow runs them, usable without Snakemake.
+"""Experiments as the workflow runs them, usable without Snakemake.
+
+Two kinds: ``classification`` (this page) and ``heldout_entries`` (paper 002's protocol,
+:func:`fit_heldout`).
 
 One experiment = a cohort, a label column turned into tasks, transforms, models and an evaluation
 protocol. The workflow calls :func:`fit_split` once per (transform, model, split) and
@@ -95,7 +98,8 @@ def task_targets(labels, task):
     labelled = labels.notna()
     values = labels.astype("string")
     if kind == "multiclass":
-        return pd.DataFrame({"multiclass": values.where(labelled, None).astype(object)})
+        multiclass = values.astype(object).where(labelled.to_numpy(), None)
+        return pd.DataFrame({"multiclass": multiclass})
     if kind == "binary":
         positive = [str(v) for v in task.get("positive", [])]
         missing = sorted(set(positive) - set(values[labelled]))
@@ -229,3 +233,62 @@ def score_predictions(predictions):
         row["error_rate"] = metrics.error_rate(y_true, y_pred)
         out.append(row)
     return pd.DataFrame(out)
+
+
+HELDOUT_MODELS = frozenset({"RFLVM", "IBPFactorModel", "PoissonFactorAnalysis"})
+COUNT_LIKELIHOODS = frozenset({"poisson", "negative_binomial", "multinomial", "bernoulli"})
+
+
+def heldout_mask(shape, split_table):
+    """Boolean mask (True = held out) of one split from a held-out-entries table."""
+    mask = np.zeros(shape, dtype=bool)
+    test = split_table[split_table["role"] == "test"]
+    mask[test["row"].to_numpy(), test["col"].to_numpy()] = True
+    return mask
+
+
+def fit_heldout(Y, mask, spec, random_state=None):
+    """Fit a latent variable model with held-out entries hidden and score those entries.
+
+    Paper 002's protocol (Tables 1-2): the held-out entries are set to NaN before fitting, so
+    the sampler never sees them, then scored by the posterior predictive log likelihood averaged
+    over retained draws; count models also get the perplexity.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_samples, n_features)
+    mask : ndarray of bool, same shape, True where an entry is held out
+    spec : dict
+        Model entry of the config (class RFLVM, IBPFactorModel or PoissonFactorAnalysis).
+
+    Returns
+    -------
+    row : dict
+        n_heldout, log_likelihood (sum over held-out entries), log_likelihood_per_entry,
+        perplexity (NaN for real-valued models) and seconds.
+    latent : ndarray or None
+        The fitted latent representation of the samples (``latent_`` or ``scores_``).
+    """
+    if spec["class"] not in HELDOUT_MODELS:
+        raise ExperimentError(
+            f"model class {spec['class']!r} cannot score held-out entries; expected one of "
+            f"{sorted(HELDOUT_MODELS)}"
+        )
+    start = time.perf_counter()
+    observed = np.where(mask, np.nan, Y)
+    estimator = make_estimator(spec, random_state).fit(observed)
+    score = getattr(estimator, "log_likelihood", None) or estimator.heldout_log_likelihood
+    total = float(score(Y, mask))
+    is_count = spec["class"] == "PoissonFactorAnalysis" or (
+        getattr(estimator, "likelihood", None) in COUNT_LIKELIHOODS
+    )
+    n_heldout = int(mask.sum())
+    row = {
+        "n_heldout": n_heldout,
+        "log_likelihood": total,
+        "log_likelihood_per_entry": total / n_heldout,
+        "perplexity": float(estimator.perplexity(Y, mask)) if is_count else np.nan,
+        "seconds": time.perf_counter() - start,
+    }
+    latent = getattr(estimator, "latent_", getattr(estimator, "scores_", None))
+    return row, None if latent is None else np.asarray(latent, dtype=float)

@@ -24,12 +24,26 @@ def experiment_splits(experiment):
     return range(n_splits(config["protocols"][EXPERIMENTS[experiment]["protocol"]]))
 
 
+def experiment_kind(experiment):
+    return EXPERIMENTS[experiment].get("kind", "classification")
+
+
 def fit_outputs(wildcards):
+    """Every fit table of an experiment: fits/ for classification, entries/ for held-out entries."""
     e = EXPERIMENTS[wildcards.experiment]
+    folder = "entries" if experiment_kind(wildcards.experiment) == "heldout_entries" else "fits"
     return [
-        f"results/{wildcards.experiment}/fits/{t}/{m}/split{s}.tsv"
+        f"results/{wildcards.experiment}/{folder}/{t}/{m}/split{s}.tsv"
         for t in e["transforms"]
         for m in e["models"]
         for s in experiment_splits(wildcards.experiment)
     ]
+
+
+def cohort_file(wildcards, folder):
+    """The transformed cohort or the split table an experiment's fit jobs read."""
+    e = EXPERIMENTS[wildcards.experiment]
+    if folder == "transformed":
+        return f"results/{e['cohort']}/transformed/{wildcards.transform}.h5ad"
+    return f"results/{e['cohort']}/splits/{e['protocol']}.tsv"
 

@@ -3,11 +3,8 @@
 
 rule fit:
     input:
-        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/transformed/{wc.transform}.h5ad",
-        splits=lambda wc: (
-            f"results/{EXPERIMENTS[wc.experiment]['cohort']}/splits/"
-            f"{EXPERIMENTS[wc.experiment]['protocol']}.tsv"
-        ),
+        data=lambda wc: cohort_file(wc, "transformed"),
+        splits=lambda wc: cohort_file(wc, "splits"),
     output:
         "results/{experiment}/fits/{transform}/{model}/split{split}.tsv",
     wildcard_constraints:
@@ -30,3 +27,31 @@ rule fit:
         runtime=lambda wc, attempt: 60 * attempt,
     script:
         "../scripts/fit.py"
+
+
+# Paper 002's protocol: held-out entries hidden from the sampler, then scored.
+rule fit_entries:
+    input:
+        data=lambda wc: cohort_file(wc, "transformed"),
+        splits=lambda wc: cohort_file(wc, "splits"),
+    output:
+        scores="results/{experiment}/entries/{transform}/{model}/split{split}.tsv",
+        latent="results/{experiment}/entries/{transform}/{model}/latent{split}.tsv",
+    wildcard_constraints:
+        split=r"\d+",
+    params:
+        model=lambda wc: config["models"][wc.model],
+        steps=lambda wc: config["transforms"][wc.transform]["steps"],
+        seed=config["seed"],
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
+    benchmark:
+        "benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
+    threads: 1
+    resources:
+        mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
+        runtime=lambda wc, attempt: 120 * attempt,
+    script:
+        "../scripts/fit_entries.py"

@@ -8,7 +8,7 @@ rule split:
         "results/{cohort}/splits/{protocol}.tsv",
     params:
         protocol=lambda wc: config["protocols"][wc.protocol],
-        label=lambda wc: config["cohorts"][wc.cohort]["label"],
+        label=lambda wc: config["cohorts"][wc.cohort].get("label"),
         seed=config["seed"],
     conda:
         "../../envs/omicsbayes.yaml"

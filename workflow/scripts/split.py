@@ -1,26 +1,38 @@
-"""Write the fold table of one cohort and protocol, stratified by the cohort's label."""
+"""Write the fold table of one cohort and protocol.
+
+Classification protocols stratify by the cohort's label (columns split, sample, sample_id, role);
+``heldout_entries`` lists the held-out (row, col) entries of each repeat (paper 002).
+"""
 
 import logging
 
 import anndata as ad
+import numpy as np
 
 from omicsbayes._seed import derive_seed
-from omicsbayes.evaluate.splitters import classification_splits, write_splits
+from omicsbayes.evaluate.splitters import classification_splits, heldout_entry_splits, write_splits
 from omicsbayes.jobs import run_job
 
 
 def main(smk):
-    obs = ad.read_h5ad(smk.input[0], backed="r").obs
-    label = smk.params.label
-    if label not in obs:
-        raise ValueError(
-            f"{smk.input[0]}: label column {label!r} is missing; columns are {list(obs.columns)}"
-        )
+    adata = ad.read_h5ad(smk.input[0])
     protocol = dict(smk.params.protocol)
     kind = protocol.pop("type")
     seed = derive_seed(smk.params.seed, smk.wildcards.cohort, smk.wildcards.protocol)
-    table = classification_splits(obs[label].to_numpy(), kind, random_state=seed, **protocol)
-    table.insert(2, "sample_id", obs.index.to_numpy()[table["sample"].to_numpy()])
+    if kind == "heldout_entries":
+        observed = np.isfinite(np.asarray(adata.X, dtype=float))
+        table = heldout_entry_splits(observed, random_state=seed, **protocol)
+    else:
+        label = smk.params.label
+        if label not in adata.obs:
+            raise ValueError(
+                f"{smk.input[0]}: label column {label!r} is missing; columns are "
+                f"{list(adata.obs.columns)}"
+            )
+        table = classification_splits(
+            adata.obs[label].to_numpy(), kind, random_state=seed, **protocol
+        )
+        table.insert(2, "sample_id", adata.obs_names.to_numpy()[table["sample"].to_numpy()])
     logging.getLogger("omicsbayes").info("%s: %d splits", kind, table["split"].nunique())
     write_splits(table, smk.output[0])
 

@@ -1,4 +1,4 @@
-"""All experiments' summaries side by side: mean over tasks of each experiment x transform x model."""
+"""All experiments side by side: mean over tasks per experiment x transform x model."""
 
 import pandas as pd
 
@@ -10,9 +10,7 @@ def main(smk):
     summary = pd.concat(tables, ignore_index=True)
     means = [c for c in summary.columns if c.endswith("_mean")]
     side_by_side = (
-        summary.groupby(["experiment", "transform", "model"], sort=True)[means]
-        .mean()
-        .reset_index()
+        summary.groupby(["experiment", "transform", "model"], sort=True)[means].mean().reset_index()
     )
     write_table(side_by_side, smk.output[0])
 

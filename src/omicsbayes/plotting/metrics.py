@@ -1,7 +1,8 @@
 """Box-and-whisker plots of per-split metrics (the layout of paper 001's Figures 3-4)."""
 
 import matplotlib.pyplot as plt
-import numpy as np
+
+BOUNDED = frozenset({"auroc", "aupr", "accuracy", "error_rate"})
 
 
 def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
@@ -14,7 +15,8 @@ def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
     title : str
         Figure title (the experiment's name).
     columns : sequence of str
-        Metrics to draw; a metric that is NaN everywhere (AUROC for a multiclass task) is skipped.
+        Metrics to draw; a metric that is NaN everywhere (AUROC for a multiclass task, perplexity
+        for real-valued data) is skipped. Metrics in [0, 1] share that axis range.
     """
     present = [c for c in columns if c in metrics and metrics[c].notna().any()]
     per_split = metrics.groupby(["transform", "model", "split"], sort=True)[present].mean()
@@ -26,8 +28,9 @@ def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
     for ax, column in zip(axes[0], present):
         data = [g[column].dropna().to_numpy() for _, g in groups]
         ax.boxplot(data, tick_labels=labels, showmeans=True)
-        ax.set_title(column.upper() if column in ("auroc", "aupr") else column)
-        ax.set_ylim(max(0.0, np.nanmin(np.concatenate(data)) - 0.05) if data else 0.0, 1.0)
+        ax.set_title(column.upper() if column in ("auroc", "aupr") else column.replace("_", " "))
+        if column in BOUNDED:
+            ax.set_ylim(0.0, 1.02)
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title)

@@ -1,0 +1,115 @@
+"""The library side of the workflow: tasks, one split's fit, held-out entries, config checks."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+
+from omicsbayes.config import ConfigError, check_config, n_splits
+from omicsbayes.experiments import (
+    ExperimentError,
+    fit_heldout,
+    fit_split,
+    heldout_mask,
+    make_estimator,
+    score_predictions,
+    task_targets,
+)
+from omicsbayes.preprocess import build_pipeline
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_task_targets_kinds():
+    labels = pd.Series(["a", "b", None, "c", "a"])
+    binary = task_targets(labels, {"kind": "binary", "positive": ["a", "c"]})
+    np.testing.assert_array_equal(binary.iloc[:, 0], [1, 0, np.nan, 1, 1])
+    ovr = task_targets(labels, {"kind": "one_vs_rest"})
+    assert list(ovr.columns) == ["a", "b", "c"]
+    np.testing.assert_array_equal(ovr["b"], [0, 1, np.nan, 0, 0])
+    multi = task_targets(labels, {"kind": "multiclass"})
+    assert multi["multiclass"].tolist() == ["a", "b", None, "c", "a"]
+    with pytest.raises(ExperimentError, match="not found: \\['z'\\]"):
+        task_targets(labels, {"kind": "binary", "positive": ["z"]})
+
+
+def test_fit_split_matches_direct_sklearn_fit():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 5))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(80) > 0).astype(int)
+    targets = task_targets(
+        pd.Series(np.where(y == 1, "pos", "neg")), {"kind": "binary", "positive": ["pos"]}
+    )
+    train, test = np.arange(60), np.arange(60, 80)
+    pipeline = build_pipeline(["zscore"])
+    predictions, _ = fit_split(X, targets, train, test, {"class": "LogisticBaseline"}, pipeline, 1)
+    mean, sd = X[train].mean(0), X[train].std(0)  # z-scored with the training split only
+    direct = LogisticRegression(max_iter=1000).fit((X[train] - mean) / sd, y[train])
+    expected = direct.decision_function((X[test] - mean) / sd)
+    np.testing.assert_allclose(predictions["score"], expected, rtol=1e-4, atol=1e-6)
+    table = score_predictions(predictions.assign(transform="z", model="lr", split=0, seconds=0.1))
+    np.testing.assert_allclose(table["auroc"], roc_auc_score(y[test], expected))
+
+
+def test_fit_split_refuses_single_class_training_task():
+    X = np.random.default_rng(1).standard_normal((10, 3))
+    targets = task_targets(pd.Series(["a"] * 5 + ["b"] * 5), {"kind": "one_vs_rest"})
+    with pytest.raises(ExperimentError, match="single class in the training data"):
+        fit_split(X, targets, np.arange(5), np.arange(5, 10), {"class": "LogisticBaseline"})
+
+
+def test_make_estimator_errors_name_the_problem():
+    with pytest.raises(ExperimentError, match="Nope"):
+        make_estimator({"class": "Nope"})
+    with pytest.raises(ExperimentError, match="n_factor"):
+        make_estimator({"class": "PFAClassifier", "params": {"n_factor": 3}})
+    assert (
+        make_estimator({"class": "PFAClassifier", "params": {"n_factors": 3}}, 5).random_state == 5
+    )
+
+
+def test_fit_heldout_never_sees_heldout_entries():
+    rng = np.random.default_rng(2)
+    Y = rng.standard_normal((40, 6)) @ rng.standard_normal((6, 8))
+    mask = np.zeros_like(Y, dtype=bool)
+    mask[rng.random(Y.shape) < 0.2] = True
+    spec = {"class": "IBPFactorModel", "params": {"n_iter": 30, "burn_in": 15}}
+    poisoned = np.where(mask, 1e6, Y)
+    row, latent = fit_heldout(Y, mask, spec, random_state=3)
+    row_poisoned, _ = fit_heldout(poisoned, mask, spec, random_state=3)
+    assert row["n_heldout"] == mask.sum() and latent.shape[0] == 40
+    np.testing.assert_allclose(row["log_likelihood"] / mask.sum(), row["log_likelihood_per_entry"])
+    # the fit is identical; only the scored values differ (the huge ones score far worse)
+    assert row_poisoned["log_likelihood"] < row["log_likelihood"] - 1e3
+    table = pd.DataFrame(
+        {"split": 0, "row": np.nonzero(mask)[0], "col": np.nonzero(mask)[1], "role": "test"}
+    )
+    np.testing.assert_array_equal(heldout_mask(Y.shape, table), mask)
+
+
+def _default_config():
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_default_config_checks_and_split_counts():
+    config = _default_config()
+    check_config(config)
+    assert n_splits({"type": "repeated_subsampling"}) == 100
+    assert n_splits({"type": "few_shot", "n_repeats": 4}) == 4
+    assert n_splits({"type": "heldout_entries"}) == 5
+
+
+def test_check_config_names_the_key():
+    config = _default_config()
+    first = next(iter(config["experiments"]))
+    config["experiments"][first]["models"] = ["nonexistent"]
+    with pytest.raises(ConfigError, match=f"experiments.{first}.models"):
+        check_config(config)
+    config = _default_config()
+    config["experiments"][first]["kind"] = "heldout_entries"
+    with pytest.raises(ConfigError, match="protocol"):
+        check_config(config)
