@@ -177,3 +177,15 @@ def test_vectorised_gig_draws_match_bessel_moments(p):
     mean, mean_inv, _ = gig_moments(a[::30000], b[::30000], p)
     assert np.allclose(x.mean(axis=1), mean, rtol=0.05)
     assert np.allclose((1 / x).mean(axis=1), mean_inv, rtol=0.05)
+
+
+def test_gig_mean_and_inverse_mean_matches_shared_moments():
+    from omicsbayes.inference import gig_moments
+    from omicsbayes.inference.tpbn import gig_mean_and_inverse_mean
+
+    a = np.array([0.1, 2.0, 30.0, 1e-3])
+    b = np.array([1e-8, 0.7, 50.0, 4.0])
+    for p in (0.0, 0.5, -0.5, 1.7):
+        m, mi = gig_mean_and_inverse_mean(a, b, p)
+        m_ref, mi_ref, _ = gig_moments(a, b, p)
+        assert np.allclose(m, m_ref, rtol=1e-10) and np.allclose(mi, mi_ref, rtol=1e-10)

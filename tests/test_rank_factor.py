@@ -52,27 +52,27 @@ def monotone_transforms(W, rng):
 def test_rank_index_neighbours_match_brute_force():
     rng = np.random.default_rng(0)
     X = rng.integers(0, 5, size=(9, 4)).astype(float)  # many ties
-    W = rng.normal(size=(4, 9))
+    W = rng.normal(size=(9, 4))
     index = _RankIndex(X)
     lo, up = index.neighbours(W)
     for i in range(4):
         for n in range(9):
-            smaller = [W[i, m] for m in range(9) if X[m, i] < X[n, i]]
-            larger = [W[i, m] for m in range(9) if X[m, i] > X[n, i]]
-            assert lo[i, n] == (max(smaller) if smaller else -np.inf)
-            assert up[i, n] == (min(larger) if larger else np.inf)
+            smaller = [W[m, i] for m in range(9) if X[m, i] < X[n, i]]
+            larger = [W[m, i] for m in range(9) if X[m, i] > X[n, i]]
+            assert lo[n, i] == (max(smaller) if smaller else -np.inf)
+            assert up[n, i] == (min(larger) if larger else np.inf)
 
 
 def test_new_sample_neighbours_match_brute_force():
     rng = np.random.default_rng(1)
     X = rng.integers(0, 6, size=(12, 3)).astype(float)
-    W = rng.normal(size=(3, 12))
+    W = rng.normal(size=(12, 3))
     Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
     lo, up = _RankIndex(X).new_neighbours(W, Xnew)
     for m in range(len(Xnew)):
         for i in range(3):
-            smaller = [W[i, n] for n in range(12) if X[n, i] < Xnew[m, i]]
-            larger = [W[i, n] for n in range(12) if X[n, i] > Xnew[m, i]]
+            smaller = [W[n, i] for n in range(12) if X[n, i] < Xnew[m, i]]
+            larger = [W[n, i] for n in range(12) if X[n, i] > Xnew[m, i]]
             assert lo[m, i] == (max(smaller) if smaller else -np.inf)
             assert up[m, i] == (min(larger) if larger else np.inf)
 
@@ -159,8 +159,7 @@ def test_maxmargin_score_conditional_matches_augmented_density():
     eng = _point_engine("maxmargin_rank")
     eps = eng.est.epsilon
     W0 = eng.Ez @ eng.Ea.T
-    lo, up = eng.index.neighbours(W0.T)
-    lo, up = lo.T, up.T
+    lo, up = eng.index.neighbours(W0)
     has_l, has_u = np.isfinite(lo), np.isfinite(up)
     eng.rng = np.random.default_rng(11)
     eng.data_step()

@@ -21,15 +21,25 @@ Conditionals (derived from the joint density)::
     Phi_tilde | .  ~ Ga(1/2 + G/2, 1 + sum_g Phi)                (ERRATA: printed Ga(1, ...))
 
 The mean-field VB updates replace each conditioning variable by its expectation and
-``theta^2`` by ``E[theta^2]`` (paper 000, section 8, with the Bessel ratios of ERRATA.md through
-:func:`omicsbayes.inference.gig_moments`).
+``theta^2`` by ``E[theta^2]`` (paper 000, section 8, with the Bessel ratios of ERRATA.md).
 """
 
 import numpy as np
-
-from .gig import gig_moments
+from scipy import special
 
 _FLOOR = 1e-12
+
+
+def gig_mean_and_inverse_mean(a, b, p):
+    """``E[x]`` and ``E[1/x]`` of GIG(a, b, p) for a, b > 0 (Bessel ratios of ERRATA.md), with
+    two or three scaled Bessel evaluations instead of the five of ``gig_moments`` (which also
+    returns E[log x], not needed here); ``K_{-v} = K_v`` is used when p = 0."""
+    omega = np.sqrt(a * b)
+    eta = np.sqrt(b / a)
+    k_p = special.kve(p, omega)
+    k_up = special.kve(p + 1, omega)
+    k_down = k_up if p == 0 else special.kve(p - 1, omega)
+    return eta * k_up / k_p, k_down / (eta * k_p)
 
 
 def _log_q(x, p, w):
@@ -185,7 +195,7 @@ class TPBNShrinkage:
         b = np.maximum(np.asarray(second_moment, float), _FLOOR)
         n_members = self.shape[2]
         n_groups = self.shape[1]
-        mean_xi, mean_inv_xi, _ = gig_moments(2.0 * self.eta, b, self.r - 0.5)
+        mean_xi, mean_inv_xi = gig_mean_and_inverse_mean(2.0 * self.eta, b, self.r - 0.5)
         self.xi = mean_xi
         self.prior_precision = mean_inv_xi
         self.eta = (self.r + self.s) / (mean_xi + self.phi[:, :, None])

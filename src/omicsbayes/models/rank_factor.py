@@ -59,7 +59,7 @@ Errata applied (ERRATA.md, 000) and found here:
 """
 
 import numpy as np
-from scipy import special, stats
+from scipy import linalg, special, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -210,76 +210,95 @@ def margin_conditional_moments(mu, lower, upper, eps):
 class _RankIndex:
     """Sorted order of each training feature and the tie-group boundaries (paper 000, section 2).
 
-    ``neighbours(W)`` returns, for every entry of ``W`` (d x N, training w in sample order), the
-    running maximum of w over strictly smaller x (``w^l``) and the running minimum over strictly
-    larger x (``w^u``), with masks for entries that have no such neighbour (ERRATA.md, section 2).
-    ``place(X_new)`` finds, for new values, how many training values are strictly smaller and how
-    many are <= (a row-wise ``searchsorted`` done at once on complex keys ``row + 1j * value``,
-    which numpy orders lexicographically).
+    All arrays are (n_samples, n_features), sorted along axis 0 feature by feature.
+    ``neighbours(W)`` returns, for every entry of ``W`` (training w), the running maximum of w over
+    strictly smaller x (``w^l``) and the running minimum over strictly larger x (``w^u``), +-inf
+    where there is none (ERRATA.md, section 2).  ``place(X_new)`` counts, for new values, the
+    training values strictly smaller and <= (a row-wise ``searchsorted`` done at once on complex
+    keys ``feature + 1j * value``, which numpy orders lexicographically).
     """
 
     def __init__(self, X):
-        xt = np.ascontiguousarray(X.T)  # d x N
-        d, n = xt.shape
-        self.order = np.argsort(xt, axis=1, kind="stable")
-        self.sorted_x = np.take_along_axis(xt, self.order, axis=1)
-        pos = np.broadcast_to(np.arange(n), (d, n))
-        new_group = np.ones((d, n), bool)
-        new_group[:, 1:] = self.sorted_x[:, 1:] != self.sorted_x[:, :-1]
-        # first index of each entry's tie group, last index of it (in sorted order)
-        start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=1)
-        end_group = np.ones((d, n), bool)
-        end_group[:, :-1] = new_group[:, 1:]
-        end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
-        self.group = np.cumsum(new_group, axis=1) - 1  # dense rank within the row
-        self.start, self.end = start, end
-        self.n = n
-        keys = np.arange(d)[:, None] + 1j * self.sorted_x
-        self.keys = keys.ravel()
+        n, d = X.shape
+        self.n, self.d = n, d
+        order = np.argsort(X, axis=0, kind="stable")
+        self.flat = (order * d + np.arange(d)).ravel()  # sorted position -> flat sample index
+        sorted_x = X.ravel()[self.flat].reshape(n, d)
+        pos = np.broadcast_to(np.arange(n)[:, None], (n, d))
+        new_group = np.ones((n, d), bool)
+        new_group[1:] = sorted_x[1:] != sorted_x[:-1]
+        end_group = np.ones((n, d), bool)
+        end_group[:-1] = new_group[1:]
+        # first and last sorted position of each entry's tie group
+        self.start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=0)
+        self.end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[::-1], axis=0)[::-1]
+        self.group = np.cumsum(new_group, axis=0) - 1  # dense rank within the feature
+        self.has_l = self.start > 0
+        self.has_u = self.end < n - 1
+        self.lpos = (np.maximum(self.start - 1, 0) * d + np.arange(d)).ravel()
+        self.upos = (np.minimum(self.end + 1, n - 1) * d + np.arange(d)).ravel()
+        self.keys = (np.arange(d)[:, None] + 1j * sorted_x.T).ravel()
 
-    def _scatter(self, sorted_values):
-        out = np.empty_like(sorted_values)
-        np.put_along_axis(out, self.order, sorted_values, axis=1)
-        return out
+    def _sorted(self, W):
+        return W.ravel()[self.flat].reshape(self.n, self.d)
+
+    def _unsort(self, sorted_values):
+        out = np.empty(self.n * self.d)
+        out[self.flat] = sorted_values.ravel()
+        return out.reshape(self.n, self.d)
 
     def neighbours(self, W):
-        """``(w^l, w^u)`` for every entry of W (d x N): running max over strictly smaller values,
-        running min over strictly larger ones, +-inf where there is none (ERRATA, section 2)."""
-        ws = np.take_along_axis(W, self.order, axis=1)
-        cmax = np.maximum.accumulate(ws, axis=1)
-        cmin = np.minimum.accumulate(ws[:, ::-1], axis=1)[:, ::-1]
-        lo = np.take_along_axis(cmax, np.maximum(self.start - 1, 0), axis=1)
-        up = np.take_along_axis(cmin, np.minimum(self.end + 1, self.n - 1), axis=1)
+        ws = self._sorted(W)
+        cmax = np.maximum.accumulate(ws, axis=0).ravel()
+        cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1].ravel()
+        lo = np.where(self.has_l, cmax[self.lpos].reshape(ws.shape), -np.inf)
+        up = np.where(self.has_u, cmin[self.upos].reshape(ws.shape), np.inf)
+        return self._unsort(lo), self._unsort(up)
+
+    def subset(self, flat_index):
+        """Precomputed positions for :meth:`neighbours_at` on the entries ``flat_index``."""
+        inverse = np.empty(self.n * self.d, dtype=np.intp)
+        inverse[self.flat] = np.arange(self.n * self.d)
+        at = inverse[flat_index]
         return (
-            self._scatter(np.where(self.start > 0, lo, -np.inf)),
-            self._scatter(np.where(self.end < self.n - 1, up, np.inf)),
+            self.lpos[at],
+            self.upos[at],
+            self.has_l.ravel()[at],
+            self.has_u.ravel()[at],
         )
 
+    def neighbours_at(self, W, subset):
+        """:meth:`neighbours` at the entries of a :meth:`subset` only (flat arrays)."""
+        lpos, upos, has_l, has_u = subset
+        ws = self._sorted(W)
+        cmax = np.maximum.accumulate(ws, axis=0).ravel()
+        cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1].ravel()
+        return np.where(has_l, cmax[lpos], -np.inf), np.where(has_u, cmin[upos], np.inf)
+
     def group_parity(self):
-        return self._scatter(self.group % 2)
+        return self._unsort((self.group % 2).astype(float)).astype(int)
 
     def place(self, Xnew):
-        """Counts (d x M) of training values < and <= each new value."""
-        xt = np.ascontiguousarray(np.asarray(Xnew, float).T)
-        d = xt.shape[0]
-        rows = np.arange(d)[:, None]
-        q = (rows + 1j * xt).ravel()
-        base = rows * self.n
+        """Counts (M x d) of training values < and <= each new value."""
+        xt = np.asarray(Xnew, float)
+        d = self.d
+        q = (np.arange(d)[None, :] + 1j * xt).ravel()
+        base = np.arange(d)[None, :] * self.n
         n_lt = np.searchsorted(self.keys, q, side="left").reshape(xt.shape) - base
         n_le = np.searchsorted(self.keys, q, side="right").reshape(xt.shape) - base
         return n_lt, n_le
 
     def new_neighbours(self, W, Xnew):
         """Training neighbours ``(w^l, w^u)`` (M x d) of new values, from fitted training w."""
-        ws = np.take_along_axis(W, self.order, axis=1)
-        cmax = np.maximum.accumulate(ws, axis=1)
-        cmin = np.minimum.accumulate(ws[:, ::-1], axis=1)[:, ::-1]
+        ws = self._sorted(W)
+        cmax = np.maximum.accumulate(ws, axis=0)
+        cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1]
         n_lt, n_le = self.place(Xnew)
-        lo = np.where(n_lt > 0, np.take_along_axis(cmax, np.maximum(n_lt - 1, 0), axis=1), -np.inf)
-        up = np.where(
-            n_le < self.n, np.take_along_axis(cmin, np.minimum(n_le, self.n - 1), axis=1), np.inf
-        )
-        return lo.T, up.T
+        lo_pos = np.maximum(n_lt - 1, 0)
+        up_pos = np.minimum(n_le, self.n - 1)
+        lo = np.where(n_lt > 0, np.take_along_axis(cmax, lo_pos, axis=0), -np.inf)
+        up = np.where(n_le < self.n, np.take_along_axis(cmin, up_pos, axis=0), np.inf)
+        return lo, up
 
 
 def _kl_diag_prior(mean, cov_diag, logdet, prior_precision):
@@ -324,13 +343,23 @@ class _Engine:
             if self.like == "rank" or est.maxmargin_form == "latent":
                 self.Ew = init.copy()
                 self.n_draws = 0
-                self.parity = self.index.group_parity().T
-        u, s, vt = np.linalg.svd(init - init.mean(axis=0), full_matrices=False)
-        k0 = min(k, len(s))
+                parity = self.index.group_parity().ravel()
+                self.parity_index = (np.flatnonzero(parity == 0), np.flatnonzero(parity == 1))
+                self.parity_subset = [self.index.subset(sel) for sel in self.parity_index]
+        # principal components of the (normal-scored) data through the smaller Gram matrix
+        centred = init - init.mean(axis=0)
+        small = centred @ centred.T if n <= d else centred.T @ centred
+        top = min(k, len(small))
+        evals, evecs = linalg.eigh(small, subset_by_index=[len(small) - top, len(small) - 1])
+        evals, evecs = evals[::-1], evecs[:, ::-1]
+        k0 = int(np.sum(evals > 1e-10 * max(evals[0], 1e-300)))
+        evals, evecs = evals[:k0], evecs[:, :k0]
+        sv = np.sqrt(evals)
+        u, v = (evecs, centred.T @ evecs / sv) if n <= d else (centred @ evecs / sv, evecs)
         self.Ez = np.zeros((n, k))
         self.Ea = np.zeros((d, k))
-        self.Ez[:, :k0] = u[:, :k0] * np.sqrt(n)
-        self.Ea[:, :k0] = vt[:k0].T * (s[:k0] / np.sqrt(n))
+        self.Ez[:, :k0] = u * np.sqrt(n)
+        self.Ea[:, :k0] = v * (sv / np.sqrt(n))
         if k0 < k:
             self.Ez[:, k0:] = 0.01 * rng.standard_normal((n, k - k0))
             self.Ea[:, k0:] = 0.01 * rng.standard_normal((d, k - k0))
@@ -405,16 +434,15 @@ class _Engine:
         # rank are updated in turn, so that each half-step conditions on fixed neighbours and
         # keeps the ordering of w (paper 000, section 2; ERRATA section 2 for w^l, w^u).
         wbar = self.Ez @ self.Ea.T
-        for parity in (0, 1):
-            lo, up = self.index.neighbours(self.Ew.T)
-            lo, up = lo.T, up.T
-            sel = self.parity == parity
+        ew = self.Ew.ravel()
+        for sel, subset in zip(self.parity_index, self.parity_subset):
+            lo, up = self.index.neighbours_at(self.Ew, subset)
+            mu = wbar.ravel()[sel]
             if self.gibbs:
-                new = sample_truncnorm(wbar[sel], 1.0, lo[sel], up[sel], self.rng)
+                ew[sel] = sample_truncnorm(mu, 1.0, lo, up, self.rng)
             else:
-                new, _ = truncnorm_moments(wbar[sel], 1.0, lo[sel], up[sel])
-            self.Ew[sel] = new
-        lo, up = self.index.neighbours(self.Ew.T)
+                ew[sel] = truncnorm_moments(mu, 1.0, lo, up)[0]
+        lo, up = self.index.neighbours(self.Ew)
         self.P = np.ones((1, self.d))
         self.H = self.Ew
         if self.gibbs:
@@ -424,21 +452,21 @@ class _Engine:
             var = np.maximum(
                 self.sym.inner(self.sym.flat(self.EZZ), self.sym.flat(self.EAA)) - wbar**2, 0
             )
-            self.data_ll = float(np.sum(_log_interval(wbar, np.sqrt(1 + var), lo.T, up.T)))
+            self.data_ll = float(np.sum(_log_interval(wbar, np.sqrt(1 + var), lo, up)))
 
     def _maxmargin_step(self, eps):
         wbar = self.Ez @ self.Ea.T
         if self.est.maxmargin_form == "latent":
             self._maxmargin_latent(wbar, eps)
             return
-        lo, up = self.index.neighbours(wbar.T)
-        il, iu, self.data_ll = self._margin_weights(wbar, lo.T, up.T, None, eps)
+        lo, up = self.index.neighbours(wbar)
+        il, iu, self.data_ll = self._margin_weights(wbar, lo, up, None, eps)
         # Conditional of w_n = a^T z_n given fixed neighbours (sections 3 and 7): Gaussian with
         # precision 1/lam^l + 1/lam^u and linear coefficient (w^l + eps)/lam^l + 1 +
         # (w^u - eps)/lam^u - 1; the +-1 (the "-u" of each augmented term) cancel only when both
         # neighbours exist.
         self.P = il + iu
-        self.H = self._margin_linear(il, iu, lo.T, up.T, eps)
+        self.H = self._margin_linear(il, iu, lo, up, eps)
 
     def _margin_weights(self, w, lo, up, var_extra, eps):
         """E[1/lam^l], E[1/lam^u] (VB) or draws (Gibbs), and the log pseudo-likelihood (eq. 6)."""
@@ -483,16 +511,15 @@ class _Engine:
         # loses the spread that the ordering of noisy w forces, and the scale of w contracts to
         # zero over the iterations (observed on simulated data).
         ll = 0.0
-        for parity in (0, 1):
-            lo, up = self.index.neighbours(self.Ew.T)
-            lo, up = lo.T, up.T
-            sel = self.parity == parity
+        ew = self.Ew.ravel()
+        for sel, subset in zip(self.parity_index, self.parity_subset):
+            lo, up = self.index.neighbours_at(self.Ew, subset)
             gibbs, self.gibbs = self.gibbs, True
-            il, iu, part = self._margin_weights(self.Ew[sel], lo[sel], up[sel], None, eps)
+            il, iu, part = self._margin_weights(ew[sel], lo, up, None, eps)
             self.gibbs = gibbs
             prec = 1.0 + il + iu
-            mean = (wbar[sel] + self._margin_linear(il, iu, lo[sel], up[sel], eps)) / prec
-            self.Ew[sel] = mean + self.rng.standard_normal(mean.shape) / np.sqrt(prec)
+            mean = (wbar.ravel()[sel] + self._margin_linear(il, iu, lo, up, eps)) / prec
+            ew[sel] = mean + self.rng.standard_normal(mean.shape) / np.sqrt(prec)
             ll += part
         self.P = np.ones((1, self.d))
         if self.gibbs:
@@ -966,10 +993,10 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
 
     def _train_w(self, eng):
         if self.likelihood == "rank":
-            return eng.Ew.T.copy()
+            return eng.Ew.copy()
         if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
-            return eng.H.T.copy()
-        return (eng.Ez @ eng.Ea.T).T
+            return eng.H.copy()
+        return eng.Ez @ eng.Ea.T
 
     def _fit_gibbs(self, eng):
         import arviz as az
