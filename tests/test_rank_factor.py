@@ -359,3 +359,36 @@ def test_simulation_recovery_rank_beats_gaussian(seed):
     assert result["R-L-BSVM"][0] > planted_auc - 0.05
     assert result["R-L-BSVM"][0] > result["G-L-BSVM"][0] + 0.02
     assert result["R-L-BSVM"][1] < 35 and result["R-L-BSVM"][1] < result["G-L-BSVM"][1]
+
+
+def test_plotting_tables_and_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from omicsbayes.plotting import rank_factor as rp
+
+    rng = np.random.default_rng(12)
+    A = rng.normal(size=(30, 4)) * 0.1
+    A[3] = [5.0, 0, 0, 0]
+    A[7] = [4.0, 0.1, 0, 0]  # nearly parallel to gene 3
+    A[9] = [0, 0, -6.0, 0]
+    genes = [f"g{i}" for i in range(30)]
+    table = rp.top_genes_table(A, genes, n_top=2)
+    assert list(table[table.factor == 1].gene) == ["g3", "g7"]
+    assert table[table.factor == 3].gene.iloc[0] == "g9"
+    edges = rp.gene_network_edges(A, genes, n_genes=3, threshold=0.95)
+    assert {tuple(sorted(p)) for p in edges[["gene_a", "gene_b"]].to_numpy()} == {("g3", "g7")}
+    figs = [
+        rp.rank_vs_log_figure(np.exp(rng.normal(size=40)), np.repeat(["a", "b"], 20), "g1"),
+        rp.coefficient_figure(rng.normal(size=(3, 4)), ["t1", "t2", "t3"]),
+        rp.loadings_heatmap(A, genes),
+        rp.loadings_images(rng.normal(size=(16, 3)), (4, 4)),
+        rp.gene_network_figure(edges),
+    ]
+    assert all(isinstance(f, plt.Figure) for f in figs)
+    for f in figs:
+        plt.close(f)
+    with pytest.raises(ValueError, match="image_shape"):
+        rp.loadings_images(A, (4, 4))
