@@ -528,8 +528,12 @@ class MVGP(BaseEstimator):
             if rows is None
             else _check_index(rows, self.shape_[0], "rows")
         )
-        X = (self._S.T @ self._Km.rows(rows).T).T  # C_M[rows] S
-        return self._Kn.matmat(X.T).T
+        out = np.empty((rows.size, self.shape_[1]))
+        for start in range(0, rows.size, 1024):  # blocks of rows bound the C_M[rows] memory
+            block = rows[start : start + 1024]
+            X = (self._S.T @ self._Km.rows(block).T).T  # C_M[block] S
+            out[start : start + block.size] = self._Kn.matmat(X.T).T
+        return out
 
 
 class KPMF(_FactorModel):
