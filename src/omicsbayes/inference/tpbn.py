@@ -36,9 +36,13 @@ def gig_mean_and_inverse_mean(a, b, p):
     returns E[log x], not needed here); ``K_{-v} = K_v`` is used when p = 0."""
     omega = np.sqrt(a * b)
     eta = np.sqrt(b / a)
-    k_p = special.kve(p, omega)
-    k_up = special.kve(p + 1, omega)
-    k_down = k_up if p == 0 else special.kve(p - 1, omega)
+    if p == 0:  # horseshoe: the dedicated order-0 and order-1 routines are much faster
+        k_p, k_up = special.k0e(omega), special.k1e(omega)
+        k_down = k_up
+    else:
+        k_p = special.kve(p, omega)
+        k_up = special.kve(p + 1, omega)
+        k_down = special.kve(p - 1, omega)
     return eta * k_up / k_p, k_down / (eta * k_p)
 
 
