@@ -795,7 +795,8 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     max_iter, tol : VB iterations and relative-change stopping rule of the monitoring bound.
     n_samples, burn_in, thin : Gibbs settings.
     transform_iter : int
-        Iterations of the z_* update for new samples.
+        At most this many iterations of the z_* update for new samples (it stops when z_*
+        changes by less than 1e-4 of its mean magnitude).
     random_state : int, Generator or None
     verbose : bool
 
@@ -807,7 +808,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         ``component_coef_`` (n_tasks, n_components, n_factors)
     intercept_ : (n_tasks,)
     classes_ : labels (binary, multiclass) or a list of per-task label pairs (multitask)
-    lower_bound_ : VB history of the monitoring bound (see ``_Engine.objective``)
+    lower_bound_ : VB history of the monitored objective (see ``_Engine.objective``): expected
+        log pseudo-likelihood minus KL terms; with the latent max-margin form its data part is
+        evaluated at the current draw of w, so it fluctuates and is not monotone
     inference_data_ : Gibbs draws (arviz.InferenceData, one chain): ``coef``, ``intercept``,
         ``train_decision`` (the identifiable decision function on the training samples; use it
         for R-hat / ESS, e.g. over several seeds joined with ``arviz.concat(..., dim="chain")``),
@@ -1141,7 +1144,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 logp -= logp.max(axis=1, keepdims=True)
                 R = np.exp(logp)
                 R /= R.sum(axis=1, keepdims=True)
-            if change < 1e-6 and self.likelihood != "gaussian":
+            if change < 1e-4 * max(1.0, float(np.abs(Ez).mean())) and self.likelihood != "gaussian":
                 break
             if self.likelihood == "gaussian" and not self.mixture:
                 break
