@@ -17,3 +17,4 @@ rule all:
         expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
         expand("results/{experiment}/figures/metrics.png", experiment=EXPERIMENTS),
         "results/summary.tsv",
+        [f"results/{e}/candidates.tsv" for e in EXPERIMENTS if experiment_kind(e) == "disease_gene"],

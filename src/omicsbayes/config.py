@@ -6,12 +6,14 @@ and protocol, that transform steps and model parameters exist, and how many spli
 has. Each problem is one :class:`ConfigError` naming the config key.
 """
 
-from .experiments import HELDOUT_MODELS, ExperimentError, make_estimator
+from .experiments import HELDOUT_MODELS, RANKING_MODELS, ExperimentError, make_estimator
 
 PROTOCOLS_OF_KIND = {
     "classification": ("stratified_kfold", "repeated_subsampling", "few_shot"),
     "heldout_entries": ("heldout_entries",),
+    "disease_gene": ("known_rows", "new_rows"),
 }
+MODELS_OF_KIND = {"heldout_entries": HELDOUT_MODELS, "disease_gene": RANKING_MODELS}
 
 
 class ConfigError(ValueError):
@@ -25,6 +27,8 @@ def n_splits(protocol):
         return int(protocol.get("n_repeats", 20))
     if kind == "heldout_entries":
         return int(protocol.get("n_repeats", 5))
+    if kind in ("known_rows", "new_rows"):
+        return int(protocol.get("n_splits", 5))
     default = 100 if kind == "repeated_subsampling" else 10
     return int(protocol.get("n_splits", default))
 
@@ -52,29 +56,30 @@ def check_config(config):
                     f"{section} (defined: {sorted(config[section])})"
                 )
         for field in ("transforms", "models"):
-            unknown = [v for v in experiment[field] if v not in config[field]]
+            unknown = [v for v in experiment.get(field, []) if v not in config[field]]
             if unknown:
                 raise ConfigError(
                     f"config key {key}.{field}: {unknown} not defined under {field} "
                     f"(defined: {sorted(config[field])})"
                 )
         kind = experiment.get("kind", "classification")
+        if kind != "disease_gene" and not experiment.get("transforms"):
+            raise ConfigError(
+                f"config key {key}.transforms: a {kind} experiment lists its transforms"
+            )
         protocol_type = config["protocols"][experiment["protocol"]]["type"]
         if protocol_type not in PROTOCOLS_OF_KIND[kind]:
             raise ConfigError(
                 f"config key {key}.protocol: a {kind} experiment needs a protocol of type "
                 f"{PROTOCOLS_OF_KIND[kind]}; {experiment['protocol']!r} is {protocol_type!r}"
             )
-        if kind == "heldout_entries":
-            wrong = [
-                m
-                for m in experiment["models"]
-                if config["models"][m]["class"] not in HELDOUT_MODELS
-            ]
+        if kind in MODELS_OF_KIND:
+            allowed = MODELS_OF_KIND[kind]
+            wrong = [m for m in experiment["models"] if config["models"][m]["class"] not in allowed]
             if wrong:
                 raise ConfigError(
-                    f"config key {key}.models: {wrong} cannot score held-out entries; a "
-                    f"heldout_entries experiment takes models of class {sorted(HELDOUT_MODELS)}"
+                    f"config key {key}.models: {wrong} cannot be used here; a {kind} experiment "
+                    f"takes models of class {sorted(allowed)}"
                 )
             continue
         if "label" not in config["cohorts"][experiment["cohort"]]:

@@ -56,6 +56,7 @@ def make_estimator(spec, random_state=None):
         Passed to the estimator when it takes a ``random_state``.
     """
     name = spec["class"]
+    spec = {k: v for k, v in spec.items() if k != "side_information"}  # a workflow-level key
     if name not in model_classes():
         known = ", ".join(sorted(model_classes()))
         raise ExperimentError(f"model class {name!r} is unknown; expected one of: {known}")
@@ -292,3 +293,97 @@ def fit_heldout(Y, mask, spec, random_state=None):
     }
     latent = getattr(estimator, "latent_", getattr(estimator, "scores_", None))
     return row, None if latent is None else np.asarray(latent, dtype=float)
+
+
+RANKING_MODELS = frozenset({"ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF"})
+
+
+def ranking_fold(
+    matrix,
+    split_table,
+    protocol,
+    spec,
+    row_kernel=None,
+    n_negative_sets=5,
+    random_state=0,
+    n_candidates=20,
+):
+    """One outer fold of paper 004's disease-gene protocol (section 5.1).
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix of shape (n_rows, n_cols)
+        Known associations (nonzero = positive); every other entry is unknown.
+    split_table : pandas.DataFrame
+        This fold's rows of the split table: ``entry`` ids (``known_rows``: 5-fold over the
+        positive entries in row-major order) or ``row`` ids (``new_rows``: 5-fold over rows, whose
+        entries are all held out and which get no sampled negative).
+    protocol : {"known_rows", "new_rows"}
+    spec : dict
+        Model entry of the config (a class of :data:`RANKING_MODELS`).
+    row_kernel : ndarray or LowRankKernel, optional
+        Row covariance (``diffusion_kernel`` of the row graph); identity when None.
+
+    Returns
+    -------
+    curves : pandas.DataFrame
+        P@k and R@k for k = 1..20 averaged over the test rows, with the number of rows scored and
+        excluded (no test positive), from :func:`omicsbayes.evaluate.ranking.ranking_curves`.
+    candidates : pandas.DataFrame
+        For every test row, its top ``n_candidates`` columns after removing training positives:
+        row, rank, col, score and whether the column is a held-out (test) positive.
+    """
+    from .evaluate.ranking import ranking_curves
+    from .models.mvgp import averaged_scores
+
+    if spec["class"] not in RANKING_MODELS:
+        raise ExperimentError(
+            f"model class {spec['class']!r} does not rank entries; expected one of {sorted(RANKING_MODELS)}"
+        )
+    coo = matrix.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    rows, cols = coo.row[order].astype(np.int64), coo.col[order].astype(np.int64)
+    test_ids = split_table.loc[
+        split_table["role"] == "test", "entry" if protocol == "known_rows" else "row"
+    ]
+    test_ids = test_ids.to_numpy()
+    if protocol == "known_rows":
+        is_test = np.zeros(rows.size, dtype=bool)
+        is_test[test_ids] = True
+        score_rows, new_rows = np.unique(rows[is_test]), None
+    else:
+        is_test = np.isin(rows, test_ids)
+        score_rows = new_rows = np.sort(test_ids)
+    train, test = (rows[~is_test], cols[~is_test]), (rows[is_test], cols[is_test])
+    scores = averaged_scores(
+        make_estimator(spec),
+        *train,
+        matrix.shape,
+        score_rows,
+        row_kernel=row_kernel,
+        n_negative_sets=n_negative_sets,
+        exclude_rows=new_rows,
+        random_state=random_state,
+    )
+    curves = ranking_curves(dict(zip(score_rows.tolist(), scores)), test, train)
+
+    position = {r: i for i, r in enumerate(score_rows.tolist())}
+    train_rows = np.array([position.get(r, -1) for r in train[0].tolist()], dtype=np.int64)
+    keep = train_rows >= 0
+    masked = scores.copy()
+    masked[train_rows[keep], train[1][keep]] = -np.inf  # training positives are not candidates
+    top = np.argsort(-masked, axis=1, kind="stable")[:, :n_candidates]
+    test_positive = np.zeros(masked.shape, dtype=bool)
+    test_rows = np.array([position[r] for r in test[0].tolist()], dtype=np.int64)
+    test_positive[test_rows, test[1]] = True
+    n, k = top.shape
+    candidates = pd.DataFrame(
+        {
+            "row": np.repeat(score_rows, k),
+            "rank": np.tile(np.arange(1, k + 1), n),
+            "col": top.ravel(),
+            "score": np.take_along_axis(masked, top, axis=1).ravel(),
+            "test_positive": np.take_along_axis(test_positive, top, axis=1).ravel(),
+        }
+    )
+    return curves, candidates

@@ -29,8 +29,14 @@ def experiment_kind(experiment):
 
 
 def fit_outputs(wildcards):
-    """Every fit table of an experiment: fits/ for classification, entries/ for held-out entries."""
+    """Every fit table of an experiment (fits/, entries/ or ranking/ by the experiment's kind)."""
     e = EXPERIMENTS[wildcards.experiment]
+    if experiment_kind(wildcards.experiment) == "disease_gene":
+        return [
+            f"results/{wildcards.experiment}/ranking/{m}/split{s}.tsv"
+            for m in e["models"]
+            for s in experiment_splits(wildcards.experiment)
+        ]
     folder = "entries" if experiment_kind(wildcards.experiment) == "heldout_entries" else "fits"
     return [
         f"results/{wildcards.experiment}/{folder}/{t}/{m}/split{s}.tsv"

@@ -50,3 +50,25 @@ rule summary:
         "benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"
+
+
+rule candidates:
+    input:
+        lambda wc: [
+            f"results/{wc.experiment}/ranking/{m}/candidates{s}.tsv"
+            for m in EXPERIMENTS[wc.experiment]["models"]
+            for s in experiment_splits(wc.experiment)
+        ],
+    output:
+        report(
+            "results/{experiment}/candidates.tsv",
+            caption="../report/candidates.rst",
+            category="{experiment}",
+            labels={"table": "ranked candidates"},
+        ),
+    log:
+        "logs/evaluate/{experiment}_candidates.log",
+    benchmark:
+        "benchmarks/evaluate/{experiment}_candidates.tsv"
+    script:
+        "../scripts/candidates.py"

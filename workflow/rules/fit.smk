@@ -55,3 +55,31 @@ rule fit_entries:
         runtime=lambda wc, attempt: 120 * attempt,
     script:
         "../scripts/fit_entries.py"
+
+
+# Paper 004's protocol: one fold of the disease-gene cross-validation per job.
+rule fit_ranking:
+    input:
+        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+        splits=lambda wc: cohort_file(wc, "splits"),
+    output:
+        curves="results/{experiment}/ranking/{model}/split{split}.tsv",
+        candidates="results/{experiment}/ranking/{model}/candidates{split}.tsv",
+    wildcard_constraints:
+        split=r"\d+",
+    params:
+        model=lambda wc: config["models"][wc.model],
+        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+        seed=config["seed"],
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/fit_ranking/{experiment}/{model}/split{split}.log",
+    benchmark:
+        "benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 60 * attempt,
+    script:
+        "../scripts/fit_ranking.py"

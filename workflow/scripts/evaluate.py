@@ -10,7 +10,7 @@ from omicsbayes.experiments import score_predictions
 from omicsbayes.jobs import run_job, write_table
 
 PATH = re.compile(
-    r"(?:fits|entries)/(?P<transform>[^/]+)/(?P<model>[^/]+)/split(?P<split>\d+)\.tsv$"
+    r"(?:(?:fits|entries)/(?P<transform>[^/]+)|ranking)/(?P<model>[^/]+)/split(?P<split>\d+)\.tsv$"
 )
 
 
@@ -20,10 +20,16 @@ def main(smk):
         keys = PATH.search(path).groupdict()
         table = pd.read_csv(path, sep="\t")
         tables.append(
-            table.assign(transform=keys["transform"], model=keys["model"], split=int(keys["split"]))
+            table.assign(
+                transform=keys["transform"] or "none", model=keys["model"], split=int(keys["split"])
+            )
         )
     joined = pd.concat(tables, ignore_index=True)
-    if smk.params.experiment.get("kind", "classification") == "heldout_entries":
+    kind = smk.params.experiment.get("kind", "classification")
+    if kind == "disease_gene":  # paper 004: P@k and R@k curves per fold
+        metrics = joined[["transform", "model", "split", *joined.columns[:-3]]]
+        columns, by = ["precision", "recall"], ["k"]
+    elif kind == "heldout_entries":
         metrics = joined[["transform", "model", "split", *joined.columns[:-3]]]
         columns, by = ["log_likelihood_per_entry", "perplexity", "seconds"], []
     else:

@@ -1,4 +1,4 @@
-"""Box plots of the per-split metrics of one experiment."""
+"""The figure of one experiment: box plots of per-split metrics, or P@k / R@k curves."""
 
 import matplotlib
 
@@ -7,15 +7,22 @@ import pandas as pd  # noqa: E402
 
 from omicsbayes.jobs import atomic_write, run_job  # noqa: E402
 from omicsbayes.plotting import metric_boxplots  # noqa: E402
+from omicsbayes.plotting.mvgp import ranking_curves_figure  # noqa: E402
+
+COLUMNS = {
+    "classification": ("auroc", "aupr", "accuracy"),
+    "heldout_entries": ("log_likelihood_per_entry", "perplexity"),
+}
 
 
 def main(smk):
     metrics = pd.read_csv(smk.input[0], sep="\t")
-    heldout = smk.params.experiment.get("kind", "classification") == "heldout_entries"
-    columns = (
-        ("log_likelihood_per_entry", "perplexity") if heldout else ("auroc", "aupr", "accuracy")
-    )
-    fig = metric_boxplots(metrics, title=smk.wildcards.experiment, columns=columns)
+    kind = smk.params.experiment.get("kind", "classification")
+    title = smk.wildcards.experiment
+    if kind == "disease_gene":
+        fig = ranking_curves_figure(metrics, title=title)
+    else:
+        fig = metric_boxplots(metrics, title=title, columns=COLUMNS[kind])
     atomic_write(
         smk.output[0], lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
     )

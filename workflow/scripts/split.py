@@ -1,7 +1,9 @@
 """Write the fold table of one cohort and protocol.
 
 Classification protocols stratify by the cohort's label (columns split, sample, sample_id, role);
-``heldout_entries`` lists the held-out (row, col) entries of each repeat (paper 002).
+``heldout_entries`` lists the held-out (row, col) entries of each repeat (paper 002);
+``known_rows`` and ``new_rows`` split the associations or the rows of a disease-gene matrix
+(paper 004).
 """
 
 import logging
@@ -10,7 +12,13 @@ import anndata as ad
 import numpy as np
 
 from omicsbayes._seed import derive_seed
-from omicsbayes.evaluate.splitters import classification_splits, heldout_entry_splits, write_splits
+from omicsbayes.evaluate.splitters import (
+    classification_splits,
+    entry_kfold_splits,
+    heldout_entry_splits,
+    row_kfold_splits,
+    write_splits,
+)
 from omicsbayes.jobs import run_job
 
 
@@ -19,7 +27,15 @@ def main(smk):
     protocol = dict(smk.params.protocol)
     kind = protocol.pop("type")
     seed = derive_seed(smk.params.seed, smk.wildcards.cohort, smk.wildcards.protocol)
-    if kind == "heldout_entries":
+    if kind == "known_rows":  # paper 004: 5-fold over the known associations (row-major order)
+        coo = adata.X.tocoo()
+        order = np.lexsort((coo.col, coo.row))
+        table = entry_kfold_splits(
+            coo.row[order], coo.col[order], protocol.get("n_splits", 5), random_state=seed
+        )
+    elif kind == "new_rows":  # paper 004: 5-fold over rows (new diseases)
+        table = row_kfold_splits(adata.n_obs, protocol.get("n_splits", 5), random_state=seed)
+    elif kind == "heldout_entries":
         observed = np.isfinite(np.asarray(adata.X, dtype=float))
         table = heldout_entry_splits(observed, random_state=seed, **protocol)
     else:

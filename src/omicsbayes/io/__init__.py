@@ -6,6 +6,7 @@ bad input raises :class:`CohortError` naming the file and what was expected.
 """
 
 from ._common import CohortError
+from .associations import load_omim, read_associations
 from .cohort import read_cohort
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
@@ -21,6 +22,8 @@ from .tcga import parse_barcode, read_tcga
 __all__ = [
     "CohortError",
     "load_demo",
+    "load_omim",
+    "read_associations",
     "parse_barcode",
     "read_association_list",
     "read_cohort",

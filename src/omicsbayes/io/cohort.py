@@ -6,6 +6,7 @@ import inspect
 from pathlib import Path
 
 from ._common import CohortError, list_ids
+from .associations import load_omim, read_associations
 from .counts import read_counts
 from .delimited import read_matrix
 from .demo import load_demo
@@ -24,10 +25,12 @@ READERS = {
     "demo": load_demo,
     "simulated_counts": simulate_counts,
     "hivdb": read_hivdb_phenosense,
+    "associations": read_associations,
+    "omim": load_omim,
 }
 # spec keys renamed on the way to the reader ("format" is taken by the dispatcher)
 RENAMES = {"counts": {"count_format": "format", "path": "paths"}}
-PATH_KEYS = ("path", "paths", "sample_sheet", "clinical")
+PATH_KEYS = ("path", "paths", "sample_sheet", "clinical", "row_graph", "col_graph")
 
 
 def _resolve(value, base):
