@@ -63,6 +63,7 @@ from scipy import linalg, special, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from ..inference.bsvm import (
     Progress,
@@ -350,7 +351,8 @@ class _Engine:
         centred = init - init.mean(axis=0)
         small = centred @ centred.T if n <= d else centred.T @ centred
         top = min(k, len(small))
-        evals, evecs = linalg.eigh(small, subset_by_index=[len(small) - top, len(small) - 1])
+        with threadpool_limits(1):  # a small eigenproblem: threads only contend (seconds, not ms)
+            evals, evecs = linalg.eigh(small, subset_by_index=[len(small) - top, len(small) - 1])
         evals, evecs = evals[::-1], evecs[:, ::-1]
         k0 = int(np.sum(evals > 1e-10 * max(evals[0], 1e-300)))
         evals, evecs = evals[:k0], evecs[:, :k0]
