@@ -15,8 +15,8 @@ from pathlib import Path
 def run_job(smk, main):
     """Run ``main(smk)`` with logging to ``smk.log[0]``; on error log one line and exit 1."""
     log_path = smk.log[0] if len(smk.log) else None
-    handlers = [logging.FileHandler(log_path, mode="w")] if log_path else []
-    handlers.append(logging.StreamHandler(sys.stderr))
+    # progress goes to the rule's log only; Snakemake's console stays readable with many jobs
+    handlers = [logging.FileHandler(log_path, mode="w") if log_path else logging.StreamHandler()]
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
@@ -29,6 +29,7 @@ def run_job(smk, main):
     except Exception as err:  # the job's one-line error, then the inputs it was given
         inputs = ", ".join(str(p) for p in smk.input) or "(none)"
         log.error("%s: %s | inputs: %s", type(err).__name__, err, inputs)
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)  # the one line, on the console too
         sys.exit(1)
 
 
