@@ -1,0 +1,100 @@
+"""IBP RFLVM (paper 002): seconds per MCMC iteration, share per sampler step, and the
+floating-point floor.
+
+Two problems from issue 5: the Wisconsin breast-cancer matrix (569 x 30, standardised, 20 % of
+the entries held out, Gaussian likelihood) and a simulated 500 x 2,000 negative-binomial count
+matrix, both with M = 50 random frequencies (p = 2M = 100 features). A few iterations are timed
+(the target is 100 iterations, under 60 s for the first problem).
+
+Flop model of one iteration (N samples, J features, D latent dimensions, K = D when sparse):
+
+* z: for each of K columns, two feature maps and two N x p x J products: 2K (2NDM + 2NpJ);
+* x: row ESS, per evaluated row 2DM + 2pJ; Gaussian whole-matrix ESS, per evaluation
+  2NDM + Np^2 + 2NpJ + 9p^3 (eigh);
+* w: M proposals, each 4Np (new Gram column) + 9p^3 (eigh) + 2p^2 J (Gaussian) or 4NJ
+  (rank-2 update of psi, count likelihoods);
+* beta: Gaussian Np^2 + 9p^3 + 4NpJ; Polya-gamma J N p(p+1) (upper-triangle precisions) +
+  J (p^3/3 + 4p^3/3) (batched Cholesky and two solves) + 2NpJ.
+
+The floor is that count at the measured matrix-product rate. Transcendentals (cos, sin, exp,
+log1p) and Polya-gamma draws are not floating-point products and are left out of the floor, so
+the ratio also shows how much they cost.
+"""
+
+import time
+
+import numpy as np
+
+from benchmarks.common import matmul_rate, row
+from omicsbayes.models import RFLVM
+
+
+def _flops(m, N, J, M, secs_iters):
+    p = 2 * M
+    D = max(int(np.mean(m.n_active_)), 1)
+    it = m.n_iter_
+    ev = m.ess_evals_
+    f = {
+        "z": 2 * D * (2 * N * D * M + 2 * N * p * J) if m.sparse else 0.0,
+        "x": ev["ess_rows"] / it * (2 * D * M + 2 * p * J)
+        + ev["ess_whole"] / it * (2 * N * D * M + N * p * p + 2 * N * p * J + 9 * p**3),
+        "dp": 0.0,
+    }
+    if m.likelihood == "gaussian":
+        f["w"] = M * (4 * N * p + 9 * p**3 + 2 * p * p * J)
+        f["beta"] = N * p * p + 9 * p**3 + 4 * N * p * J
+    else:
+        f["w"] = M * (4 * N * p + 4 * N * J)
+        f["beta"] = J * N * p * (p + 1) + J * (p**3 / 3 + 4 * p**3 / 3) + 2 * N * p * J
+    return f
+
+
+def _run(name, Y, likelihood, iters, rate, rng):
+    N, J = Y.shape
+    M = 50
+    mask = rng.uniform(size=Y.shape) < 0.2
+    Ytr = np.where(mask, np.nan, Y)
+    start = time.perf_counter()
+    m = RFLVM(
+        likelihood=likelihood, n_random_features=M, n_iter=iters, burn_in=0, random_state=0
+    ).fit(Ytr)
+    total = time.perf_counter() - start
+    secs = {k: v / iters for k, v in m.step_seconds_.items() if k != "init"}
+    per_iter = sum(secs.values())
+    flops = _flops(m, N, J, M, secs)
+    dominant = max(secs, key=secs.get)
+    share = ", ".join(f"{k} {100 * v / per_iter:.0f}%" for k, v in secs.items())
+    dom_floor = flops[dominant] / (rate * 1e9)
+    note = (
+        f"{iters} iterations, {per_iter:.3f} s/iteration ({100 * per_iter:.0f} s per 100); "
+        f"share: {share}; dominant step '{dominant}' {secs[dominant]:.3f} s vs floor "
+        f"{dom_floor:.4f} s; init {m.step_seconds_['init']:.2f} s; total fit {total:.1f} s; "
+        f"active dims {m.n_active_[-1]}; W acceptance {m.acceptance_rate_:.2f}"
+    )
+    return row(name, per_iter, sum(flops.values()), rate, note)
+
+
+def run(quick: bool) -> list[dict]:
+    from sklearn.datasets import load_breast_cancer
+
+    rate = matmul_rate()
+    rng = np.random.default_rng(0)
+    X = load_breast_cancer().data
+    X = (X - X.mean(0)) / X.std(0)
+    rows = [_run("rflvm_gaussian_wisconsin_569x30", X, "gaussian", 3 if quick else 10, rate, rng)]
+    N, J = 500, 2000
+    lat = rng.standard_normal((N, 3))
+    Wf = rng.standard_normal((20, 3))
+    G = lat @ Wf.T
+    Phi = np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(20)
+    psi = Phi @ rng.standard_normal((40, J)) - 0.5
+    counts = rng.negative_binomial(5.0, 1.0 / (1.0 + np.exp(psi))).astype(float)
+    rows.append(
+        _run("rflvm_negbin_500x2000", counts, "negative_binomial", 1 if quick else 3, rate, rng)
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run(quick=True):
+        print(r)
