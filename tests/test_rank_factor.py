@@ -119,8 +119,9 @@ def test_latent_w_gibbs_conditional_against_grid():
     mean = (mu + il * (lo + eps) + iu * (up - eps) + 1 - 1) / prec
     assert mean == pytest.approx(gm, abs=1e-7)
     assert 1 / prec == pytest.approx(gv, rel=1e-5)
-    eng = _Engine.__new__(_Engine)
-    lin = eng._margin_linear(np.array([il]), np.array([iu]), np.array([lo]), np.array([up]), eps)
+    lin = _Engine._margin_linear(
+        np.array([il]), np.array([iu]), np.array([lo]), np.array([up]), eps
+    )
     assert (mu + lin[0]) / prec == pytest.approx(gm, abs=1e-7)
 
 
@@ -325,6 +326,10 @@ def test_dp_mixture_separates_xor():
     assert auc["G-NL-BSVM"] > 0.95
     assert auc["R-NL-BSVM"] > 0.8
     assert clf.component_coef_.shape == (1, 5, 2)
+    gibbs = RankFactorClassifier.from_variant(
+        "G-NL-BSVM", n_factors=2, inference="gibbs", n_samples=60, burn_in=60, random_state=0
+    ).fit(X[:160], y[:160])
+    assert roc_auc_score(y[160:], gibbs.decision_function(X[160:])) > 0.8
 
 
 def _harsh(W):
