@@ -221,7 +221,6 @@ def score_predictions(predictions):
         group = group[group["y_true"].notna()]
         row = dict(zip(keys, key))
         row["n_test"] = len(group)
-        row["seconds"] = group["seconds"].iloc[0] if "seconds" in group else np.nan
         if key[-1] == "multiclass":
             y_true, y_pred = group["y_true"].astype(str), group["y_pred"].astype(str)
             row.update(auroc=np.nan, aupr=np.nan)

@@ -17,6 +17,12 @@ rule evaluate:
             category="{experiment}",
             labels={"table": "summary"},
         ),
+        timings=report(
+            "results/{experiment}/timings.tsv",
+            caption="../report/timings.rst",
+            category="{experiment}",
+            labels={"table": "seconds per fit"},
+        ),
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
