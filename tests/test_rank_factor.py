@@ -5,13 +5,16 @@ import pytest
 from scipy import integrate, linalg, stats
 from sklearn.metrics import roc_auc_score
 
+from omicsbayes.inference.bsvm import sample_inv_lambda
 from omicsbayes.models import RankFactorClassifier
 from omicsbayes.models.rank_factor import (
     VARIANTS,
     _encode_targets,
     _Engine,
     _gaussian_block,
+    _margin_half_sweep,
     _RankIndex,
+    _seed_compiled,
     margin_conditional_moments,
 )
 
@@ -123,6 +126,36 @@ def test_latent_w_gibbs_conditional_against_grid():
         np.array([il]), np.array([iu]), np.array([lo]), np.array([up]), eps
     )
     assert (mu + lin[0]) / prec == pytest.approx(gm, abs=1e-7)
+
+
+def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
+    """The numba sweep's draw of a middle entry (both neighbours present) has the distribution of
+    the augmented conditional: 1/lam ~ IG(1/|u|, 1) each side, then w ~ N(m, 1/p)."""
+    eps = 0.05
+    X = np.array([[1.0], [2.0], [2.0], [3.0]])  # a tie in the middle group
+    index = _RankIndex(X)
+    w0 = np.array([[0.1], [0.12], [0.3], [0.2]])
+    wbar = np.array([[0.0], [0.4], [0.1], [0.0]])
+    draws = np.empty((20000, 2))
+    _seed_compiled(0)
+    for s in range(len(draws)):
+        ew = w0.T.copy()
+        _margin_half_sweep(
+            ew, wbar.T.copy(), index.order_t, index.start_t, index.end_t, index.parity_t, 1, eps
+        )
+        draws[s] = ew[0, 1:3]
+        assert ew[0, 0] == w0[0, 0] and ew[0, 3] == w0[3, 0]  # other parity untouched
+    rng = np.random.default_rng(0)
+    lo, up = 0.1, 0.2  # running max below / min above the tie group
+    for col, j in enumerate((1, 2)):
+        w, mu = w0[j, 0], wbar[j, 0]
+        il = sample_inv_lambda(np.full(20000, lo + eps - w), rng)
+        iu = sample_inv_lambda(np.full(20000, w + eps - up), rng)
+        prec = 1 + il + iu
+        ref = (mu + il * (lo + eps) + 1 + iu * (up - eps) - 1) / prec
+        ref = ref + rng.standard_normal(20000) / np.sqrt(prec)
+        assert draws[:, col].mean() == pytest.approx(ref.mean(), abs=0.01)
+        assert draws[:, col].std() == pytest.approx(ref.std(), rel=0.05)
 
 
 def test_gaussian_block_against_direct_inverse():

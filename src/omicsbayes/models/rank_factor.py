@@ -59,6 +59,7 @@ Errata applied (ERRATA.md, 000) and found here:
 """
 
 import numpy as np
+from numba import njit
 from scipy import linalg, special, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
@@ -208,6 +209,79 @@ def margin_conditional_moments(mu, lower, upper, eps):
     return mean, np.maximum(var, 1e-12), log_z
 
 
+@njit(cache=True)
+def _inv_gauss(mu):
+    """One IG(mu, 1) draw (Michael, Schucany & Haas 1976) in the cancellation-free form
+    x = mu / (1 + a + sqrt(a (2 + a))), a = mu v^2 / 2, v ~ N(0, 1)."""
+    a = 0.5 * mu * np.random.standard_normal() ** 2  # noqa: NPY002 (numba's own state)
+    x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
+    if np.random.random() * (mu + x) <= mu:  # noqa: NPY002
+        return x
+    return mu * mu / x
+
+
+@njit(cache=True)
+def _seed_compiled(seed):
+    """Seed numba's generator (used by the compiled sweep) once per fit, from the fit's
+    Generator, so that a fit is reproducible."""
+    np.random.seed(seed)  # noqa: NPY002
+
+
+@njit(cache=True)
+def _margin_half_sweep(ew, wbar, order, start, end, parity_of, parity, eps):
+    """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
+
+    All arrays are (n_features, n_samples); ``order[i]`` lists the samples of feature i in
+    increasing x, ``start`` / ``end`` give each sorted position's tie-group bounds and
+    ``parity_of`` its group rank modulo 2.  For the entries of the given parity: w^l / w^u are
+    the running max / min of the current w below / above the tie group, 1/lam ~ IG(1/|u|, 1)
+    (section 7, item 3), and w ~ N(m, 1/p) as in ``_Engine._maxmargin_latent``.  The running
+    extrema are a sequential pass over the sorted row, hence numba.  Returns the log
+    pseudo-likelihood (eq. 6) at the w before the update.
+    """
+    d, n = ew.shape
+    ws = np.empty(n)
+    cmax = np.empty(n)
+    cmin = np.empty(n)
+    ll = 0.0
+    for i in range(d):
+        for p in range(n):
+            ws[p] = ew[i, order[i, p]]
+        m = -np.inf
+        for p in range(n):
+            m = max(m, ws[p])
+            cmax[p] = m
+        m = np.inf
+        for p in range(n - 1, -1, -1):
+            m = min(m, ws[p])
+            cmin[p] = m
+        for p in range(n):
+            if parity_of[i, p] != parity:
+                continue
+            j = order[i, p]
+            w = ws[p]
+            prec = 1.0
+            lin = wbar[i, j]
+            lo_start = start[i, p]
+            up_end = end[i, p]
+            if lo_start > 0:
+                lo = cmax[lo_start - 1]
+                u = lo + eps - w
+                il = _inv_gauss(1.0 / max(abs(u), 1e-6))
+                prec += il
+                lin += il * (lo + eps) + 1.0
+                ll -= 2.0 * max(u, 0.0)
+            if up_end < n - 1:
+                up = cmin[up_end + 1]
+                u = w + eps - up
+                iu = _inv_gauss(1.0 / max(abs(u), 1e-6))
+                prec += iu
+                lin += iu * (up - eps) - 1.0
+                ll -= 2.0 * max(u, 0.0)
+            ew[i, j] = lin / prec + np.random.standard_normal() / np.sqrt(prec)  # noqa: NPY002
+    return ll
+
+
 class _RankIndex:
     """Sorted order of each training feature and the tie-group boundaries (paper 000, section 2).
 
@@ -239,6 +313,11 @@ class _RankIndex:
         self.lpos = (np.maximum(self.start - 1, 0) * d + np.arange(d)).ravel()
         self.upos = (np.minimum(self.end + 1, n - 1) * d + np.arange(d)).ravel()
         self.keys = (np.arange(d)[:, None] + 1j * sorted_x.T).ravel()
+        # (features x samples) copies for the compiled sweep
+        self.order_t = np.ascontiguousarray(order.T)
+        self.start_t = np.ascontiguousarray(self.start.T)
+        self.end_t = np.ascontiguousarray(self.end.T)
+        self.parity_t = np.ascontiguousarray((self.group % 2).T)
 
     def _sorted(self, W):
         return W.ravel()[self.flat].reshape(self.n, self.d)
@@ -345,6 +424,8 @@ class _Engine:
             if self.like == "rank" or est.maxmargin_form == "latent":
                 self.Ew = init.copy()
                 self.n_draws = 0
+                _seed_compiled(int(rng.integers(2**31)))
+            if self.like == "rank":
                 parity = self.index.group_parity().ravel()
                 self.parity_index = (np.flatnonzero(parity == 0), np.flatnonzero(parity == 1))
                 self.parity_subset = [self.index.subset(sel) for sel in self.parity_index]
@@ -518,17 +599,15 @@ class _Engine:
         # (Gaussian with E[1/lam], or the exact conditional of :func:`margin_conditional_moments`)
         # loses the spread that the ordering of noisy w forces, and the scale of w contracts to
         # zero over the iterations (observed on simulated data).
+        ix = self.index
+        ew_t = self.Ew.T.copy()
+        wbar_t = wbar.T.copy()
         ll = 0.0
-        ew = self.Ew.ravel()
-        for sel, subset in zip(self.parity_index, self.parity_subset):
-            lo, up = self.index.neighbours_at(self.Ew, subset)
-            gibbs, self.gibbs = self.gibbs, True
-            il, iu, part = self._margin_weights(ew[sel], lo, up, None, eps)
-            self.gibbs = gibbs
-            prec = 1.0 + il + iu
-            mean = (wbar.ravel()[sel] + self._margin_linear(il, iu, lo, up, eps)) / prec
-            ew[sel] = mean + self.rng.standard_normal(mean.shape) / np.sqrt(prec)
-            ll += part
+        for parity in (0, 1):
+            ll += _margin_half_sweep(
+                ew_t, wbar_t, ix.order_t, ix.start_t, ix.end_t, ix.parity_t, parity, eps
+            )
+        self.Ew = np.ascontiguousarray(ew_t.T)
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew
