@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: run test lint bench setup clean
+.PHONY: run test lint bench setup browser clean
 
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,14 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml
 	$(BIN)/snakemake --cores 1 --configfile config/config.yaml --report results/report.html
 
-test: setup
+# The report test opens the HTML report in headless Chromium (Debian's chromium + chromium-driver).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } || \
+	  echo "chromium not installed: the browser test will be skipped"
+
+test: setup browser
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
 
 lint: setup

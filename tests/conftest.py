@@ -37,6 +37,22 @@ def snakemake_run():
 @pytest.fixture
 def tiny_config():
     """One real bundled cohort, one transform, two baselines, three folds."""
+    return _tiny_config()
+
+
+@pytest.fixture(scope="module")
+def tiny_config_module():
+    """:func:`tiny_config` for module-scoped fixtures."""
+    return _tiny_config()
+
+
+@pytest.fixture(scope="module")
+def snakemake_module_run():
+    """:func:`run_snakemake` for module-scoped fixtures."""
+    return run_snakemake
+
+
+def _tiny_config():
     return {
         "seed": 11,
         "cohorts": {

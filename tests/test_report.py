@@ -1,0 +1,63 @@
+"""The HTML report: every table and figure the run produced is in it, and it loads in Chromium.
+
+The browser part needs Debian's chromium and chromium-driver (``make test`` installs them where it
+can); it is skipped, saying why, on a machine without them.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.workflow
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, tiny_config_module, snakemake_module_run):
+    workdir = tmp_path_factory.mktemp("report")
+    result = snakemake_module_run(workdir, "--cores", "2", config=tiny_config_module)
+    assert result.returncode == 0, result.stderr[-3000:]
+    path = workdir / "results" / "report.html"
+    result = snakemake_module_run(workdir, "--cores", "1", "--report", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, path
+
+
+def test_report_references_every_table_and_figure(report):
+    workdir, path = report
+    html = path.read_text()
+    produced = [p for p in (workdir / "results").rglob("*") if p.suffix in (".tsv", ".png")]
+    shown = [p for p in produced if "/fits/" not in str(p) and "/splits/" not in str(p)]
+    assert shown, "the run produced no table or figure"
+    for p in shown:
+        assert p.name in html, f"{p.relative_to(workdir)} is not in the report"
+    assert "malignant" in html and "Summary" in html  # grouped by experiment, plus the summary
+
+
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian's chromium/chromium-driver not installed"
+)
+def test_report_loads_in_headless_chromium_without_console_errors(report):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    _, path = report
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get(path.as_uri())
+        driver.implicitly_wait(5)
+        body = driver.find_element("tag name", "body").text
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    assert body.strip(), "the report rendered an empty page"
+    assert not errors, errors
