@@ -49,6 +49,8 @@ def sample_new_sticks(s, alpha, n, rng, max_new=1000):
     i = np.arange(1, n + 1)
     mass = max(-np.log(s) - np.sum((1.0 - s) ** i / i), 0.0)
     k = rng.poisson(alpha * mass)
+    if k == 0:
+        return np.empty(0)
     if k > max_new:
         raise NumericalError(
             f"the IBP slice instantiated more than {max_new} new dimensions; alpha={alpha:.3g} "
@@ -56,6 +58,8 @@ def sample_new_sticks(s, alpha, n, rng, max_new=1000):
         )
     edges = np.linspace(np.log(s), 0.0, 257)
     top = (-np.expm1(edges[:-1])) ** n
+    if not top.sum() > 0:  # all mass below the smallest float: (1 - s)^N underflows
+        return np.empty(0)
     cell_p = top / top.sum()
     out = np.empty(0)
     while out.size < k:

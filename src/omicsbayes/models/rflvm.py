@@ -10,8 +10,9 @@ One iteration (section 3.1):
 1. ``z``: IBP slice sweep (eq. 16-19; new dimensions get x from N(0, 1) and w from the prior of
    their mixture component), then alpha (eq. 20). Sparse model only.
 2. ``x``: elliptical slice sampling of X, every row in parallel given beta (rows are independent
-   given beta); Gaussian likelihood: afterwards also a whole-matrix step on the collapsed
-   likelihood (beta integrated out, as in the paper).
+   given beta); Gaussian likelihood: ``x_sweeps`` alternations of that step with the beta /
+   sigma^2 draws (cheap, and X and beta are strongly coupled), then a whole-matrix step on the
+   collapsed likelihood (beta integrated out, as in the paper).
 3. ``dp``: DP mixture over the frequencies (eq. 22-24, NIW integrated out) and its concentration
    by Escobar & West (eq. 25).
 4. ``w``: Metropolis-Hastings for each w_m with the prior as proposal (eq. 21), then one
@@ -38,8 +39,9 @@ a held-out log likelihood below the linear model's), so it is not used.
 
 Missing entries (NaN) never enter a likelihood. For the Gaussian likelihood the collapsed steps
 need a complete matrix: missing entries are imputed from y ~ N(phi beta_j, sigma_j^2) after the
-row-wise steps (data augmentation; an exact Gibbs step on the augmented space), and only the
-collapsed X and W steps see the imputations.
+row-wise steps (data augmentation; an exact Gibbs step on the augmented space); the collapsed X
+and W steps and the beta / sigma^2 draws condition on them, the row-wise steps, the slice sweep
+and every reported likelihood use the observed entries only.
 """
 
 import logging
