@@ -280,7 +280,9 @@ class _Chain:
     def _refresh_const(self):
         """Per-row sums of the terms of log p(y | psi) that do not depend on psi."""
         Y, obs = self.Y, self.obs
+        self._obsf = obs.astype(float)
         if self.lik == "negative_binomial":
+            self._yr = (Y + self.r) * self._obsf
             c = gammaln(Y + self.r) - gammaln(self.r) - gammaln(Y + 1)
         elif self.lik == "poisson":
             c = -gammaln(Y + 1)
@@ -303,11 +305,12 @@ class _Chain:
         if self.lik == "gaussian":
             e = -0.5 * (Y - psi) ** 2 / self.sigma2
         elif self.lik == "bernoulli":
-            e = Y * psi - _softplus(psi)
+            # Y is zero at missing entries, so only the psi-only term needs the mask
+            return np.sum(Y * psi - self._obsf[rows] * _softplus(psi), axis=1) + c
         elif self.lik == "negative_binomial":
-            e = Y * psi - (Y + self.r) * _softplus(psi)
+            return np.sum(Y * psi - self._yr[rows] * _softplus(psi), axis=1) + c
         elif self.lik == "poisson":
-            e = Y * psi - np.exp(psi)
+            return np.sum(np.where(obs, Y * psi - np.exp(psi), 0.0), axis=1) + c
         else:
             lse = logsumexp(np.where(obs, psi, -np.inf), axis=1)
             lse = np.where(np.isfinite(lse), lse, 0.0)
