@@ -18,3 +18,8 @@ rule all:
         expand("results/{experiment}/figures/metrics.png", experiment=EXPERIMENTS),
         "results/summary.tsv",
         [f"results/{e}/candidates.tsv" for e in EXPERIMENTS if experiment_kind(e) == "disease_gene"],
+        [
+            f"results/{e}/figures/latent.png"
+            for e in EXPERIMENTS
+            if experiment_kind(e) == "heldout_entries"
+        ],

@@ -1,4 +1,7 @@
-"""All experiments side by side: mean over tasks per experiment x transform x model."""
+"""All experiments side by side: mean over tasks per experiment x transform x model.
+
+Ranking experiments enter with their values at k = 20 (P@20, R@20), as the papers' tables do.
+"""
 
 import pandas as pd
 
@@ -6,7 +9,12 @@ from omicsbayes.jobs import run_job, write_table
 
 
 def main(smk):
-    tables = [pd.read_csv(path, sep="\t") for path in smk.input]
+    tables = []
+    for path in smk.input:
+        table = pd.read_csv(path, sep="\t")
+        if "k" in table:
+            table = table[table["k"] == table["k"].max()].drop(columns="k")
+        tables.append(table)
     summary = pd.concat(tables, ignore_index=True)
     means = [c for c in summary.columns if c.endswith("_mean")]
     side_by_side = (
