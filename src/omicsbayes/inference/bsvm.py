@@ -11,7 +11,6 @@ coefficient ``y (1 + 1/lam)``.
 """
 
 import logging
-import time
 
 import numpy as np
 from scipy import special
@@ -20,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .convergence import check_finite, relative_improvement
 from .gig import sample_invgauss
+from .progress import Progress
 from .tpbn import TPBNShrinkage
 
 logger = logging.getLogger("omicsbayes")
@@ -90,43 +90,6 @@ def expected_hinge(mean, var):
     sd = np.sqrt(np.maximum(var, 1e-300))
     t = mean / sd
     return mean * special.ndtr(t) + sd * np.exp(-0.5 * t**2) / np.sqrt(2 * np.pi)
-
-
-class Progress:
-    """Log progress at INFO every ~10 % of iterations, with an optional tqdm bar."""
-
-    def __init__(self, total, name, verbose=False):
-        self.total = int(total)
-        self.name = name
-        self.start = time.perf_counter()
-        self.every = max(1, self.total // 10)
-        self.bar = None
-        if verbose:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=self.total, desc=name)
-
-    def step(self, iteration, value, label="bound"):
-        if self.bar is not None:
-            self.bar.update(1)
-        done = iteration + 1
-        if done % self.every == 0 or done == self.total:
-            elapsed = time.perf_counter() - self.start
-            left = elapsed / done * (self.total - done)
-            logger.info(
-                "%s iteration %d/%d %s %.6g elapsed %.1fs left ~%.1fs",
-                self.name,
-                done,
-                self.total,
-                label,
-                value,
-                elapsed,
-                left,
-            )
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
 
 
 def binary_labels(y, name):

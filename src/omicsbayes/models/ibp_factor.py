@@ -33,7 +33,8 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from omicsbayes.inference import check_finite
-from omicsbayes.models.pfa import _Progress, _rng
+from omicsbayes.inference.progress import Progress
+from omicsbayes.models.pfa import _rng
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -373,7 +374,7 @@ class IBPFactorModel(BaseEstimator):
         alphas = np.empty(self.n_iter)
         taus = np.empty(self.n_iter)
         history = np.empty(self.n_iter)
-        progress = _Progress("IBPFactorModel", self.n_iter, self.verbose)
+        progress = Progress(self.n_iter, "IBPFactorModel", self.verbose)
         slot = 0
         for it in range(self.n_iter):
             state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
@@ -397,7 +398,7 @@ class IBPFactorModel(BaseEstimator):
                 for col, fid in enumerate(state.ids):
                     latent_sum[fid] = latent_sum.get(fid, 0.0) + X[:, col]
                 slot += 1
-            progress.update(it, "loglik", ll)
+            progress.step(it, ll, "loglik")
         progress.close()
 
         self.latent_ = np.zeros((n, state.ids.size))

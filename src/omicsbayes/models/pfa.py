@@ -26,7 +26,6 @@ observed entries are the only data the sampler sees.
 """
 
 import logging
-import time
 
 import arviz as az
 import numpy as np
@@ -35,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 
 from omicsbayes.inference import NumericalError, check_finite
 from omicsbayes.inference.bsvm import BayesianSVM
+from omicsbayes.inference.progress import Progress
 
 logger = logging.getLogger("omicsbayes")
 
@@ -46,41 +46,6 @@ def _rng(random_state):
     if isinstance(random_state, np.random.Generator):
         return random_state
     return np.random.default_rng(random_state)
-
-
-class _Progress:
-    """INFO log every ~10 % of iterations (elapsed and estimated seconds left), tqdm if verbose."""
-
-    def __init__(self, name, n_iter, verbose):
-        self.name, self.n_iter, self.start = name, n_iter, time.perf_counter()
-        self.every = max(1, n_iter // 10)
-        self.bar = None
-        if verbose:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=n_iter, desc=name)
-
-    def update(self, it, what, value):
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix({what: f"{value:.4g}"})
-        done = it + 1
-        if done % self.every == 0 or done == self.n_iter:
-            elapsed = time.perf_counter() - self.start
-            logger.info(
-                "%s iteration %d/%d %s=%.6g elapsed=%.1fs left=%.1fs",
-                self.name,
-                done,
-                self.n_iter,
-                what,
-                value,
-                elapsed,
-                elapsed / done * (self.n_iter - done),
-            )
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
 
 
 def check_counts(X, who, allow_missing=True):
@@ -416,7 +381,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             "p": np.empty((n_keep, K)),
         }
         history = np.empty(self.n_iter)
-        progress = _Progress("PoissonFactorAnalysis", self.n_iter, self.verbose)
+        progress = Progress(self.n_iter, "PoissonFactorAnalysis", self.verbose)
         slot = 0
         for it in range(self.n_iter):
             counts, rows, cols = _completed_entries(index, theta, phi, rng)
@@ -432,7 +397,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
                 for name, value in zip(("theta", "phi", "r", "p"), (theta, phi, r, p)):
                     draws[name][slot] = value
                 slot += 1
-            progress.update(it, "loglik", ll)
+            progress.step(it, ll, "loglik")
         progress.close()
 
         self.log_likelihood_ = history

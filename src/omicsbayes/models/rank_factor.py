@@ -67,12 +67,12 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..inference.bsvm import (
-    Progress,
     expected_hinge,
     expected_inv_lambda,
     sample_inv_lambda,
 )
 from ..inference.convergence import check_finite, relative_improvement
+from ..inference.progress import Progress
 from ..inference.stick_breaking import (
     alpha_posterior,
     expected_log_1m_nu,
