@@ -113,3 +113,15 @@ def test_check_config_names_the_key():
     config["experiments"][first]["kind"] = "heldout_entries"
     with pytest.raises(ConfigError, match="protocol"):
         check_config(config)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "config" / "examples").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_example_configs_are_valid(path):
+    """Every ready config validates against the schema and passes the cross-checks."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load(path.read_text())
+    validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    check_config(config)

@@ -37,6 +37,7 @@ def check_config(config):
     """Raise :class:`ConfigError` for the first cross-reference or parameter problem found."""
     from .preprocess import build_pipeline
 
+    config.setdefault("transforms", {})
     for name, transform in config["transforms"].items():
         try:
             build_pipeline(transform["steps"])
