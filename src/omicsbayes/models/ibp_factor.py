@@ -33,6 +33,7 @@ from scipy import special
 from sklearn.base import BaseEstimator
 
 from omicsbayes.inference import check_finite
+from omicsbayes.inference.checkpoint import Checkpoint, fingerprint
 from omicsbayes.inference.progress import Progress
 from omicsbayes.models.pfa import _rng
 
@@ -261,6 +262,12 @@ class IBPFactorModel(BaseEstimator):
         starts the infinite models from two).
     random_state : None, int or numpy.random.Generator
     verbose : bool
+    checkpoint : str, os.PathLike or None
+        File to write the sampler state to every ``checkpoint_every`` sweeps (atomically);
+        ``fit`` resumes from it when it was written for the same parameters and data, and gives
+        the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
+    checkpoint_every : int
+        Sweeps between checkpoints.
 
     Attributes
     ----------
@@ -294,6 +301,8 @@ class IBPFactorModel(BaseEstimator):
         n_init_features=2,
         random_state=None,
         verbose=False,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         self.n_iter = n_iter
         self.burn_in = burn_in
@@ -307,6 +316,8 @@ class IBPFactorModel(BaseEstimator):
         self.n_init_features = n_init_features
         self.random_state = random_state
         self.verbose = verbose
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     def _check_params(self):
         for name in ("n_iter", "thin"):
@@ -349,34 +360,44 @@ class IBPFactorModel(BaseEstimator):
     def fit(self, Y, y=None):
         """Run the Gibbs sampler on Y (samples x features, NaN = missing)."""
         self._check_params()
+        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "IBPFactorModel")
         Y, missing = self._check_Y(Y, "IBPFactorModel")
+        key = fingerprint(self, Y)
         rng = _rng(self.random_state)
         n, d = Y.shape
         O = (~missing).astype(float)
         Yc = np.where(missing, 0.0, Y)
         n_obs = O.sum(0)
-
-        alpha = float(self.alpha)
-        lam = np.full(d, 1.0 / self.sigma_x**2)
-        tau = 1.0 / self.sigma_a**2
-        k0 = self.n_init_features
-        Z = (rng.uniform(size=(n, k0)) < 0.5).astype(np.int64)
-        S = rng.standard_normal((n, k0)) * Z
-        state = IBPState(Z, S, np.zeros((k0, d)), np.arange(k0), k0)
-        state.W = sample_loadings(state.latent, Yc, O, lam, tau, rng)
-        E = (Yc - state.latent @ state.W) * O
-
         keep = np.arange(self.burn_in, self.n_iter, self.thin)
         n_keep = keep.size
-        self._draws = {"latent": [], "W": [], "lam": np.empty((n_keep, d))}
-        latent_sum = {}
-        n_active = np.empty(self.n_iter, dtype=int)
-        alphas = np.empty(self.n_iter)
-        taus = np.empty(self.n_iter)
-        history = np.empty(self.n_iter)
+
+        saved = ckpt.load(key, rng)
+        if saved is None:
+            start, slot = 0, 0
+            alpha = float(self.alpha)
+            lam = np.full(d, 1.0 / self.sigma_x**2)
+            tau = 1.0 / self.sigma_a**2
+            k0 = self.n_init_features
+            Z = (rng.uniform(size=(n, k0)) < 0.5).astype(np.int64)
+            S = rng.standard_normal((n, k0)) * Z
+            state = IBPState(Z, S, np.zeros((k0, d)), np.arange(k0), k0)
+            state.W = sample_loadings(state.latent, Yc, O, lam, tau, rng)
+            E = (Yc - state.latent @ state.W) * O
+            self._draws = {"latent": [], "W": [], "lam": np.empty((n_keep, d))}
+            latent_sum = {}
+            n_active = np.empty(self.n_iter, dtype=int)
+            alphas = np.empty(self.n_iter)
+            taus = np.empty(self.n_iter)
+            history = np.empty(self.n_iter)
+        else:
+            start, chk = saved
+            state = IBPState(*(chk[k] for k in ("Z", "S", "W", "ids", "next_id")))
+            E, alpha, lam, tau = chk["E"], chk["alpha"], chk["lam"], chk["tau"]
+            self._draws, latent_sum, slot = chk["draws"], chk["latent_sum"], chk["slot"]
+            n_active, alphas = chk["n_active"], chk["alphas"]
+            taus, history = chk["taus"], chk["history"]
         progress = Progress(self.n_iter, "IBPFactorModel", self.verbose)
-        slot = 0
-        for it in range(self.n_iter):
+        for it in range(start, self.n_iter):
             state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
             X = state.latent
             state.W = sample_loadings(X, Yc, O, lam, tau, rng)
@@ -399,6 +420,11 @@ class IBPFactorModel(BaseEstimator):
                     latent_sum[fid] = latent_sum.get(fid, 0.0) + X[:, col]
                 slot += 1
             progress.step(it, ll, "loglik")
+            if ckpt.due(it, self.n_iter):
+                chk = dict(vars(state), E=E, alpha=alpha, lam=lam, tau=tau, slot=slot)
+                chk.update(draws=self._draws, latent_sum=latent_sum, n_active=n_active)
+                chk.update(alphas=alphas, taus=taus, history=history)
+                ckpt.save(it + 1, chk, key, rng)
         progress.close()
 
         self.latent_ = np.zeros((n, state.ids.size))
@@ -421,6 +447,7 @@ class IBPFactorModel(BaseEstimator):
             sample_stats={"log_likelihood_observed": history[keep][None]},
             dims={"noise_precision": ["feature"]},
         )
+        ckpt.remove()
         return self
 
     def log_likelihood(self, Y, mask):

@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 
 from omicsbayes.inference import NumericalError, check_finite
 from omicsbayes.inference.bsvm import BayesianSVM
+from omicsbayes.inference.checkpoint import Checkpoint, fingerprint
 from omicsbayes.inference.progress import Progress
 
 logger = logging.getLogger("omicsbayes")
@@ -286,6 +287,12 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator
     verbose : bool
         Progress bar.
+    checkpoint : str, os.PathLike or None
+        File to write the sampler state to every ``checkpoint_every`` sweeps (atomically);
+        ``fit`` resumes from it when it was written for the same parameters and data, and gives
+        the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
+    checkpoint_every : int
+        Sweeps between checkpoints.
 
     Attributes
     ----------
@@ -316,6 +323,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         n_transform_iter=40,
         random_state=None,
         verbose=False,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         self.n_factors = n_factors
         self.n_iter = n_iter
@@ -329,6 +338,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.n_transform_iter = n_transform_iter
         self.random_state = random_state
         self.verbose = verbose
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     def _check_params(self):
         for name in ("n_factors", "n_iter", "thin", "n_transform_iter"):
@@ -356,34 +367,41 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Run the Gibbs sampler on a samples x features count matrix (NaN = missing)."""
         eps0 = self._check_params()
+        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "PoissonFactorAnalysis")
         X, missing = check_counts(X, "PoissonFactorAnalysis")
+        key = fingerprint(self, X)
         rng = _rng(self.random_state)
         n, d = X.shape
         K = self.n_factors
         index = _entry_index(X, missing)
         self._log_fact = float(special.gammaln(X[~missing] + 1).sum())
-
-        # Start from r = 1, p = 1/2 and a random simplex per factor; theta from the per-sample
-        # totals so that the first allocation is on the right scale.
-        r = np.ones(K)
-        p = np.full(K, 0.5)
-        phi = rng.dirichlet(np.ones(d), size=K).T
-        n_seen = np.maximum((~missing).sum(1), 1)
-        row_mean = np.where(missing, 0.0, X).sum(1) / n_seen * d
-        theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
-
         keep = np.arange(self.burn_in, self.n_iter, self.thin)
         n_keep = keep.size
-        draws = {
-            "theta": np.empty((n_keep, n, K)),
-            "phi": np.empty((n_keep, d, K)),
-            "r": np.empty((n_keep, K)),
-            "p": np.empty((n_keep, K)),
-        }
-        history = np.empty(self.n_iter)
+
+        saved = ckpt.load(key, rng)
+        if saved is None:
+            start, slot = 0, 0
+            # Start from r = 1, p = 1/2 and a random simplex per factor; theta from the
+            # per-sample totals so that the first allocation is on the right scale.
+            r = np.ones(K)
+            p = np.full(K, 0.5)
+            phi = rng.dirichlet(np.ones(d), size=K).T
+            n_seen = np.maximum((~missing).sum(1), 1)
+            row_mean = np.where(missing, 0.0, X).sum(1) / n_seen * d
+            theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
+            draws = {
+                "theta": np.empty((n_keep, n, K)),
+                "phi": np.empty((n_keep, d, K)),
+                "r": np.empty((n_keep, K)),
+                "p": np.empty((n_keep, K)),
+            }
+            history = np.empty(self.n_iter)
+        else:
+            start, state = saved
+            r, p, phi, theta = state["r"], state["p"], state["phi"], state["theta"]
+            draws, history, slot = state["draws"], state["history"], state["slot"]
         progress = Progress(self.n_iter, "PoissonFactorAnalysis", self.verbose)
-        slot = 0
-        for it in range(self.n_iter):
+        for it in range(start, self.n_iter):
             counts, rows, cols = _completed_entries(index, theta, phi, rng)
             per_sample, per_feature = allocate_counts(counts, rows, cols, theta, phi, rng)
             phi = sample_phi(per_feature, self.eta, rng)
@@ -398,6 +416,10 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
                     draws[name][slot] = value
                 slot += 1
             progress.step(it, ll, "loglik")
+            if ckpt.due(it, self.n_iter):
+                state = {"r": r, "p": p, "phi": phi, "theta": theta}
+                state.update(draws=draws, history=history, slot=slot)
+                ckpt.save(it + 1, state, key, rng)
         progress.close()
 
         self.log_likelihood_ = history
@@ -421,6 +443,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
                 "p": ["factor"],
             },
         )
+        ckpt.remove()
         return self
 
     def fit_transform(self, X, y=None):

@@ -53,6 +53,7 @@ from scipy.special import gammaln, logsumexp
 from sklearn.base import BaseEstimator
 
 from ..inference import check_finite, sample_polyagamma
+from ..inference.checkpoint import Checkpoint, fingerprint
 from ..inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
 from ..inference.ess import elliptical_slice, elliptical_slice_rows
 from ..inference.ibp import ibp_slice_sweep, sample_ibp_alpha
@@ -215,6 +216,8 @@ def poisson_irls_mh(Phi, Y, obs, beta, rng, chunk=256, max_step=2.0):
 class _Chain:
     """State and sampler steps of one RFLVM chain (all arrays whole-matrix numpy)."""
 
+    _NOT_STATE = ("est", "rng", "Y", "obs")
+
     def __init__(self, est, Y, obs, rng):
         self.est = est
         self.lik = est.likelihood
@@ -251,6 +254,20 @@ class _Chain:
         self.Phi = rff(self.XZ, self.W)
         self.beta = np.zeros((2 * M, J))
         self.step_beta(0)
+
+    def state(self):
+        """Every attribute the next iteration reads, less the estimator, the Generator and the
+        data (for a checkpoint)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
+
+    @classmethod
+    def restore(cls, est, Y, obs, rng, state):
+        """The chain of :meth:`state` on the data ``Y`` (NaN where ``obs`` is False)."""
+        chain = cls.__new__(cls)
+        chain.__dict__.update(state)
+        chain.est, chain.rng, chain.obs = est, rng, obs
+        chain.Y = np.where(obs, Y, 0.0)
+        return chain
 
     # ------------------------------------------------------------------ helpers
     def _init_latent(self, D):
@@ -660,6 +677,12 @@ class RFLVM(BaseEstimator):
     random_state : None, int or numpy.random.Generator
     verbose : bool
         Show a tqdm progress bar.
+    checkpoint : str, os.PathLike or None
+        File to write the chain state to every ``checkpoint_every`` iterations (atomically);
+        ``fit`` resumes from it when it was written for the same parameters and data, and gives
+        the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
+    checkpoint_every : int
+        Iterations between checkpoints.
 
     Attributes
     ----------
@@ -698,6 +721,8 @@ class RFLVM(BaseEstimator):
         x_sweeps=3,
         random_state=None,
         verbose=False,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         self.likelihood = likelihood
         self.sparse = sparse
@@ -713,6 +738,8 @@ class RFLVM(BaseEstimator):
         self.x_sweeps = x_sweeps
         self.random_state = random_state
         self.verbose = verbose
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -765,24 +792,34 @@ class RFLVM(BaseEstimator):
         import arviz as az
 
         burn = self._check_params()
+        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "RFLVM")
         Y = self._check_Y(Y)
         obs = ~np.isnan(Y)
         if not obs.any():
             raise ValueError("Y has no observed entries; RFLVM needs some non-NaN values")
+        key = fingerprint(self, Y)
         rng = _rng(self.random_state)
         t0 = time.perf_counter()
-        chain = _Chain(self, Y, obs, rng)
-        secs = dict.fromkeys(STEPS, 0.0)
-        secs["init"] = time.perf_counter() - t0
+        saved = ckpt.load(key, rng)
+        if saved is None:
+            start = 0
+            chain = _Chain(self, Y, obs, rng)
+            secs = dict.fromkeys(STEPS, 0.0)
+            secs["init"] = time.perf_counter() - t0
+            n_active, log_lik, draws, stats = [], [], [], []
+        else:
+            start, state = saved
+            chain = _Chain.restore(self, Y, obs, rng, state["chain"])
+            secs, n_active, log_lik = state["secs"], state["n_active"], state["log_lik"]
+            draws, stats = state["draws"], state["stats"]
         steps = [(s, getattr(chain, f"step_{s}")) for s in STEPS]
-        n_active, log_lik, draws, stats = [], [], [], []
         every = max(1, self.n_iter // 10)
         bar = None
         if self.verbose:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.n_iter, desc=f"RFLVM ({self.likelihood})")
-        for it in range(self.n_iter):
+            bar = tqdm(total=self.n_iter, initial=start, desc=f"RFLVM ({self.likelihood})")
+        for it in range(start, self.n_iter):
             for name, step in steps:
                 ts = time.perf_counter()
                 step(it)
@@ -805,8 +842,18 @@ class RFLVM(BaseEstimator):
                     ll,
                     chain.D,
                     el,
-                    el / (it + 1) * (self.n_iter - it - 1),
+                    el / (it + 1 - start) * (self.n_iter - it - 1),
                 )
+            if ckpt.due(it, self.n_iter):
+                state = {
+                    "chain": chain.state(),
+                    "secs": secs,
+                    "n_active": n_active,
+                    "log_lik": log_lik,
+                    "draws": draws,
+                    "stats": stats,
+                }
+                ckpt.save(it + 1, state, key, rng)
         if bar is not None:
             bar.close()
         self.n_iter_ = self.n_iter
@@ -839,6 +886,7 @@ class RFLVM(BaseEstimator):
             posterior={k: v[None] for k, v in post.items()},
             dims={"X": ["sample", "latent_dim"]},
         )
+        ckpt.remove()
         return self
 
     def fit_transform(self, Y, y=None):
