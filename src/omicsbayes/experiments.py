@@ -386,3 +386,72 @@ def ranking_fold(
         }
     )
     return curves, candidates
+
+
+def fit_summary_tables(
+    X, targets, spec, feature_names, sample_ids, fold_pipeline=None, random_state=None
+):
+    """Fit a RankFactorClassifier on the whole cohort; its fitted structure as three tables.
+
+    Paper 000's figures (Figures 1, 3-5 and 7) are drawn from these tables, never from a live
+    model. All tasks are learned jointly by one factor model (samples without a label for a task
+    enter that task as missing).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The cohort after its sample-wise transforms.
+    targets : pandas.DataFrame
+        Binary tasks from :func:`task_targets` (``binary`` or ``one_vs_rest``).
+    spec : dict
+        Model entry of the config; its class must be RankFactorClassifier.
+    feature_names, sample_ids : sequence of str
+    fold_pipeline : sklearn Pipeline, optional
+        Transforms that learn from samples, here fitted on every sample; they must keep the
+        features (a kernel map would not).
+
+    Returns
+    -------
+    loadings : pandas.DataFrame
+        Column ``feature`` then ``factor_1 .. factor_K`` (``loadings_``).
+    coef : pandas.DataFrame
+        Column ``task`` then the factors (``coef_``, one row per task).
+    scores : pandas.DataFrame
+        Column ``sample_id`` then the factors (``scores_``).
+    seconds : float
+        Wall time of the fit.
+    """
+    if spec["class"] != "RankFactorClassifier":
+        raise ExperimentError(
+            "fitted-structure tables need a RankFactorClassifier model, "
+            f"got class {spec['class']!r}"
+        )
+    if list(targets.columns) == ["multiclass"]:
+        raise ExperimentError(
+            "fitted-structure tables need binary tasks (task kind binary or one_vs_rest), "
+            "got a multiclass task"
+        )
+    start = time.perf_counter()
+    X = np.asarray(X, dtype=float)
+    if fold_pipeline is not None:
+        X = fold_pipeline.fit_transform(X)
+    if X.shape[1] != len(feature_names):
+        raise ExperimentError(
+            f"the transform turned {len(feature_names)} features into {X.shape[1]} columns; "
+            "loadings need a transform that keeps the features (not a kernel map)"
+        )
+    estimator = make_estimator(spec, random_state).fit(X, targets.to_numpy(dtype=float))
+    seconds = time.perf_counter() - start
+    factors = [f"factor_{k + 1}" for k in range(estimator.n_factors)]
+
+    def table(name, keys, values):
+        frame = pd.DataFrame(np.asarray(values, dtype=float), columns=factors)
+        frame.insert(0, name, np.asarray(keys, dtype=object))
+        return frame
+
+    return (
+        table("feature", feature_names, estimator.loadings_),
+        table("task", targets.columns, estimator.coef_),
+        table("sample_id", sample_ids, estimator.scores_),
+        seconds,
+    )

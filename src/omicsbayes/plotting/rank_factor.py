@@ -6,9 +6,13 @@
 - :func:`loadings_heatmap`: the loadings matrix A (genes x factors).
 - :func:`loadings_images`: Figures 4 and 5, columns of A reshaped to images (digit data).
 - :func:`top_genes_table`: the top genes of each factor by |loading|, as a table.
+- :func:`discriminative_weights`: each gene's weight ``A beta_t`` in each task's decision.
+- :func:`pixel_grid`: image shape and order of pixel features (``pixel_<row>_<col>``).
 - :func:`gene_network_edges` and :func:`gene_network_figure`: Figure 7, a gene network from the
   loadings (genes joined when their loading vectors are strongly correlated).
 """
+
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,7 +27,7 @@ def _as_frame(matrix, index=None, columns=None):
     return pd.DataFrame(matrix, index=index, columns=columns)
 
 
-def rank_vs_log_figure(values, groups, gene="", bins=20):
+def rank_vs_log_figure(values, groups, gene="", bins=20, offset=0.0):
     """Figure 1: ``log(x)`` (horizontal) against ``rank(x)`` (vertical) by group.
 
     Parameters
@@ -36,12 +40,17 @@ def rank_vs_log_figure(values, groups, gene="", bins=20):
         Gene name for the title.
     bins : int
         Histogram bins of the marginal panels.
+    offset : float
+        Plot ``log(x + offset)``, for values with zeros (e.g. pixel counts: offset 1).
     """
     values = np.asarray(values, float)
     groups = np.asarray(groups)
-    if np.any(values <= 0):
-        raise ValueError("rank_vs_log_figure needs positive intensities (it plots log(x))")
-    logx = np.log(values)
+    if np.any(values + offset <= 0):
+        raise ValueError(
+            f"rank_vs_log_figure plots log(x + offset) and needs x + offset > 0; the smallest "
+            f"value is {values.min():g} with offset {offset:g}"
+        )
+    logx = np.log(values + offset)
     rank = stats.rankdata(values)
     fig = plt.figure(figsize=(6, 6))
     grid = fig.add_gridspec(4, 4, hspace=0.05, wspace=0.05)
@@ -53,7 +62,7 @@ def rank_vs_log_figure(values, groups, gene="", bins=20):
         main.scatter(logx[sel], rank[sel], s=14, alpha=0.7, label=str(label))
         top.hist(logx[sel], bins=bins, alpha=0.5, density=True)
         right.hist(rank[sel], bins=bins, alpha=0.5, density=True, orientation="horizontal")
-    main.set_xlabel("log(x)")
+    main.set_xlabel(f"log(x + {offset:g})" if offset else "log(x)")
     main.set_ylabel("rank(x)")
     main.legend(fontsize=8)
     top.tick_params(labelbottom=False)
@@ -154,10 +163,11 @@ def top_genes_table(loadings, gene_names, n_top=200):
     return pd.concat(pieces, ignore_index=True)
 
 
-def gene_network_edges(loadings, gene_names, n_genes=60, threshold=0.8):
+def gene_network_edges(loadings, gene_names, n_genes=60, threshold=0.8, max_edges=None):
     """Edges of the gene network of Figure 7: among the ``n_genes`` genes with the largest
     loading norms, pairs whose loading vectors have correlation (cosine of the centred rows of
-    A, i.e. of A A^T) above ``threshold``.  Columns gene_a, gene_b, weight."""
+    A, i.e. of A A^T) above ``threshold``; with ``max_edges``, only that many of the strongest
+    (few factors make many pairs correlated).  Columns gene_a, gene_b, weight."""
     frame = _as_frame(loadings, index=list(gene_names))
     A = frame.to_numpy()
     keep = np.argsort(-np.linalg.norm(A, axis=1))[:n_genes]
@@ -165,11 +175,50 @@ def gene_network_edges(loadings, gene_names, n_genes=60, threshold=0.8):
     unit = sub / np.maximum(np.linalg.norm(sub, axis=1, keepdims=True), 1e-300)
     corr = unit @ unit.T
     i, j = np.triu_indices(len(keep), k=1)
-    strong = np.abs(corr[i, j]) >= threshold
+    strong = np.flatnonzero(np.abs(corr[i, j]) >= threshold)
+    if max_edges is not None:
+        strong = strong[np.argsort(-np.abs(corr[i, j][strong]), kind="stable")[:max_edges]]
     names = frame.index[keep]
     return pd.DataFrame(
         {"gene_a": names[i[strong]], "gene_b": names[j[strong]], "weight": corr[i, j][strong]}
     )
+
+
+def discriminative_weights(loadings, coef):
+    """Weight of each gene in each task's decision, ``A beta_t`` (genes x tasks).
+
+    The classifier acts on the factor scores, ``beta_t^T z``, and ``w = A z`` links scores to
+    (latent) gene values, so ``A beta_t`` is the direction in gene space that the task reads;
+    the gene of largest |weight| is the most discriminative one (Figure 1).
+
+    Parameters
+    ----------
+    loadings : DataFrame of shape (n_genes, n_factors), indexed by gene
+    coef : DataFrame of shape (n_tasks, n_factors), indexed by task
+    """
+    if loadings.shape[1] != coef.shape[1]:
+        raise ValueError(f"loadings have {loadings.shape[1]} factors but coef has {coef.shape[1]}")
+    return pd.DataFrame(
+        loadings.to_numpy(float) @ coef.to_numpy(float).T,
+        index=loadings.index,
+        columns=coef.index,
+    )
+
+
+def pixel_grid(names):
+    """Image shape and row order of features named ``pixel_<row>_<col>`` (e.g. the digits).
+
+    Returns ``(shape, order)`` such that ``loadings[order]`` is in row-major image order, or
+    ``None`` when the names are not a complete pixel grid.
+    """
+    parsed = [re.fullmatch(r"pixel_(\d+)_(\d+)", str(n)) for n in names]
+    if not parsed or not all(parsed):
+        return None
+    rc = np.array([[int(m.group(1)), int(m.group(2))] for m in parsed])
+    shape = tuple(int(v) for v in rc.max(axis=0) + 1)
+    if shape[0] * shape[1] != len(rc) or len({tuple(p) for p in rc}) != len(rc):
+        return None
+    return shape, np.lexsort((rc[:, 1], rc[:, 0]))
 
 
 def gene_network_figure(edges, seed=0):

@@ -1,0 +1,155 @@
+# Paper 000's figures of a fitted factor model: for every model an experiment lists under
+# `figures:` (RankFactorClassifier only), one fit on the whole cohort saved as tables, then the
+# figures drawn from those tables (never from a live model).
+#
+# Needs common.smk (EXPERIMENTS, experiment_kind); the main Snakefile includes this file and adds
+# model_figure_targets() to rule all.
+
+FIGURE_FOLDER = "results/{experiment}/model_figures/{model}"
+FIGURE_OUTPUTS = (
+    "rank_vs_log.png",
+    "coefficients.png",
+    "loadings_heatmap.png",
+    "top_genes.tsv",
+    "gene_network.png",
+    "gene_network_edges.tsv",
+)
+IMAGE_COHORTS = {"digits"}  # bundled cohorts whose features are the pixels of an image
+
+
+def figure_models(experiment):
+    """The RankFactorClassifier models an experiment lists under `figures:` (others are skipped)."""
+    e = EXPERIMENTS[experiment]
+    unknown = [m for m in e.get("figures", []) if m not in e["models"]]
+    if unknown:
+        raise WorkflowError(
+            f"experiments.{experiment}.figures: {unknown} not among the experiment's models "
+            f"{e['models']}"
+        )
+    if e.get("figures") and experiment_kind(experiment) != "classification":
+        raise WorkflowError(
+            f"experiments.{experiment}.figures: only classification experiments have model "
+            f"figures, this one is {experiment_kind(experiment)!r}"
+        )
+    return [m for m in e.get("figures", []) if config["models"][m]["class"] == "RankFactorClassifier"]
+
+
+def has_pixel_features(experiment):
+    cohort = config["cohorts"][EXPERIMENTS[experiment]["cohort"]]
+    return cohort["format"] == "demo" and cohort.get("name") in IMAGE_COHORTS
+
+
+def model_figure_targets():
+    """Final outputs of every experiment's model figures, for rule all."""
+    targets = []
+    for experiment in EXPERIMENTS:
+        for model in figure_models(experiment):
+            folder = FIGURE_FOLDER.format(experiment=experiment, model=model)
+            targets += [f"{folder}/{name}" for name in FIGURE_OUTPUTS]
+            if has_pixel_features(experiment):
+                targets.append(f"{folder}/loadings_images.png")
+    return targets
+
+
+def _table(name, what):
+    return report(
+        f"{FIGURE_FOLDER}/{name}.tsv",
+        caption=f"../report/model_figures_{name}.rst",
+        category="{experiment}",
+        subcategory="{model} fitted on the whole cohort",
+        labels={"model": "{model}", "table": what},
+    )
+
+
+def _figure(name, what, suffix="png"):
+    return report(
+        f"{FIGURE_FOLDER}/{name}.{suffix}",
+        caption=f"../report/model_figures_{name}.rst",
+        category="{experiment}",
+        subcategory="{model} fitted on the whole cohort",
+        labels={"model": "{model}", "figure" if suffix == "png" else "table": what},
+    )
+
+
+# One fit on every sample: the experiment's first transform, its fold steps fitted on all samples.
+rule fit_summary:
+    input:
+        data=lambda wc: (
+            f"results/{EXPERIMENTS[wc.experiment]['cohort']}/transformed/"
+            f"{EXPERIMENTS[wc.experiment]['transforms'][0]}.h5ad"
+        ),
+    output:
+        loadings=_table("loadings", "loadings (features x factors)"),
+        coef=_table("coef", "coefficients (tasks x factors)"),
+        scores=_table("scores", "factor scores (samples x factors)"),
+    wildcard_constraints:
+        experiment=r"[^/]+",
+        model=r"[^/]+",
+    params:
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
+        cohort=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]],
+        model=lambda wc: config["models"][wc.model],
+        steps=lambda wc: config["transforms"][EXPERIMENTS[wc.experiment]["transforms"][0]]["steps"],
+        seed=config["seed"],
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/{model}/fit_summary.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
+    threads: 1
+    resources:
+        mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
+        runtime=lambda wc, attempt: 60 * attempt,
+    script:
+        "../scripts/fit_summary.py"
+
+
+# Figures 1, 3 and 7, the loadings heatmap and the top genes, from the saved tables only.
+rule model_figures:
+    input:
+        loadings=f"{FIGURE_FOLDER}/loadings.tsv",
+        coef=f"{FIGURE_FOLDER}/coef.tsv",
+        cohort=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+    output:
+        rank_vs_log=_figure("rank_vs_log", "Figure 1: log vs rank of the most discriminative gene"),
+        coefficients=_figure("coefficients", "Figure 3: coefficients per task"),
+        heatmap=_figure("loadings_heatmap", "loadings heatmap"),
+        top_genes=_figure("top_genes", "top genes of each factor", suffix="tsv"),
+        network=_figure("gene_network", "Figure 7: gene network"),
+        edges=_figure("gene_network_edges", "gene network edges", suffix="tsv"),
+    wildcard_constraints:
+        experiment=r"[^/]+",
+        model=r"[^/]+",
+    params:
+        label=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]].get("label"),
+        task=lambda wc: EXPERIMENTS[wc.experiment]["task"],
+        n_top=20,
+        network={"n_genes": 60, "threshold": 0.8, "max_edges": 150},
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/{model}/model_figures.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
+    script:
+        "../scripts/model_figures.py"
+
+
+# Figures 4-5: each factor's loadings as an image, for cohorts whose features are pixels.
+rule model_loadings_images:
+    input:
+        loadings=f"{FIGURE_FOLDER}/loadings.tsv",
+    output:
+        _figure("loadings_images", "Figures 4-5: loadings as images"),
+    wildcard_constraints:
+        experiment=r"[^/]+",
+        model=r"[^/]+",
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/{model}/loadings_images.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
+    script:
+        "../scripts/model_figures.py"
