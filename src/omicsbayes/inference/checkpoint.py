@@ -150,9 +150,7 @@ class Checkpoint:
             "state": state,
         }
         folder = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(self.path)}.", suffix=".tmp"
-        )
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=self._temp_prefix(), suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -165,10 +163,20 @@ class Checkpoint:
             raise
         logger.debug("%s: checkpoint after iteration %d in %s", self.name, iteration, self.path)
 
+    def _temp_prefix(self):
+        return f".{os.path.basename(self.path)}."
+
     def remove(self):
-        """Delete the checkpoint file (after a successful fit)."""
-        if self.path is not None and os.path.exists(self.path):
+        """Delete the checkpoint file (after a successful fit), and any temporary file a process
+        killed during a write left behind."""
+        if self.path is None:
+            return
+        if os.path.exists(self.path):
             os.remove(self.path)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        for entry in os.listdir(folder):
+            if entry.startswith(self._temp_prefix()) and entry.endswith(".tmp"):
+                os.remove(os.path.join(folder, entry))
 
 
 __all__ = ["Checkpoint", "fingerprint"]
