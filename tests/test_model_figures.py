@@ -1,0 +1,129 @@
+"""Paper 000's model figures in the real snakemake: a whole-cohort fit saved as tables, then the
+figures and tables drawn from them, all in the report.
+
+The Snakefile used here is built in the test's directory from the repository's own includes plus
+workflow/rules/model_figures.smk (so the test runs whether or not the main Snakefile includes it
+yet), with a rule all asking for ``model_figure_targets()`` only.
+"""
+
+from pathlib import Path
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RULES = "workflow/rules/model_figures.smk"
+FIGURES = ("rank_vs_log.png", "coefficients.png", "loadings_heatmap.png", "gene_network.png")
+TABLES = ("loadings.tsv", "coef.tsv", "scores.tsv", "top_genes.tsv", "gene_network_edges.tsv")
+
+pytestmark = pytest.mark.workflow
+
+
+def write_snakefile(directory):
+    lines = (REPO / "Snakefile").read_text().splitlines()
+    includes = [line.split('"')[1] for line in lines if line.startswith("include:")]
+    if RULES not in includes:
+        includes.append(RULES)
+    text = "".join(f'include: "{REPO / path}"\n' for path in includes)
+    text += "\n\nrule all:\n    input:\n        model_figure_targets(),\n"
+    path = Path(directory) / "Snakefile"
+    path.write_text(text)
+    return str(path)
+
+
+def figure_config():
+    """Digits 3, 5 and 8 one-vs-rest (three tasks, pixel features), a tiny factor model."""
+    return {
+        "seed": 3,
+        "cohorts": {
+            "digits": {
+                "format": "demo",
+                "name": "digits",
+                "label": "digit",
+                "keep_labels": ["3", "5", "8"],
+            }
+        },
+        "transforms": {"zscore": {"steps": ["zscore"]}},
+        "protocols": {"cv3": {"type": "stratified_kfold", "n_splits": 3}},
+        "models": {
+            "R-L-BSVM": {
+                "class": "RankFactorClassifier",
+                "variant": "R-L-BSVM",
+                "params": {"n_factors": 3, "max_iter": 10},
+            },
+            "logistic": {"class": "LogisticBaseline"},
+        },
+        "experiments": {
+            "digits_ovr": {
+                "cohort": "digits",
+                "task": {"kind": "one_vs_rest"},
+                "transforms": ["zscore"],
+                "models": ["logistic", "R-L-BSVM"],
+                "protocol": "cv3",
+                "figures": ["R-L-BSVM", "logistic"],  # logistic has no factor structure: skipped
+            }
+        },
+    }
+
+
+def test_model_figures_from_saved_tables_and_in_report(tmp_path, snakemake_run):
+    snakefile = write_snakefile(tmp_path)
+    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "2", config=figure_config())
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = tmp_path / "results/digits_ovr/model_figures"
+    assert sorted(p.name for p in folder.iterdir()) == ["R-L-BSVM"]
+    out = folder / "R-L-BSVM"
+    for name in (*FIGURES, "loadings_images.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG", name
+        assert (out / name).stat().st_size > 5000, name
+
+    raw = ad.read_h5ad(tmp_path / "results/digits/raw.h5ad")
+    loadings = pd.read_csv(out / "loadings.tsv", sep="\t", dtype={"feature": str})
+    coef = pd.read_csv(out / "coef.tsv", sep="\t", dtype={"task": str})
+    scores = pd.read_csv(out / "scores.tsv", sep="\t", dtype={"sample_id": str})
+    factors = ["factor_1", "factor_2", "factor_3"]
+    assert list(loadings.columns) == ["feature", *factors]
+    assert loadings["feature"].tolist() == raw.var_names.tolist()
+    assert coef["task"].tolist() == ["3", "5", "8"] and list(coef.columns[1:]) == factors
+    assert scores["sample_id"].tolist() == raw.obs_names.tolist()
+    for table in (loadings, coef, scores):
+        values = table[factors].to_numpy()
+        assert np.isfinite(values).all() and np.abs(values).max() > 0
+
+    # the tables drawn from are the saved ones: recompute from them what the figures show
+    A = loadings.set_index("feature")[factors]
+    top = pd.read_csv(out / "top_genes.tsv", sep="\t")
+    assert len(top) == 3 * 20
+    for k, factor in enumerate(factors, start=1):
+        first = top[(top["factor"] == k) & (top["rank"] == 1)].iloc[0]
+        assert first["gene"] == A[factor].abs().idxmax()
+        assert first["loading"] == pytest.approx(A.loc[first["gene"], factor], rel=1e-6)
+    weights = A.to_numpy() @ coef[factors].to_numpy().T
+    gene = A.index[np.unravel_index(np.abs(weights).argmax(), weights.shape)[0]]
+    log = (tmp_path / "logs/model_figures/digits_ovr/R-L-BSVM/model_figures.log").read_text()
+    assert f"most discriminative gene {gene} " in log
+    edges = pd.read_csv(out / "gene_network_edges.tsv", sep="\t")
+    assert 0 < len(edges) <= 150 and (edges["weight"].abs() >= 0.8).all()
+    assert set(edges["gene_a"]) | set(edges["gene_b"]) <= set(A.index)
+    fit_log = (tmp_path / "logs/model_figures/digits_ovr/R-L-BSVM/fit_summary.log").read_text()
+    assert "on all 539 samples x 64 features" in fit_log and "fitted in" in fit_log
+
+    report = tmp_path / "results/report.html"
+    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "1", "--report", str(report))
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = report.read_text()
+    for name in (*FIGURES, *TABLES, "loadings_images.png"):
+        assert name in html, f"{name} is not in the report"
+    assert "Figure 1 of paper 000" in html and "digits_ovr" in html
+
+
+def test_figures_naming_a_model_outside_the_experiment_stops_the_run(tmp_path, snakemake_run):
+    config = figure_config()
+    config["experiments"]["digits_ovr"]["figures"] = ["R-L-BSVM", "G-L-BSVM"]
+    snakefile = write_snakefile(tmp_path)
+    result = snakemake_run(tmp_path, "-s", snakefile, "--dry-run", "--cores", "1", config=config)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "experiments.digits_ovr.figures" in output and "G-L-BSVM" in output
