@@ -86,7 +86,7 @@ class Checkpoint:
     Parameters
     ----------
     path : str, os.PathLike or None
-        File the state is written to; its folder must exist.
+        File the state is written to (its folder is created if need be).
     every : int
         Write after every ``every``-th completed iteration.
     name : str
@@ -118,7 +118,7 @@ class Checkpoint:
             with open(self.path, "rb") as f:
                 saved = pickle.load(f)
             ok = isinstance(saved, dict) and saved.get("format") == FORMAT
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as err:
+        except Exception as err:  # truncated or foreign files fail in many ways
             logger.warning(
                 "%s: checkpoint %s is unreadable (%s); starting over", self.name, self.path, err
             )
@@ -150,6 +150,7 @@ class Checkpoint:
             "state": state,
         }
         folder = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=self._temp_prefix(), suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -174,7 +175,7 @@ class Checkpoint:
         if os.path.exists(self.path):
             os.remove(self.path)
         folder = os.path.dirname(os.path.abspath(self.path))
-        for entry in os.listdir(folder):
+        for entry in os.listdir(folder) if os.path.isdir(folder) else ():
             if entry.startswith(self._temp_prefix()) and entry.endswith(".tmp"):
                 os.remove(os.path.join(folder, entry))
 
