@@ -125,3 +125,17 @@ def test_example_configs_are_valid(path):
     config = yaml.safe_load(path.read_text())
     validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
     check_config(config)
+
+
+def test_fit_heldout_with_checkpoint_equals_plain_fit_and_cleans_up(tmp_path):
+    rng = np.random.default_rng(5)
+    Y = rng.standard_normal((30, 5))
+    mask = rng.random(Y.shape) < 0.2
+    spec = {
+        "class": "IBPFactorModel",
+        "params": {"n_iter": 20, "burn_in": 10, "checkpoint_every": 5},
+    }
+    plain, _ = fit_heldout(Y, mask, spec, random_state=1)
+    checkpointed, _ = fit_heldout(Y, mask, spec, random_state=1, checkpoint=tmp_path / "fit.ckpt")
+    assert plain["log_likelihood"] == checkpointed["log_likelihood"]
+    assert not list(tmp_path.iterdir())  # removed after the fit succeeded

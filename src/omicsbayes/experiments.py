@@ -247,7 +247,7 @@ def heldout_mask(shape, split_table):
     return mask
 
 
-def fit_heldout(Y, mask, spec, random_state=None):
+def fit_heldout(Y, mask, spec, random_state=None, checkpoint=None):
     """Fit a latent variable model with held-out entries hidden and score those entries.
 
     Paper 002's protocol (Tables 1-2): the held-out entries are set to NaN before fitting, so
@@ -260,6 +260,9 @@ def fit_heldout(Y, mask, spec, random_state=None):
     mask : ndarray of bool, same shape, True where an entry is held out
     spec : dict
         Model entry of the config (class RFLVM, IBPFactorModel or PoissonFactorAnalysis).
+    checkpoint : str, optional
+        Where the sampler saves its chain state every ``checkpoint_every`` iterations; a rerun
+        after an interruption resumes from it and gives the same draws.
 
     Returns
     -------
@@ -276,7 +279,10 @@ def fit_heldout(Y, mask, spec, random_state=None):
         )
     start = time.perf_counter()
     observed = np.where(mask, np.nan, Y)
-    estimator = make_estimator(spec, random_state).fit(observed)
+    estimator = make_estimator(spec, random_state)
+    if checkpoint is not None:
+        estimator.set_params(checkpoint=str(checkpoint))
+    estimator.fit(observed)
     score = getattr(estimator, "log_likelihood", None) or estimator.heldout_log_likelihood
     total = float(score(Y, mask))
     is_count = spec["class"] == "PoissonFactorAnalysis" or (

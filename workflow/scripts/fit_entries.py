@@ -29,7 +29,8 @@ def main(smk):
     seed = derive_seed(smk.params.seed, wc.experiment, wc.transform, wc.model, wc.split)
     log = logging.getLogger("omicsbayes")
     log.info("split %s: %d of %d entries held out, seed %d", wc.split, mask.sum(), mask.size, seed)
-    row, latent = fit_heldout(Y, mask, smk.params.model, random_state=seed)
+    checkpoint = f"{smk.output.scores}.checkpoint"  # resumed if this job was interrupted
+    row, latent = fit_heldout(Y, mask, smk.params.model, random_state=seed, checkpoint=checkpoint)
     log.info(
         "held-out log likelihood per entry %.4f in %.2f s",
         row["log_likelihood_per_entry"],
