@@ -167,7 +167,7 @@ def test_bayesian_svm_rejects_bad_input():
 @pytest.mark.parametrize("p", [0.0, 0.5, -1.5, 2.0])
 def test_vectorised_gig_draws_match_bessel_moments(p):
     from omicsbayes.inference import gig_moments
-    from omicsbayes.inference.tpbn import sample_gig_vectorised
+    from omicsbayes.inference.gig import sample_gig_vectorised
 
     rng = np.random.default_rng(5)
     # one value from each regime: small omega, omega in the plain ratio-of-uniforms range, large
@@ -181,7 +181,7 @@ def test_vectorised_gig_draws_match_bessel_moments(p):
 
 def test_gig_mean_and_inverse_mean_matches_shared_moments():
     from omicsbayes.inference import gig_moments
-    from omicsbayes.inference.tpbn import gig_mean_and_inverse_mean
+    from omicsbayes.inference.gig import gig_mean_and_inverse_mean
 
     a = np.array([0.1, 2.0, 30.0, 1e-3])
     b = np.array([1e-8, 0.7, 50.0, 4.0])
