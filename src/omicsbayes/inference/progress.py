@@ -8,18 +8,23 @@ logger = logging.getLogger("omicsbayes")
 
 
 class Progress:
-    """Report the progress of ``total`` iterations of the fit called ``name``."""
+    """Report the progress of ``total`` iterations of the fit called ``name``.
 
-    def __init__(self, total, name, verbose=False):
+    ``first`` is the iteration a resumed fit starts at (a chain restored from a checkpoint): the
+    bar starts there and the time left is estimated from the iterations run in this session.
+    """
+
+    def __init__(self, total, name, verbose=False, first=0):
         self.total = int(total)
         self.name = name
+        self.first = int(first)
         self.start = time.perf_counter()
         self.every = max(1, self.total // 10)
         self.bar = None
         if verbose:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=self.total, desc=name)
+            self.bar = tqdm(total=self.total, initial=self.first, desc=name)
 
     def step(self, iteration, value, label="bound"):
         """Record that 0-based ``iteration`` finished with ``value`` of the monitored ``label``."""
@@ -37,7 +42,7 @@ class Progress:
                 label,
                 value,
                 elapsed,
-                elapsed / done * (self.total - done),
+                elapsed / max(done - self.first, 1) * (self.total - done),
             )
 
     def close(self):

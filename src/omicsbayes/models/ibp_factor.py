@@ -396,7 +396,7 @@ class IBPFactorModel(BaseEstimator):
             self._draws, latent_sum, slot = chk["draws"], chk["latent_sum"], chk["slot"]
             n_active, alphas = chk["n_active"], chk["alphas"]
             taus, history = chk["taus"], chk["history"]
-        progress = Progress(self.n_iter, "IBPFactorModel", self.verbose)
+        progress = Progress(self.n_iter, "IBPFactorModel", self.verbose, first=start)
         for it in range(start, self.n_iter):
             state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
             X = state.latent

@@ -400,7 +400,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             start, state = saved
             r, p, phi, theta = state["r"], state["p"], state["phi"], state["theta"]
             draws, history, slot = state["draws"], state["history"], state["slot"]
-        progress = Progress(self.n_iter, "PoissonFactorAnalysis", self.verbose)
+        progress = Progress(self.n_iter, "PoissonFactorAnalysis", self.verbose, first=start)
         for it in range(start, self.n_iter):
             counts, rows, cols = _completed_entries(index, theta, phi, rng)
             per_sample, per_feature = allocate_counts(counts, rows, cols, theta, phi, rng)
