@@ -105,7 +105,7 @@ def test_model_figures_from_saved_tables_and_in_report(tmp_path, snakemake_run):
     log = (tmp_path / "logs/model_figures/digits_ovr/R-L-BSVM/model_figures.log").read_text()
     assert f"most discriminative gene {gene} " in log
     edges = pd.read_csv(out / "gene_network_edges.tsv", sep="\t")
-    assert 0 < len(edges) <= 150 and (edges["weight"].abs() >= 0.8).all()
+    assert 0 < len(edges) <= 100 and (edges["weight"].abs() >= 0.8).all()
     assert set(edges["gene_a"]) | set(edges["gene_b"]) <= set(A.index)
     fit_log = (tmp_path / "logs/model_figures/digits_ovr/R-L-BSVM/fit_summary.log").read_text()
     assert "on all 539 samples x 64 features" in fit_log and "fitted in" in fit_log

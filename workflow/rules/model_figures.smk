@@ -125,7 +125,7 @@ rule model_figures:
         label=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]].get("label"),
         task=lambda wc: EXPERIMENTS[wc.experiment]["task"],
         n_top=20,
-        network={"n_genes": 60, "threshold": 0.8, "max_edges": 150},
+        network={"n_genes": 50, "threshold": 0.8, "max_edges": 100},
     conda:
         "../../envs/omicsbayes.yaml"
     log:

@@ -100,11 +100,14 @@ def coefficient_figure(coef, task_names=None):
 
 def loadings_heatmap(loadings, gene_names=None, max_genes=200):
     """Heatmap of the loadings (genes x factors), the ``max_genes`` genes of largest norm,
-    ordered by the factor of their largest |loading|."""
+    grouped by the factor of their largest |loading|, ordered within a group by that loading."""
     frame = _as_frame(loadings, index=gene_names)
     norm = np.linalg.norm(frame.to_numpy(), axis=1)
     keep = frame.iloc[np.argsort(-norm)[:max_genes]]
-    order = np.lexsort((-np.abs(keep.to_numpy()).max(axis=1), np.abs(keep.to_numpy()).argmax(1)))
+    values = keep.to_numpy()
+    dominant = np.abs(values).argmax(axis=1)
+    # grouped by dominant factor, within a group from the most positive to the most negative
+    order = np.lexsort((-values[np.arange(len(values)), dominant], dominant))
     keep = keep.iloc[order]
     limit = np.abs(keep.to_numpy()).max() or 1.0
     fig, ax = plt.subplots(figsize=(0.3 * keep.shape[1] + 3, min(0.06 * len(keep) + 2, 14)))
