@@ -9,6 +9,7 @@ include: "workflow/rules/split.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/model_figures.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -17,6 +18,7 @@ rule all:
         expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
         expand("results/{experiment}/figures/metrics.png", experiment=EXPERIMENTS),
         "results/summary.tsv",
+        model_figure_targets(),
         [f"results/{e}/candidates.tsv" for e in EXPERIMENTS if experiment_kind(e) == "disease_gene"],
         [
             f"results/{e}/figures/latent.png"
