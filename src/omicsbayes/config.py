@@ -6,14 +6,26 @@ and protocol, that transform steps and model parameters exist, and how many spli
 has. Each problem is one :class:`ConfigError` naming the config key.
 """
 
-from .experiments import HELDOUT_MODELS, RANKING_MODELS, ExperimentError, make_estimator
+from .experiments import (
+    HELDOUT_MODELS,
+    RANKING_MODELS,
+    RATING_MODELS,
+    ExperimentError,
+    make_estimator,
+)
 
 PROTOCOLS_OF_KIND = {
     "classification": ("stratified_kfold", "repeated_subsampling", "few_shot"),
     "heldout_entries": ("heldout_entries",),
     "disease_gene": ("known_rows", "new_rows"),
+    "rating": ("known_users", "new_users"),
 }
-MODELS_OF_KIND = {"heldout_entries": HELDOUT_MODELS, "disease_gene": RANKING_MODELS}
+MODELS_OF_KIND = {
+    "heldout_entries": HELDOUT_MODELS,
+    "disease_gene": RANKING_MODELS,
+    "rating": RATING_MODELS,
+}
+MATRIX_KINDS = ("disease_gene", "rating")  # fitted on the raw matrix: no transforms
 
 
 class ConfigError(ValueError):
@@ -27,7 +39,7 @@ def n_splits(protocol):
         return int(protocol.get("n_repeats", 20))
     if kind == "heldout_entries":
         return int(protocol.get("n_repeats", 5))
-    if kind in ("known_rows", "new_rows"):
+    if kind in ("known_rows", "new_rows", "known_users", "new_users"):
         return int(protocol.get("n_splits", 5))
     default = 100 if kind == "repeated_subsampling" else 10
     return int(protocol.get("n_splits", default))
@@ -64,7 +76,7 @@ def check_config(config):
                     f"(defined: {sorted(config[field])})"
                 )
         kind = experiment.get("kind", "classification")
-        if kind != "disease_gene" and not experiment.get("transforms"):
+        if kind not in MATRIX_KINDS and not experiment.get("transforms"):
             raise ConfigError(
                 f"config key {key}.transforms: a {kind} experiment lists its transforms"
             )

@@ -461,3 +461,90 @@ def fit_summary_tables(
         table("sample_id", sample_ids, estimator.scores_),
         seconds,
     )
+
+
+RATING_MODELS = RANKING_MODELS
+
+
+def rating_fold_metrics(
+    matrix,
+    split_table,
+    protocol,
+    spec,
+    row_kernel=None,
+    relevant_above=4.0,
+    k=20,
+    random_state=0,
+):
+    """One outer fold of paper 004's rating protocol (section 5.2): RMSE and R@k.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix of shape (n_users, n_items)
+        The ratings; every stored entry (explicit zeros included) is a rating, every other entry
+        is unrated.
+    split_table : pandas.DataFrame
+        This fold's rows of the split table: ``entry`` ids (``known_users``: k-fold over the
+        rating entries in row-major order) or ``row`` ids (``new_users``: k-fold over users,
+        whose ratings are all held out).
+    protocol : {"known_users", "new_users"}
+    spec : dict
+        Model entry of the config (a class of :data:`RATING_MODELS`).
+    row_kernel : ndarray or LowRankKernel, optional
+        User covariance (``diffusion_kernel`` of the social graph); identity when None.
+    relevant_above, k : float, int
+        R@k counts the test items rated above ``relevant_above`` (4 in the paper).
+
+    Returns
+    -------
+    dict
+        rmse, recall (R@k), k, n_rows (test users with a relevant test item), n_test (test
+        ratings), rmse_training_mean (RMSE of predicting the training mean, for reference) and
+        seconds; from :func:`omicsbayes.models.mvgp.rating_fold`.
+    """
+    from .models.mvgp import rating_fold
+
+    if spec["class"] not in RATING_MODELS:
+        raise ExperimentError(
+            f"model class {spec['class']!r} does not predict ratings; expected one of "
+            f"{sorted(RATING_MODELS)}"
+        )
+    if protocol not in ("known_users", "new_users"):
+        raise ExperimentError(
+            f"protocol {protocol!r} is not a rating protocol; expected known_users or new_users"
+        )
+    start = time.perf_counter()
+    coo = matrix.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    rows, cols = coo.row[order].astype(np.int64), coo.col[order].astype(np.int64)
+    ratings = np.asarray(coo.data[order], dtype=float)
+    known = protocol == "known_users"
+    test_ids = split_table.loc[split_table["role"] == "test", "entry" if known else "row"]
+    if known:
+        is_test = np.zeros(rows.size, dtype=bool)
+        is_test[test_ids.to_numpy()] = True
+    else:
+        is_test = np.isin(rows, test_ids.to_numpy())
+    row = rating_fold(
+        make_estimator(spec, random_state),
+        rows,
+        cols,
+        ratings,
+        matrix.shape,
+        is_test,
+        "known" if known else "new",
+        row_kernel=row_kernel,
+        relevant_above=relevant_above,
+        k=k,
+        random_state=random_state,
+    )
+    baseline = float(np.sqrt(np.mean((ratings[is_test] - ratings[~is_test].mean()) ** 2)))
+    return {
+        "rmse": row["rmse"],
+        "recall": row["recall"],
+        "k": int(k),
+        "n_rows": row["n_rows"],
+        "n_test": int(is_test.sum()),
+        "rmse_training_mean": baseline,
+        "seconds": time.perf_counter() - start,
+    }

@@ -29,11 +29,13 @@ def experiment_kind(experiment):
 
 
 def fit_outputs(wildcards):
-    """Every fit table of an experiment (fits/, entries/ or ranking/ by the experiment's kind)."""
+    """Every fit table of an experiment (fits/, entries/, ranking/ or rating/ by its kind)."""
     e = EXPERIMENTS[wildcards.experiment]
-    if experiment_kind(wildcards.experiment) == "disease_gene":
+    matrix_folder = {"disease_gene": "ranking", "rating": "rating"}
+    if experiment_kind(wildcards.experiment) in matrix_folder:
+        folder = matrix_folder[experiment_kind(wildcards.experiment)]
         return [
-            f"results/{wildcards.experiment}/ranking/{m}/split{s}.tsv"
+            f"results/{wildcards.experiment}/{folder}/{m}/split{s}.tsv"
             for m in e["models"]
             for s in experiment_splits(wildcards.experiment)
         ]

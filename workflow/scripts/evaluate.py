@@ -14,7 +14,8 @@ from omicsbayes.experiments import score_predictions
 from omicsbayes.jobs import run_job, write_table
 
 PATH = re.compile(
-    r"(?:(?:fits|entries)/(?P<transform>[^/]+)|ranking)/(?P<model>[^/]+)/split(?P<split>\d+)\.tsv$"
+    r"(?:(?:fits|entries)/(?P<transform>[^/]+)|ranking|rating)/(?P<model>[^/]+)"
+    r"/split(?P<split>\d+)\.tsv$"
 )
 
 
@@ -42,6 +43,9 @@ def main(smk):
     if kind == "disease_gene":  # paper 004: P@k and R@k curves per fold
         metrics = joined[[*keys, *joined.columns[:-3]]]
         columns, by = ["precision", "recall"], ["k"]
+    elif kind == "rating":  # paper 004 section 5.2: RMSE and R@k per fold
+        metrics = joined[[*keys, *joined.columns[:-3]]]
+        columns, by = ["rmse", "recall", "rmse_training_mean"], ["k"]
     elif kind == "heldout_entries":
         metrics = joined[[*keys, *joined.columns[:-3]]]
         columns, by = ["log_likelihood_per_entry", "perplexity"], []

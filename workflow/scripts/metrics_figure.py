@@ -1,4 +1,5 @@
-"""The figure of one experiment: box plots of per-split metrics, or P@k / R@k curves."""
+"""The figure of one experiment: box plots of per-split metrics (RMSE and R@k for a rating
+experiment), or P@k / R@k curves."""
 
 import matplotlib
 
@@ -12,6 +13,7 @@ from omicsbayes.plotting.mvgp import ranking_curves_figure  # noqa: E402
 COLUMNS = {
     "classification": ("auroc", "aupr", "accuracy"),
     "heldout_entries": ("log_likelihood_per_entry", "perplexity"),
+    "rating": ("rmse", "recall"),
 }
 
 

@@ -2,8 +2,8 @@
 
 Classification protocols stratify by the cohort's label (columns split, sample, sample_id, role);
 ``heldout_entries`` lists the held-out (row, col) entries of each repeat (paper 002);
-``known_rows`` and ``new_rows`` split the associations or the rows of a disease-gene matrix
-(paper 004).
+``known_rows`` and ``new_rows`` split the associations or the rows of a disease-gene matrix,
+``known_users`` and ``new_users`` the ratings or the users of a rating matrix (paper 004).
 """
 
 import logging
@@ -27,13 +27,14 @@ def main(smk):
     protocol = dict(smk.params.protocol)
     kind = protocol.pop("type")
     seed = derive_seed(smk.params.seed, smk.wildcards.cohort, smk.wildcards.protocol)
-    if kind == "known_rows":  # paper 004: 5-fold over the known associations (row-major order)
+    if kind in ("known_rows", "known_users"):  # paper 004: k-fold over the stored entries
+        # (associations or ratings, explicit zeros included) in row-major order
         coo = adata.X.tocoo()
         order = np.lexsort((coo.col, coo.row))
         table = entry_kfold_splits(
             coo.row[order], coo.col[order], protocol.get("n_splits", 5), random_state=seed
         )
-    elif kind == "new_rows":  # paper 004: 5-fold over rows (new diseases)
+    elif kind in ("new_rows", "new_users"):  # paper 004: k-fold over rows (diseases, users)
         table = row_kfold_splits(adata.n_obs, protocol.get("n_splits", 5), random_state=seed)
     elif kind == "heldout_entries":
         observed = np.isfinite(np.asarray(adata.X, dtype=float))

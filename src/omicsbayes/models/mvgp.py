@@ -44,7 +44,7 @@ L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
 Protocols (section 5): :func:`hyperparameter_grid` and :func:`select_hyperparameters` (inner
 validation, separately per metric), :func:`averaged_scores` (sampled negative sets, scores
 averaged), :func:`disease_gene_cv` (known / new diseases, P@k and R@k) and :func:`rating_cv`
-(known / new users, RMSE and R@20).
+(known / new users, RMSE and R@20; one fold: :func:`rating_fold`).
 
 Notes on the paper. Section 5 uses the Cholesky factor as the basis; the symmetric square root
 used here gives the same mean (the tests compare against a dense solution in the Cholesky basis).
@@ -931,6 +931,125 @@ def _rating_metrics(model, offset, train, test, values, relevant_above, k):
     return {"rmse": rmse, "recall": float(table["recall"][0]), "n_rows": int(table["n_rows"][0])}
 
 
+def rating_fold(
+    estimator,
+    rows,
+    cols,
+    ratings,
+    shape,
+    is_test,
+    protocol="known",
+    row_kernel=None,
+    col_kernel=None,
+    relevant_above=4.0,
+    k=20,
+    grid=None,
+    random_state=0,
+):
+    """RMSE and R@k of one outer fold of the rating protocol of section 5.2.
+
+    The models have a zero prior mean, so the ratings are centred at the training mean and the
+    mean is added back to the predictions (a choice the paper does not state). R@k ranks, for
+    every test user, all items except the user's training items; the relevant ones are the test
+    items rated above ``relevant_above`` (4 in the paper). With a ``grid`` the hyperparameters
+    are chosen per metric on one inner fold of the training entries (same ``protocol``, seeded
+    by ``random_state``): RMSE lowest, recall highest, as in section 5.
+
+    Parameters
+    ----------
+    rows, cols, ratings : array_like
+        Every rating entry (user, item, rating).
+    is_test : array_like of bool, shape (n_ratings,)
+        The entries held out in this fold (``"known"``: a fold of the entries; ``"new"``: every
+        entry of the fold's users, who then have no training entry).
+    protocol : {"known", "new"}
+        How the inner validation fold is drawn when ``grid`` is given.
+
+    Returns
+    -------
+    dict
+        ``rmse``, ``recall`` (at k), ``n_rows`` (users with a relevant test item), and with a
+        grid ``params_rmse`` and ``params_recall`` (repr of the chosen parameter dicts).
+    """
+    if protocol not in ("known", "new"):
+        raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    ratings = np.asarray(ratings, dtype=float)
+    is_test = np.asarray(is_test, dtype=bool)
+    if not rows.size == cols.size == ratings.size == is_test.size:
+        raise ValueError(
+            f"rows, cols, ratings and is_test have lengths {rows.size}, {cols.size}, "
+            f"{ratings.size} and {is_test.size}; expected one value per rating entry"
+        )
+    if not is_test.any() or is_test.all():
+        raise ValueError(
+            f"is_test marks {int(is_test.sum())} of {is_test.size} entries; expected a fold "
+            "with both training and test entries"
+        )
+    M, _ = _check_shape(shape)
+    kernels = dict(row_kernel=row_kernel, col_kernel=col_kernel)
+
+    def fitted(params, tr):
+        offset = float(ratings[tr].mean())
+        model = clone(estimator).set_params(**params)
+        model.fit(rows[tr], cols[tr], ratings[tr] - offset, shape, **kernels)
+        return model, offset
+
+    chosen = {"rmse": {}, "recall": {}}
+    if grid is not None:
+        idx = np.flatnonzero(~is_test)
+        _, is_val, _, _ = next(_folds(protocol, rows[idx], cols[idx], M, 5, random_state))
+        inner_tr, inner_val = np.zeros(rows.size, bool), np.zeros(rows.size, bool)
+        inner_tr[idx[~is_val]], inner_val[idx[is_val]] = True, True
+        table = []
+        for params in grid:
+            model, offset = fitted(params, inner_tr)
+            m = _rating_metrics(
+                model,
+                offset,
+                (rows[inner_tr], cols[inner_tr]),
+                (rows[inner_val], cols[inner_val]),
+                ratings[inner_val],
+                relevant_above,
+                k,
+            )
+            table.append((m["rmse"], m["recall"]))
+        table = np.array(table)
+        chosen["rmse"] = grid[int(np.nanargmin(table[:, 0]))]
+        if np.all(np.isnan(table[:, 1])):
+            logger.warning(
+                "no relevant item in the inner validation fold; R@%d uses the RMSE-selected "
+                "parameters",
+                k,
+            )
+            chosen["recall"] = chosen["rmse"]
+        else:
+            chosen["recall"] = grid[int(np.nanargmax(table[:, 1]))]
+    out = {}
+    done = {}
+    for metric in ("rmse", "recall"):
+        key = repr(chosen[metric])
+        if key not in done:
+            model, offset = fitted(chosen[metric], ~is_test)
+            done[key] = _rating_metrics(
+                model,
+                offset,
+                (rows[~is_test], cols[~is_test]),
+                (rows[is_test], cols[is_test]),
+                ratings[is_test],
+                relevant_above,
+                k,
+            )
+        m = done[key]
+        out[metric] = m[metric]
+        if metric == "recall":
+            out["n_rows"] = m["n_rows"]
+        if grid is not None:
+            out[f"params_{metric}"] = repr(chosen[metric])
+    return out
+
+
 def rating_cv(
     estimator,
     rows,
@@ -949,12 +1068,10 @@ def rating_cv(
     """Cross-validated RMSE and R@k of the rating protocol of section 5.2.
 
     ``protocol="known"``: 5-fold over the rating entries (known users); ``"new"``: 5-fold over
-    rows (new users, scored through ``row_kernel``). The models have a zero prior mean, so the
-    ratings are centred at the training mean and the mean is added back to the predictions (a
-    choice the paper does not state). R@k ranks, for every test user, all items except the
-    user's training items; the relevant ones are the test items rated above ``relevant_above``
-    (4 in the paper). With a ``grid`` the hyperparameters are chosen per metric on one inner
-    fold (RMSE lowest, recall highest), as in section 5.
+    rows (new users, scored through ``row_kernel``). Each fold is :func:`rating_fold` (ratings
+    centred at the training mean, R@k over the test items rated above ``relevant_above``, with
+    a ``grid`` the hyperparameters chosen per metric on one inner fold seeded by
+    ``random_state + split + 1``).
 
     Returns
     -------
@@ -966,71 +1083,23 @@ def rating_cv(
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    ratings = np.asarray(ratings, dtype=float)
     M, _ = _check_shape(shape)
-    kernels = dict(row_kernel=row_kernel, col_kernel=col_kernel)
-
-    def fitted(params, tr):
-        offset = float(ratings[tr].mean())
-        model = clone(estimator).set_params(**params)
-        model.fit(rows[tr], cols[tr], ratings[tr] - offset, shape, **kernels)
-        return model, offset
-
     records = []
     for split, is_test, _, _ in _folds(protocol, rows, cols, M, n_splits, random_state):
-        chosen = {"rmse": {}, "recall": {}}
-        if grid is not None:
-            idx = np.flatnonzero(~is_test)
-            _, is_val, _, _ = next(
-                _folds(protocol, rows[idx], cols[idx], M, 5, random_state + split + 1)
-            )
-            inner_tr, inner_val = np.zeros(rows.size, bool), np.zeros(rows.size, bool)
-            inner_tr[idx[~is_val]], inner_val[idx[is_val]] = True, True
-            table = []
-            for params in grid:
-                model, offset = fitted(params, inner_tr)
-                m = _rating_metrics(
-                    model,
-                    offset,
-                    (rows[inner_tr], cols[inner_tr]),
-                    (rows[inner_val], cols[inner_val]),
-                    ratings[inner_val],
-                    relevant_above,
-                    k,
-                )
-                table.append((m["rmse"], m["recall"]))
-            table = np.array(table)
-            chosen["rmse"] = grid[int(np.nanargmin(table[:, 0]))]
-            if np.all(np.isnan(table[:, 1])):
-                logger.warning(
-                    "split %d: no relevant item in the inner validation fold; R@%d uses the "
-                    "RMSE-selected parameters",
-                    split,
-                    k,
-                )
-                chosen["recall"] = chosen["rmse"]
-            else:
-                chosen["recall"] = grid[int(np.nanargmax(table[:, 1]))]
-        out = {"split": split}
-        done = {}
-        for metric in ("rmse", "recall"):
-            key = repr(chosen[metric])
-            if key not in done:
-                model, offset = fitted(chosen[metric], ~is_test)
-                done[key] = _rating_metrics(
-                    model,
-                    offset,
-                    (rows[~is_test], cols[~is_test]),
-                    (rows[is_test], cols[is_test]),
-                    ratings[is_test],
-                    relevant_above,
-                    k,
-                )
-            m = done[key]
-            out[metric] = m[metric]
-            if metric == "recall":
-                out["n_rows"] = m["n_rows"]
-            if grid is not None:
-                out[f"params_{metric}"] = repr(chosen[metric])
-        records.append(out)
+        fold = rating_fold(
+            estimator,
+            rows,
+            cols,
+            ratings,
+            shape,
+            is_test,
+            protocol,
+            row_kernel=row_kernel,
+            col_kernel=col_kernel,
+            relevant_above=relevant_above,
+            k=k,
+            grid=grid,
+            random_state=random_state + split + 1,
+        )
+        records.append({"split": split, **fold})
     return pd.DataFrame.from_records(records)
