@@ -62,35 +62,55 @@ def projection_figure(scores, eta=None, title=""):
     return fig
 
 
-def accuracy_curves(results, x, hue="model", panel=None, metric="accuracy", title=""):
+def accuracy_curves(
+    results, x, hue="model", panel=None, metric="accuracy", title="", sd=None, xlabel=None
+):
     """Figures 2-3: mean ``metric`` over repeats against ``x``, one line per ``hue`` value.
 
     Parameters
     ----------
     results : pandas.DataFrame
-        One row per fitted split, with columns ``x``, the ``hue`` column(s), ``metric`` and
-        optionally ``panel``.
+        Either one row per fitted split, with columns ``x``, the ``hue`` column(s), ``metric`` and
+        optionally ``panel``; or, when ``sd`` is given, one row per line and x value already
+        summarised over the repeats (``metric`` holds the mean, ``sd`` its standard deviation).
     x : str
         Column on the horizontal axis: ``"n_per_class"`` (Figure 2), ``"n_components"``
         (Figure 2, against k) or ``"C"`` (Figure 3).
     hue : str or list of str
-        Column(s) naming a line, e.g. ``["model", "n_components"]``.
+        Column(s) naming a line, e.g. ``["model", "n_components"]``; values of a ``"model"`` or
+        ``"line"`` column are shown bare in the legend, others as ``column=value``.
     panel : str, optional
         Column splitting the figure into panels (e.g. the cohort).
     metric : str
         Column on the vertical axis.
     title : str
         Figure title.
+    sd : str, optional
+        Column of standard deviations over repeats, for a table of means (error bars).
+    xlabel : str, optional
+        Label of the horizontal axis (default: ``x``).
     """
     hue = [hue] if isinstance(hue, str) else list(hue)
     panels = [None] if panel is None else sorted(results[panel].unique(), key=str)
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for ax, value in zip(axes[0], panels):
         part = results if value is None else results[results[panel] == value]
-        stats = part.groupby(hue + [x], sort=True)[metric].agg(["mean", "std"]).reset_index()
+        if sd is None:
+            stats = part.groupby(hue + [x], sort=True)[metric].agg(["mean", "std"]).reset_index()
+        else:
+            repeated = part.duplicated(hue + [x])
+            if repeated.any():
+                raise ValueError(
+                    f"{int(repeated.sum())} rows repeat a line and {x} value; a table of means "
+                    f"(sd={sd!r}) needs one row per {hue + [x]}"
+                    + ("" if panel is None else f" within each {panel}")
+                )
+            stats = part.rename(columns={metric: "mean", sd: "std"}).sort_values(hue + [x])
         for i, (key, line) in enumerate(stats.groupby(hue, sort=True)):
             key = key if isinstance(key, tuple) else (key,)
-            name = ", ".join(f"{h}={k}" if h != "model" else str(k) for h, k in zip(hue, key))
+            name = ", ".join(
+                str(k) if h in ("model", "line") else f"{h}={k}" for h, k in zip(hue, key)
+            )
             ax.errorbar(
                 line[x],
                 line["mean"],
@@ -99,7 +119,7 @@ def accuracy_curves(results, x, hue="model", panel=None, metric="accuracy", titl
                 capsize=3,
                 label=name,
             )
-        ax.set_xlabel(x)
+        ax.set_xlabel(x if xlabel is None else xlabel)
         ax.set_ylabel(f"test {metric}")
         if value is not None:
             ax.set_title(str(value))
