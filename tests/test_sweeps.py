@@ -66,41 +66,32 @@ CONFIG = {
     "transforms": {"unit_length": {"steps": ["unit_length"]}},
     "protocols": {"few2": _few_shot(2), "few3": _few_shot(3)},
     "models": {
-        "FULL": {"class": "FullSVM"},
         "PCA2": {"class": "PCASVM", "params": {"n_components": 2}},
         "PCA4": {"class": "PCASVM", "params": {"n_components": 4}},
     },
     "experiments": {
-        "n2": {
+        f"n{n}": {
             "cohort": "tissue",
             "task": {"kind": "multiclass"},
             "transforms": ["unit_length"],
-            "models": ["FULL", "PCA4"],
-            "protocol": "few2",
-        },
-        "n3": {
-            "cohort": "tissue",
-            "task": {"kind": "multiclass"},
-            "transforms": ["unit_length"],
-            "models": ["FULL", "PCA2", "PCA4"],
-            "protocol": "few3",
-        },
+            "models": ["PCA2", "PCA4"],
+            "protocol": f"few{n}",
+        }
+        for n in (2, 3)
     },
     "sweeps": {
-        "per_class": {
+        "per_class": {  # one line per model of the experiments
             "experiments": ["n2", "n3"],
             "x": "training samples per class",
             "values": [2, 3],
-            "lines": {"FULL": ["FULL", "FULL"], "PCA+SVM": ["PCA4", "PCA4"]},
             "title": "accuracy against the number of training samples",
         },
-        "components": {
+        "components": {  # one experiment, one line through two model entries
             "experiments": ["n3", "n3"],
             "x": "number of components k",
             "values": [2, 4],
             "lines": {"PCA+SVM": ["PCA2", "PCA4"]},
         },
-        "all_models": {"experiments": ["n2", "n3"], "x": "n per class", "values": [2, 3]},
     },
 }
 
@@ -119,9 +110,9 @@ def swept(tmp_path_factory):
 
 def test_sweep_tables_hold_each_point_of_each_line(swept):
     table = pd.read_csv(swept / "results/sweeps/per_class.tsv", sep="\t")
-    assert set(table["line"]) == {"FULL", "PCA+SVM"}
-    for line, model in (("FULL", "FULL"), ("PCA+SVM", "PCA4")):
-        rows = table[table["line"] == line]
+    assert set(table["line"]) == {"PCA2", "PCA4"}
+    for model in ("PCA2", "PCA4"):
+        rows = table[table["line"] == model]
         assert rows["x"].tolist() == [2, 3]
         assert rows["experiment"].tolist() == ["n2", "n3"]
         assert (rows["model"] == model).all()
@@ -134,24 +125,19 @@ def test_sweep_tables_hold_each_point_of_each_line(swept):
             assert row["accuracy_mean"] == pytest.approx(acc.mean())
             assert row["accuracy_sd"] == pytest.approx(acc.std(ddof=1))
     k = pd.read_csv(swept / "results/sweeps/components.tsv", sep="\t")
-    assert k["x"].tolist() == [2, 4] and k["model"].tolist() == ["PCA2", "PCA4"]
+    assert k["x"].tolist() == [2, 4]
+    assert k["model"].tolist() == ["PCA2", "PCA4"]
     assert set(k["line"]) == {"PCA+SVM"}
-    every = pd.read_csv(swept / "results/sweeps/all_models.tsv", sep="\t")
-    assert sorted(zip(every["line"], every["x"])) == [
-        ("FULL", 2),
-        ("FULL", 3),
-        ("PCA2", 3),
-        ("PCA4", 2),
-        ("PCA4", 3),
-    ]
+    n3 = table[table["experiment"] == "n3"].set_index("model")["accuracy_mean"]
+    assert k["accuracy_mean"].tolist() == pytest.approx([n3["PCA2"], n3["PCA4"]])
 
 
 def test_sweep_figures_and_report(swept):
-    for name in ("per_class", "components", "all_models"):
+    for name in ("per_class", "components"):
         assert (swept / f"results/sweeps/{name}.png").stat().st_size > 1000
     html = (swept / "results/report.html").read_text()
     assert "Sweeps" in html
-    for name in ("per_class.png", "per_class.tsv", "components.png", "all_models.tsv"):
+    for name in ("per_class.png", "per_class.tsv", "components.png", "components.tsv"):
         assert name in html
 
 
@@ -159,7 +145,6 @@ def test_sweep_figures_and_report(swept):
     "edit,expected",
     [
         (lambda s: s["per_class"].update(values=[2]), "sweeps.per_class.values"),
-        (lambda s: s["per_class"].update(experiments=["n2", "n5"]), "sweeps.per_class.experiments"),
         (
             lambda s: s["components"]["lines"].update(PCA=["PCA2", "PCA9"]),
             "sweeps.components.lines",

@@ -119,6 +119,7 @@ def accuracy_curves(
                 capsize=3,
                 label=name,
             )
+        ax.set_xticks(sorted(part[x].unique()))  # ticks at the swept values only
         ax.set_xlabel(x if xlabel is None else xlabel)
         ax.set_ylabel(f"test {metric}")
         if value is not None:
