@@ -13,7 +13,6 @@ from omicsbayes.plotting.mvgp import ranking_curves_figure  # noqa: E402
 COLUMNS = {
     "classification": ("auroc", "aupr", "accuracy"),
     "heldout_entries": ("log_likelihood_per_entry", "perplexity"),
-    "rating": ("rmse", "recall"),
 }
 
 
@@ -23,6 +22,11 @@ def main(smk):
     title = smk.wildcards.experiment
     if kind == "disease_gene":
         fig = ranking_curves_figure(metrics, title=title)
+    elif kind == "rating":  # panel titles RMSE and R@k
+        names = {"rmse": "RMSE", "recall": f"R@{int(metrics['k'].iloc[0])}"}
+        fig = metric_boxplots(
+            metrics.rename(columns=names), title=title, columns=tuple(names.values())
+        )
     else:
         fig = metric_boxplots(metrics, title=title, columns=COLUMNS[kind])
     atomic_write(
