@@ -1,6 +1,7 @@
 """Run every benchmark module (``bench_*.py``) and write results/benchmarks.tsv.
 
-Each module has ``run(quick: bool) -> list[dict]`` with the columns of :func:`benchmarks.common.row`.
+Each module has ``run(quick: bool) -> list[dict]`` with the columns of
+:func:`benchmarks.common.row`.
 The matrix-product rate is measured once here, in the same run, and recorded in every row.
 """
 
@@ -17,7 +18,7 @@ from .common import matmul_rate
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small problems (seconds, not minutes)")
+    parser.add_argument("--quick", action="store_true", help="small problems")
     parser.add_argument("--only", nargs="*", help="module names, e.g. bench_bam")
     parser.add_argument("--out", default="results/benchmarks.tsv")
     args = parser.parse_args(argv)

@@ -18,7 +18,8 @@ n, p = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(0)
 X = rng.poisson(8.0, size=(n, p)).astype(np.float64)
 start = time.perf_counter()
-steps = ["normalize_total", {"name": "log", "base": 2}, {"name": "top_genes", "n": min(p, 5000)}, "rank"]
+steps = ["normalize_total", {"name": "log", "base": 2},
+         {"name": "top_genes", "n": min(p, 5000)}, "rank"]
 train = n * 3 // 4
 pipeline = build_pipeline(steps)
 pipeline.fit_transform(X[:train]); pipeline.transform(X[train:])
@@ -47,7 +48,8 @@ def run(quick: bool) -> list[dict]:
                 "flops_floor_seconds": float("nan"),
                 "ratio": float("nan"),
                 "peak_mb": result["peak_mb"],
-                "note": f"{result['peak_mb'] / cells:.1f} MB per million entries; wall incl. start {time.perf_counter() - start:.1f} s",
+                "note": f"{result['peak_mb'] / cells:.1f} MB per million entries; "
+                f"wall incl. start {time.perf_counter() - start:.1f} s",
             }
         )
     return rows

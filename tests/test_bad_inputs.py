@@ -1,4 +1,4 @@
-"""The bad-input corpus (tests/bad_inputs/): each case has one thing wrong and gives one clear error.
+"""The bad-input corpus (tests/bad_inputs/): each case has one fault and gives one clear error.
 
 A case directory holds files in real formats and ``case.yaml``:
 
@@ -62,9 +62,11 @@ def test_workflow_case(name, tmp_path, snakemake_run):
     shutil.move(tmp_path / "config.yaml", tmp_path / "config" / "config.yaml")
     result = snakemake_run(tmp_path, "--cores", "2")
     assert result.returncode != 0
-    logs = "".join(p.read_text() for p in (tmp_path / "logs").rglob("*.log")) if (
-        tmp_path / "logs"
-    ).exists() else ""
+    logs = (
+        "".join(p.read_text() for p in (tmp_path / "logs").rglob("*.log"))
+        if (tmp_path / "logs").exists()
+        else ""
+    )
     text = result.stdout + result.stderr + logs
     for expected in case["expect"]:
         assert expected in text, f"{expected!r} not in the run's output"

@@ -24,7 +24,9 @@ def _gig_reference(a, b, p):
     return dist.mean(), dist.expect(lambda x: 1 / x), dist.expect(np.log)
 
 
-@pytest.mark.parametrize("a,b,p", [(2.0, 3.0, -0.5), (0.5, 0.1, 1.5), (40.0, 0.02, 0.5), (1.0, 1.0, -2.0)])
+@pytest.mark.parametrize(
+    "a,b,p", [(2.0, 3.0, -0.5), (0.5, 0.1, 1.5), (40.0, 0.02, 0.5), (1.0, 1.0, -2.0)]
+)
 def test_gig_moments_match_scipy(a, b, p):
     mean, mean_inv, mean_log = gig_moments(a, b, p)
     ref = _gig_reference(a, b, p)
@@ -41,7 +43,11 @@ def test_gig_gamma_limit():
     a, p = 3.0, 2.5  # b = 0: Gamma(p, rate a/2)
     mean, mean_inv, mean_log = gig_moments(a, 0.0, p)
     g = stats.gamma(p, scale=2 / a)
-    np.testing.assert_allclose([mean, mean_inv, mean_log], [g.mean(), g.expect(lambda x: 1 / x), g.expect(np.log)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [mean, mean_inv, mean_log],
+        [g.mean(), g.expect(lambda x: 1 / x), g.expect(np.log)],
+        rtol=1e-6,
+    )
 
 
 def test_gig_and_invgauss_draws_match_moments():
@@ -54,7 +60,12 @@ def test_gig_and_invgauss_draws_match_moments():
 
 @pytest.mark.parametrize(
     "mu,sigma,lo,hi",
-    [(0.5, 2.0, 1.0, np.inf), (0.0, 1.0, -np.inf, -3.0), (1.0, 0.5, -1.0, 2.0), (0.0, 1.0, 8.0, np.inf)],
+    [
+        (0.5, 2.0, 1.0, np.inf),
+        (0.0, 1.0, -np.inf, -3.0),
+        (1.0, 0.5, -1.0, 2.0),
+        (0.0, 1.0, 8.0, np.inf),
+    ],
 )
 def test_truncnorm_moments_match_scipy(mu, sigma, lo, hi):
     mean, var = truncnorm_moments(mu, sigma, lo, hi)
@@ -79,7 +90,9 @@ def test_polyagamma_mean_and_draws():
     b, c = 2.0, 1.7
     expected = b / (2 * c) * np.tanh(c / 2)
     np.testing.assert_allclose(polyagamma_mean(b, c), expected)
-    np.testing.assert_allclose(sample_polyagamma(np.full(100_000, b), c, rng).mean(), expected, rtol=0.01)
+    np.testing.assert_allclose(
+        sample_polyagamma(np.full(100_000, b), c, rng).mean(), expected, rtol=0.01
+    )
     np.testing.assert_allclose(polyagamma_mean(1.0, 0.0), 0.25)
 
 
@@ -106,7 +119,9 @@ def test_relative_improvement():
 def test_derive_seed_depends_on_every_part():
     base = derive_seed(1, "tissue", "rank", 0)
     assert base == derive_seed(1, "tissue", "rank", 0)
-    assert len({base, derive_seed(2, "tissue", "rank", 0), derive_seed(1, "tissue", "rank", 1)}) == 3
+    assert (
+        len({base, derive_seed(2, "tissue", "rank", 0), derive_seed(1, "tissue", "rank", 1)}) == 3
+    )
 
 
 def test_truncnorm_moments_against_quadrature():

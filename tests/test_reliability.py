@@ -1,4 +1,4 @@
-"""Reruns give the same bytes; an interrupted run resumes, reruns nothing finished, loses nothing."""
+"""Reruns give the same bytes; an interrupted run resumes, reruns nothing finished."""
 
 import base64
 import copy

@@ -5,7 +5,6 @@ can); it is skipped, saying why, on a machine without them.
 """
 
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -49,7 +49,10 @@ def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config, snak
     [
         (lambda c: c.update(sed=1), "sed"),  # a misspelled top-level key
         (lambda c: c["models"]["logistic"].update({"class": "Logistik"}), "Logistik"),
-        (lambda c: c["experiments"]["malignant"].update(protocol="cv10"), "experiments.malignant.protocol"),
+        (
+            lambda c: c["experiments"]["malignant"].update(protocol="cv10"),
+            "experiments.malignant.protocol",
+        ),
         (lambda c: c["transforms"]["zscore"].update(steps=["zcore"]), "transforms.zscore.steps"),
         (lambda c: c["protocols"]["cv3"].update(n_splits=1), "n_splits"),
     ],

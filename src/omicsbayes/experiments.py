@@ -343,7 +343,8 @@ def ranking_fold(
 
     if spec["class"] not in RANKING_MODELS:
         raise ExperimentError(
-            f"model class {spec['class']!r} does not rank entries; expected one of {sorted(RANKING_MODELS)}"
+            f"model class {spec['class']!r} does not rank entries; "
+            f"expected one of {sorted(RANKING_MODELS)}"
         )
     coo = matrix.tocoo()
     order = np.lexsort((coo.col, coo.row))

@@ -49,5 +49,5 @@ def atomic_write(path, write):
 
 
 def write_table(df, path):
-    """Write a tab-separated table atomically, with a fixed float format for byte-identical reruns."""
+    """Write a tab-separated table atomically, with a fixed float format (byte-identical reruns)."""
     atomic_write(path, lambda tmp: df.to_csv(tmp, sep="\t", index=False, float_format="%.10g"))

@@ -1,4 +1,4 @@
-"""Ranked candidate columns (genes) of every row (disease) when it was in a test fold, all models."""
+"""Ranked candidate columns (genes) of every row (disease) while it was held out, all models."""
 
 import re
 
