@@ -40,7 +40,10 @@ def sweep_table(summaries, sweep, name):
         table["line"] = table["line"] + " (" + table["transform"] + ")"
     columns = ["x", "line", "experiment", "transform", "model", "task"]
     columns += [f"{metric}_mean", f"{metric}_sd", "n_splits"]
-    table = table[columns].sort_values(["line", "task", "x"], kind="stable")
+    order = {line: i for i, line in enumerate(dict.fromkeys(table["line"]))}  # config order
+    table = table[columns].sort_values(
+        ["line", "task", "x"], key=lambda c: c.map(order) if c.name == "line" else c, kind="stable"
+    )
     table.insert(0, "sweep", name)
     return table.reset_index(drop=True)
 

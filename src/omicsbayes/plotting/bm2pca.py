@@ -72,7 +72,8 @@ def accuracy_curves(
     results : pandas.DataFrame
         Either one row per fitted split, with columns ``x``, the ``hue`` column(s), ``metric`` and
         optionally ``panel``; or, when ``sd`` is given, one row per line and x value already
-        summarised over the repeats (``metric`` holds the mean, ``sd`` its standard deviation).
+        summarised over the repeats (``metric`` holds the mean, ``sd`` its standard deviation;
+        lines keep the order of their first row).
     x : str
         Column on the horizontal axis: ``"n_per_class"`` (Figure 2), ``"n_components"``
         (Figure 2, against k) or ``"C"`` (Figure 3).
@@ -105,8 +106,8 @@ def accuracy_curves(
                     f"(sd={sd!r}) needs one row per {hue + [x]}"
                     + ("" if panel is None else f" within each {panel}")
                 )
-            stats = part.rename(columns={metric: "mean", sd: "std"}).sort_values(hue + [x])
-        for i, (key, line) in enumerate(stats.groupby(hue, sort=True)):
+            stats = part.rename(columns={metric: "mean", sd: "std"}).sort_values(x, kind="stable")
+        for i, (key, line) in enumerate(stats.groupby(hue, sort=False)):
             key = key if isinstance(key, tuple) else (key,)
             name = ", ".join(
                 str(k) if h in ("model", "line") else f"{h}={k}" for h, k in zip(hue, key)
