@@ -10,6 +10,7 @@ include: "workflow/rules/fit.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/model_figures.smk"
+include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -19,6 +20,7 @@ rule all:
         expand("results/{experiment}/figures/metrics.png", experiment=EXPERIMENTS),
         "results/summary.tsv",
         model_figure_targets(),
+        sweep_targets(),
         [f"results/{e}/candidates.tsv" for e in EXPERIMENTS if experiment_kind(e) == "disease_gene"],
         [
             f"results/{e}/figures/latent.png"
