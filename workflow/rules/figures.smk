@@ -13,6 +13,7 @@ rule metrics_figure:
         ),
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
+        models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
         "../../envs/omicsbayes.yaml"
     log:

@@ -8,8 +8,10 @@ import pandas as pd  # noqa: E402
 
 from omicsbayes.jobs import atomic_write, run_job  # noqa: E402
 from omicsbayes.plotting import metric_boxplots  # noqa: E402
+from omicsbayes.plotting.bam import bam_boxplots  # noqa: E402
 from omicsbayes.plotting.mvgp import ranking_curves_figure  # noqa: E402
 
+AUC_MODELS = {"BayesianProbitClassifier", "BAMClassifier"}  # paper 001: Figures 3-4 layout
 COLUMNS = {
     "classification": ("auroc", "aupr", "accuracy"),
     "heldout_entries": ("log_likelihood_per_entry", "perplexity"),
@@ -22,6 +24,10 @@ def main(smk):
     title = smk.wildcards.experiment
     if kind == "disease_gene":
         fig = ranking_curves_figure(metrics, title=title)
+    elif {m["class"] for m in smk.params.models} <= AUC_MODELS:
+        # one panel per cohort x kernel x metric, one box per method, means printed (paper 001)
+        cohort = smk.params.experiment["cohort"]
+        fig = bam_boxplots(metrics.assign(cohort=cohort))
     elif kind == "rating":  # panel titles RMSE and R@k
         names = {"rmse": "RMSE", "recall": f"R@{int(metrics['k'].iloc[0])}"}
         fig = metric_boxplots(
