@@ -139,3 +139,15 @@ def test_fit_heldout_with_checkpoint_equals_plain_fit_and_cleans_up(tmp_path):
     checkpointed, _ = fit_heldout(Y, mask, spec, random_state=1, checkpoint=tmp_path / "fit.ckpt")
     assert plain["log_likelihood"] == checkpointed["log_likelihood"]
     assert not list(tmp_path.iterdir())  # removed after the fit succeeded
+
+
+def test_atomic_write_gives_umask_permissions_and_leaves_no_temp(tmp_path):
+    import os
+
+    from omicsbayes.jobs import write_table
+
+    write_table(pd.DataFrame({"a": [1.5]}), tmp_path / "t.tsv")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "t.tsv").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir()] == ["t.tsv"]

@@ -11,6 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def run_job(smk, main):
     """Run ``main(smk)`` with logging to ``smk.log[0]``; on error log one line and exit 1."""
@@ -41,6 +44,7 @@ def atomic_write(path, write):
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -17,8 +17,6 @@ negatives_table            those sets as a table                               s
 =========================  ==================================================  ====================
 """
 
-import os
-import tempfile
 import warnings
 from numbers import Integral
 from pathlib import Path
@@ -26,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold, StratifiedKFold, StratifiedShuffleSplit
+
+from ..jobs import atomic_write
 
 PROTOCOLS = ("stratified_kfold", "repeated_subsampling", "few_shot")
 """Protocols of :func:`classification_splits`."""
@@ -460,16 +460,7 @@ def write_splits(df, path):
         raise ValueError(
             f"a fold table needs a 'split' (or 'set') column; got columns {list(df.columns)}"
         )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as handle:
-            df.to_csv(handle, sep="\t", index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: df.to_csv(tmp, sep="\t", index=False))
 
 
 def read_splits(path):
