@@ -16,6 +16,7 @@ from omicsbayes.experiments import (
     fit_split,
     heldout_mask,
     make_estimator,
+    ranking_fold,
     score_predictions,
     task_targets,
 )
@@ -151,3 +152,27 @@ def test_atomic_write_gives_umask_permissions_and_leaves_no_temp(tmp_path):
     os.umask(umask)
     assert (tmp_path / "t.tsv").stat().st_mode & 0o777 == 0o666 & ~umask
     assert [p.name for p in tmp_path.iterdir()] == ["t.tsv"]
+
+
+def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters():
+    import scipy.sparse as sp
+
+    from omicsbayes.evaluate.splitters import entry_kfold_splits
+
+    rng = np.random.default_rng(3)
+    n_rows, n_cols = 30, 25
+    truth = (rng.standard_normal((n_rows, 2)) @ rng.standard_normal((2, n_cols))) > 1.0
+    matrix = sp.csr_matrix(truth.astype(float))
+    coo = matrix.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    splits = entry_kfold_splits(coo.row[order], coo.col[order], 3, random_state=0)
+    fold = splits[splits["split"] == 0]
+    grid = [{"lam": 0.1, "sigma2": 0.1}, {"lam": 1000.0, "sigma2": 0.1}]
+    spec = {"class": "ConstrainedMVGP", "params": {"max_rank": 3}, "grid": grid}
+    curves, _ = ranking_fold(matrix, fold, "known_rows", spec, n_negative_sets=1, random_state=4)
+    chosen = eval(curves["params_precision"].iloc[0])  # the repr of one grid entry
+    assert chosen in grid and eval(curves["params_recall"].iloc[0]) in grid
+    assert chosen["lam"] == 0.1  # lam = 1000 zeroes every score: useless, never chosen
+    plain = {"class": "ConstrainedMVGP", "params": {"max_rank": 3, **chosen}}
+    direct, _ = ranking_fold(matrix, fold, "known_rows", plain, n_negative_sets=1, random_state=4)
+    np.testing.assert_allclose(curves["precision"], direct["precision"])

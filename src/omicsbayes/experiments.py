@@ -56,7 +56,7 @@ def make_estimator(spec, random_state=None):
         Passed to the estimator when it takes a ``random_state``.
     """
     name = spec["class"]
-    spec = {k: v for k, v in spec.items() if k != "side_information"}  # a workflow-level key
+    spec = {k: v for k, v in spec.items() if k not in ("side_information", "grid")}  # workflow keys
     if name not in model_classes():
         known = ", ".join(sorted(model_classes()))
         raise ExperimentError(f"model class {name!r} is unknown; expected one of: {known}")
@@ -329,17 +329,25 @@ def ranking_fold(
     row_kernel : ndarray or LowRankKernel, optional
         Row covariance (``diffusion_kernel`` of the row graph); identity when None.
 
+    A ``grid`` key in ``spec`` (``"paper"`` for section 5's grid, lambda 5 x sigma^2 20 values, or
+    a list of parameter dicts) chooses the hyperparameters in this fold by inner validation on
+    the training positives, separately for P@20 and R@20
+    (:func:`omicsbayes.models.mvgp.select_for_fold`); the precision columns then come from the
+    precision-selected model, the recall columns from the recall-selected one, and the candidates
+    from the precision-selected one.
+
     Returns
     -------
     curves : pandas.DataFrame
         P@k and R@k for k = 1..20 averaged over the test rows, with the number of rows scored and
-        excluded (no test positive), from :func:`omicsbayes.evaluate.ranking.ranking_curves`.
+        excluded (no test positive), from :func:`omicsbayes.evaluate.ranking.ranking_curves`;
+        with a grid also the chosen parameters (``params_precision``, ``params_recall``).
     candidates : pandas.DataFrame
         For every test row, its top ``n_candidates`` columns after removing training positives:
         row, rank, col, score and whether the column is a held-out (test) positive.
     """
     from .evaluate.ranking import ranking_curves
-    from .models.mvgp import averaged_scores
+    from .models.mvgp import averaged_scores, hyperparameter_grid, select_for_fold
 
     if spec["class"] not in RANKING_MODELS:
         raise ExperimentError(
@@ -361,17 +369,40 @@ def ranking_fold(
         is_test = np.isin(rows, test_ids)
         score_rows = new_rows = np.sort(test_ids)
     train, test = (rows[~is_test], cols[~is_test]), (rows[is_test], cols[is_test])
-    scores = averaged_scores(
-        make_estimator(spec),
-        *train,
-        matrix.shape,
-        score_rows,
-        row_kernel=row_kernel,
-        n_negative_sets=n_negative_sets,
-        exclude_rows=new_rows,
-        random_state=random_state,
-    )
-    curves = ranking_curves(dict(zip(score_rows.tolist(), scores)), test, train)
+    estimator = make_estimator(spec)
+
+    def fold_scores(model):
+        return averaged_scores(
+            model,
+            *train,
+            matrix.shape,
+            score_rows,
+            row_kernel=row_kernel,
+            n_negative_sets=n_negative_sets,
+            exclude_rows=new_rows,
+            random_state=random_state,
+        )
+
+    grid = spec.get("grid")
+    if grid is None:
+        scores = fold_scores(estimator)
+        curves = ranking_curves(dict(zip(score_rows.tolist(), scores)), test, train)
+    else:
+        grid = hyperparameter_grid(estimator) if grid == "paper" else list(grid)
+        kind = "known" if protocol == "known_rows" else "new"
+        chosen = select_for_fold(
+            estimator, *train, matrix.shape, kind, (row_kernel, None), grid, new_rows, 20,
+            random_state,
+        )  # fmt: skip
+        scores = fold_scores(clone(estimator).set_params(**chosen["precision"]))
+        curves = ranking_curves(dict(zip(score_rows.tolist(), scores)), test, train)
+        if chosen["recall"] != chosen["precision"]:
+            other = fold_scores(clone(estimator).set_params(**chosen["recall"]))
+            curves["recall"] = ranking_curves(dict(zip(score_rows.tolist(), other)), test, train)[
+                "recall"
+            ]
+        curves["params_precision"] = repr(chosen["precision"])
+        curves["params_recall"] = repr(chosen["recall"])
 
     position = {r: i for i, r in enumerate(score_rows.tolist())}
     train_rows = np.array([position.get(r, -1) for r in train[0].tolist()], dtype=np.int64)

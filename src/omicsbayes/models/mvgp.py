@@ -780,9 +780,15 @@ def _union(a, b):
     return np.union1d(a, b)
 
 
-def _inner_select(estimator, rows, cols, shape, protocol, kernels, grid, new_rows, k, seed):
-    """Section 5 model selection on one inner fold of the training positives, one negative
-    set, separately for P@k and R@k; returns {"precision": params, "recall": params}."""
+def select_for_fold(estimator, rows, cols, shape, protocol, kernels, grid, new_rows, k, seed):
+    """Section 5 model selection for one outer fold: one inner fold of the training positives
+    (same ``protocol``, "known" or "new"), one negative set, separately for P@k and R@k.
+
+    Returns
+    -------
+    dict
+        ``{"precision": params, "recall": params}``, each one entry of ``grid``.
+    """
     _, is_val, val_rows, val_new = next(_folds(protocol, rows, cols, shape[0], 5, seed))
     exclude = _union(new_rows, val_new)
     ((nr, nc),) = sample_negatives(
@@ -894,7 +900,7 @@ def disease_gene_cv(
         if grid is None:
             table = _evaluate_fold(estimator, **fold)
         else:
-            chosen = _inner_select(
+            chosen = select_for_fold(
                 estimator,
                 *train,
                 shape,
