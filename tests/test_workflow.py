@@ -64,3 +64,59 @@ def test_bad_config_stops_before_any_job(tmp_path, tiny_config, edit, expected, 
     assert result.returncode != 0
     assert expected in result.stderr + result.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
+    """An association list with a disease graph through the disease_gene experiment kind."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(4), 6)  # 24 diseases in 4 related groups, each group's 5 genes
+    lines = ["disease\tgene"]
+    for d, g in enumerate(groups):
+        for gene in rng.choice(5, size=3, replace=False):
+            lines.append(f"D{d}\tG{5 * g + gene}")
+    (tmp_path / "assoc.tsv").write_text("\n".join(lines) + "\n")
+    edges = ["disease\tdisease"] + [
+        f"D{i}\tD{j}" for i in range(24) for j in range(i + 1, 24) if groups[i] == groups[j]
+    ]
+    (tmp_path / "graph.tsv").write_text("\n".join(edges) + "\n")
+    config = {
+        "seed": 5,
+        "cohorts": {
+            "toy": {
+                "format": "associations",
+                "path": "assoc.tsv",
+                "row_graph": "graph.tsv",
+                "header": True,
+            }
+        },
+        "protocols": {"known": {"type": "known_rows", "n_splits": 2, "n_negative_sets": 1}},
+        "models": {
+            "conmvgp": {
+                "class": "ConstrainedMVGP",
+                "side_information": "diffusion",
+                "params": {"max_rank": 3},
+                "grid": [{"lam": 0.1, "sigma2": 0.1}, {"lam": 1.0, "sigma2": 1.0}],
+            }
+        },
+        "experiments": {
+            "toy_known": {
+                "kind": "disease_gene",
+                "cohort": "toy",
+                "models": ["conmvgp"],
+                "protocol": "known",
+            }
+        },
+    }
+    result = snakemake_run(tmp_path, "--cores", "2", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = pd.read_csv(tmp_path / "results/toy_known/metrics.tsv", sep="\t")
+    assert sorted(metrics["k"].unique()) == list(range(1, 21))
+    assert set(metrics["params_precision"]) <= {
+        repr(g) for g in config["models"]["conmvgp"]["grid"]
+    }
+    assert metrics.loc[metrics["k"] == 5, "recall"].mean() > 0.3  # the graph carries the groups
+    candidates = pd.read_csv(tmp_path / "results/toy_known/candidates.tsv", sep="\t")
+    assert candidates["col_id"].str.startswith("G").all() and (candidates["rank"] <= 20).all()
+    assert np.isfinite(candidates["score"]).all()  # training genes are never candidates

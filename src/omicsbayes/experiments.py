@@ -423,7 +423,8 @@ def ranking_fold(
             "test_positive": np.take_along_axis(test_positive, top, axis=1).ravel(),
         }
     )
-    return curves, candidates
+    # a row with fewer than n_candidates unknown columns lists only those
+    return curves, candidates[np.isfinite(candidates["score"])].reset_index(drop=True)
 
 
 def fit_summary_tables(

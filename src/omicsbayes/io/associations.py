@@ -29,7 +29,7 @@ def _as_anndata(rows, cols, values, row_ids, col_ids, row_graph=None, col_graph=
     return adata
 
 
-def read_associations(path, row_graph=None, col_graph=None, value_column=None):
+def read_associations(path, row_graph=None, col_graph=None, value_column=None, header="infer"):
     """An association list (row entity, column entity[, value]) with optional graphs.
 
     Parameters
@@ -40,8 +40,12 @@ def read_associations(path, row_graph=None, col_graph=None, value_column=None):
         Edge lists (node, node[, weight]) over the rows / columns. Every row (column) of the
         association list must be a node of its graph; graph nodes with no association become rows
         (columns) with no known entry, which the models score through the kernel (new rows).
+    header : bool or "infer"
+        Whether the files start with a header line. "infer" recognises one only where a value or
+        weight column makes it visible (a non-number in that column); a two-column file with a
+        header line needs ``header=True``, or its header would be read as a pair.
     """
-    table = read_association_list(path, value_column=value_column)
+    table = read_association_list(path, value_column=value_column, header=header)
     graphs = {}
     ids = {}
     for side, graph_path in (("row", row_graph), ("col", col_graph)):
@@ -49,7 +53,7 @@ def read_associations(path, row_graph=None, col_graph=None, value_column=None):
         if graph_path is None:
             ids[side], graphs[side] = np.sort(listed), None
             continue
-        adjacency, nodes = read_edge_list(graph_path)
+        adjacency, nodes = read_edge_list(graph_path, header=header)
         missing = sorted(set(listed) - set(nodes))
         if missing:
             shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
