@@ -91,7 +91,10 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
                 "header": True,
             }
         },
-        "protocols": {"known": {"type": "known_rows", "n_splits": 2, "n_negative_sets": 1}},
+        "protocols": {
+            "known": {"type": "known_rows", "n_splits": 2, "n_negative_sets": 1},
+            "new": {"type": "new_rows", "n_splits": 2, "n_negative_sets": 1},
+        },
         "models": {
             "conmvgp": {
                 "class": "ConstrainedMVGP",
@@ -106,7 +109,13 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
                 "cohort": "toy",
                 "models": ["conmvgp"],
                 "protocol": "known",
-            }
+            },
+            "toy_new": {
+                "kind": "disease_gene",
+                "cohort": "toy",
+                "models": ["conmvgp"],
+                "protocol": "new",
+            },
         },
     }
     result = snakemake_run(tmp_path, "--cores", "2", config=config)
@@ -117,6 +126,8 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
         repr(g) for g in config["models"]["conmvgp"]["grid"]
     }
     assert metrics.loc[metrics["k"] == 5, "recall"].mean() > 0.3  # the graph carries the groups
+    new = pd.read_csv(tmp_path / "results/toy_new/metrics.tsv", sep="\t")
+    assert new.loc[new["k"] == 5, "recall"].mean() > 0.2  # new diseases, through the graph only
     candidates = pd.read_csv(tmp_path / "results/toy_known/candidates.tsv", sep="\t")
     assert candidates["col_id"].str.startswith("G").all() and (candidates["rank"] <= 20).all()
     assert np.isfinite(candidates["score"]).all()  # training genes are never candidates
