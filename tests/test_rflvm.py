@@ -83,45 +83,101 @@ def _chain(likelihood, Y, seed=0, M=1):
     return _Chain(est, Y, obs, np.random.default_rng(seed))
 
 
-def test_gaussian_collapsed_likelihood_matches_dense_normal():
-    """beta_j ~ N(0, I) integrated out given sigma_j^2: log N(y_j; 0, sigma_j^2 I + Phi Phi^T),
-    computed here with a dense N x N covariance."""
+def test_gaussian_collapsed_likelihood_is_multivariate_t():
+    """beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I) and sigma_j^-2 ~ Ga(a0, b0) integrated out:
+    y_j ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)) (scipy, dense N x N scale), at several c."""
     rng = np.random.default_rng(4)
-    Y = rng.standard_normal((8, 3))
-    ch = _chain("gaussian", Y, M=3)
-    ch.sigma2 = np.array([0.3, 1.0, 2.5])
-    ll = ch._gauss_collapsed(*ch._gauss_stats(ch.Phi))
-    K = ch.Phi @ ch.Phi.T
-    ref = sum(
-        stats.multivariate_normal.logpdf(Y[:, j], np.zeros(8), ch.sigma2[j] * np.eye(8) + K)
-        for j in range(3)
+    Y = rng.standard_normal((8, 3)) * [0.3, 1.0, 4.0]
+    est = RFLVM(sparse=False, n_random_features=3, n_latent=1, noise_prior=(1.5, 0.7))
+    ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(0))
+    S = ch.Phi @ ch.Phi.T
+    for c in (0.01, 1.0, 250.0):
+        ch.c = c
+        ll = ch._gauss_collapsed(*ch._gauss_stats(ch.Phi))
+        shape = (0.7 / 1.5) * (np.eye(8) + c * S)
+        ref = sum(
+            stats.multivariate_t.logpdf(Y[:, j], np.zeros(8), shape, df=3.0) for j in range(3)
+        )
+        assert np.isclose(ll, ref, rtol=1e-10)
+
+
+def test_gaussian_collapsed_likelihood_matches_monte_carlo_over_prior():
+    """The same marginal for one column against a Monte Carlo average over (sigma^2, beta)
+    drawn from the normal-inverse-gamma prior."""
+    rng = np.random.default_rng(12)
+    Y = rng.standard_normal((3, 2))
+    est = RFLVM(sparse=False, n_random_features=1, n_latent=1, noise_prior=(2.0, 1.0))
+    ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(1))
+    ch.c = 2.0
+    lam, _, Q = ch._gauss_eig(*ch._gauss_stats(ch.Phi))
+    exact = ch._gauss_marginal_cols(lam, Q * Q, [2.0])[0, 0]
+    S = 200_000
+    s2 = 1.0 / rng.gamma(2.0, 1.0, size=S)
+    beta = rng.standard_normal((S, 2)) * np.sqrt(2.0 * s2)[:, None]
+    mean = beta @ ch.Phi.T
+    logp = stats.norm.logpdf(Y[:, 0], mean, np.sqrt(s2)[:, None]).sum(1)
+    mc = logsumexp(logp) - np.log(S)
+    assert abs(mc - exact) < 0.02
+
+
+def test_gaussian_scale_step_matches_exact_conditional_on_grid():
+    """c | Y, Phi on its grid (uniform prior over the grid points): the draws' frequencies
+    against prod_j multivariate_t(y_j; 0, (b0 / a0)(I + c Phi Phi^T)), scipy, dense."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((10, 1))
+    Y = np.sin(2 * x) @ rng.standard_normal((1, 3)) + 0.3 * rng.standard_normal((10, 3))
+    est = RFLVM(sparse=False, n_random_features=2, n_latent=1, beta_scale_prior=(0.1, 100.0))
+    ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(2))
+    grid = ch.c_grid
+    assert grid.size == 31 and np.isclose(grid[0], 0.1) and np.isclose(grid[-1], 100.0)
+    S = ch.Phi @ ch.Phi.T
+    lp = np.array(
+        [
+            sum(
+                stats.multivariate_t.logpdf(Y[:, j], np.zeros(10), np.eye(10) + c * S, df=2.0)
+                for j in range(3)
+            )
+            for c in grid
+        ]
     )
-    assert np.isclose(ll, ref, rtol=1e-10)
+    p = np.exp(lp - lp.max())
+    p /= p.sum()
+    lam, _, Q = ch._gauss_eig(*ch._gauss_stats(ch.Phi))
+    n = 20000
+    idx = np.empty(n, int)
+    for t in range(n):
+        ch._gauss_scale_step(lam, Q * Q)
+        idx[t] = np.argmin(np.abs(grid - ch.c))
+    freq = np.bincount(idx, minlength=grid.size) / n
+    assert 0.5 * np.abs(freq - p).sum() < 0.02
+    assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / n) + 1e-3)
 
 
-def test_gaussian_beta_sigma_gibbs_matches_conjugate_moments():
-    """beta | sigma^2 (normal) then sigma^2 | beta (inverse gamma): with sigma^2 fixed by a
-    single-row design the beta draws must have mean A^-1 c / s2 and covariance A^-1."""
+def test_gaussian_nig_posterior_draws_match_closed_form():
+    """(beta_j, sigma_j^2) | y_j, Phi, c from the normal-inverse-gamma posterior: mean of
+    sigma^2 is b_n / (a_n - 1), beta has mean A^-1 Phi^T y and covariance E[sigma^2] A^-1 with
+    A = Phi^T Phi + I / c (dense inverse here)."""
     rng = np.random.default_rng(11)
     Y = rng.standard_normal((12, 2))
-    ch = _chain("gaussian", Y, M=2)
-    G, C = ch._gauss_stats(ch.Phi)
-    draws, s2 = [], []
-    for _ in range(6000):
-        ch.sigma2 = np.array([0.5, 0.5])
+    est = RFLVM(sparse=False, n_random_features=2, n_latent=1, noise_prior=(3.0, 2.0))
+    ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(3))
+    ch.c = 5.0
+    Phi, y = ch.Phi, Y[:, 0]
+    A = Phi.T @ Phi + np.eye(4) / 5.0
+    m = np.linalg.solve(A, Phi.T @ y)
+    b_n = 2.0 + 0.5 * (y @ y - (Phi.T @ y) @ m)
+    a_n = 3.0 + 6.0
+    n = 20000
+    draws, s2 = np.empty((n, 4)), np.empty(n)
+    for t in range(n):
         ch._gauss_beta()
-        draws.append(ch.beta[:, 0].copy())
-        s2.append(ch.sigma2[0])
-    draws = np.asarray(draws)
-    A = G / 0.5 + np.eye(4)
-    mean = np.linalg.solve(A, C[:, 0] / 0.5)
-    cov = np.linalg.inv(A)
-    assert np.allclose(draws.mean(0), mean, atol=4 * np.sqrt(np.diag(cov).max() / 6000))
-    assert np.allclose(np.cov(draws.T), cov, atol=0.1 * np.abs(cov).max())
-    # sigma^2 | beta ~ IG(1 + N/2, 1 + |y - Phi beta|^2 / 2): E[1/sigma^2] check
-    resid = Y[:, 0][None, :] - draws @ ch.Phi.T
-    expected = np.mean((1 + 6) / (1 + 0.5 * np.sum(resid**2, 1)))
-    assert np.isclose(np.mean(1 / np.asarray(s2)), expected, rtol=0.03)
+        draws[t], s2[t] = ch.beta[:, 0], ch.sigma2[0]
+    e_s2 = b_n / (a_n - 1)
+    sd_s2 = e_s2 / np.sqrt(a_n - 2)
+    assert abs(s2.mean() - e_s2) < 4 * sd_s2 / np.sqrt(n)
+    cov = e_s2 * np.linalg.inv(A)
+    assert np.allclose(draws.mean(0), m, atol=4 * np.sqrt(np.diag(cov).max() / n))
+    assert np.allclose(np.cov(draws.T), cov, atol=0.05 * np.abs(cov).max())
 
 
 def _grid_posterior(loglik):

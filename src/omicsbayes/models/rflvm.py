@@ -247,6 +247,8 @@ class _Chain:
             self.Yf = np.where(obs, self.Y, colmean)
             self.yy = np.sum(self.Yf**2, axis=0)
             self.sigma2 = np.ones(J)
+            self.c_grid = est._scale_grid()
+            self.c = float(np.sqrt(self.c_grid[0] * self.c_grid[-1]))
         self.r = np.ones(J) * (10.0 if self.lik == "negative_binomial" else 1.0)
         if self.lik == "multinomial":
             self.n_row = self.Y.sum(axis=1)
@@ -339,24 +341,63 @@ class _Chain:
     def _gauss_stats(self, Phi):
         return Phi.T @ Phi, Phi.T @ self.Yf
 
-    def _gauss_collapsed(self, G, C):
-        """sum_j log N(y_j; 0, sigma_j^2 I + Phi Phi^T): beta_j ~ N(0, I) integrated out, given
-        the noise variances (complete data ``Yf``; G = Phi^T Phi, C = Phi^T Yf).
+    @staticmethod
+    def _gauss_eig(G, C):
+        """Eigenvalues of G = Phi^T Phi (floored at 0), eigenvectors U and Q = U^T C."""
+        lam, U = np.linalg.eigh(G)
+        return np.maximum(lam, 0.0), U, U.T @ C
 
-        With G = U diag(lam) U^T and A_j = G / sigma_j^2 + I: log|sigma^2 I + Phi Phi^T| =
-        N log sigma^2 + sum log(1 + lam / sigma^2), and the quadratic form is
-        (y^T y - c^T A^-1 c / sigma^2) / sigma^2, one eigendecomposition for all columns.
+    def _gauss_marginal_cols(self, lam, Q2, c):
+        """log p(y_j | Phi, c) of every column (complete data ``Yf``) with beta_j and sigma_j^2
+        integrated out (section 3.1): y_j ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)).
+
+        With Phi^T Phi = U diag(lam) U^T and Q2 = (U^T Phi^T Y)^2 (p, J): log|I + c Phi Phi^T| =
+        sum log(1 + c lam) and y^T (I + c Phi Phi^T)^-1 y = y^T y - sum c q^2 / (1 + c lam)
+        (Woodbury). ``c`` is a vector of G scales; returns (G, J), O(G p J).
         """
+        a0, b0 = self.est.noise_prior
+        c = np.atleast_1d(np.asarray(c, float))
+        den = 1.0 + np.outer(c, lam)
+        quad = np.maximum(self.yy - (c[:, None] / den) @ Q2, 0.0)
+        const = gammaln(self.a_n) - gammaln(a0) + a0 * np.log(b0) - 0.5 * self.N * np.log(2 * np.pi)
+        logdet = np.sum(np.log(den), axis=1)[:, None]
+        return const - 0.5 * logdet - self.a_n * np.log(b0 + 0.5 * quad)
+
+    def _gauss_collapsed(self, G, C):
+        """sum_j log p(y_j | Phi, c), beta and sigma^2 integrated out; G = Phi^T Phi,
+        C = Phi^T Yf; one eigendecomposition for all columns (O(p^3 + p^2 J))."""
         try:
-            lam, U = np.linalg.eigh(G)
+            lam, _, Q = self._gauss_eig(G, C)
         except np.linalg.LinAlgError:
             return -np.inf
-        s2 = self.sigma2
-        Dm = 1.0 + np.maximum(lam, 0.0)[:, None] / s2
-        Q = U.T @ C
-        quad = (self.yy - np.sum(Q * Q / Dm, axis=0) / s2) / s2
-        ll = -0.5 * (self.N * np.log(2 * np.pi * s2) + np.sum(np.log(Dm), axis=0) + quad)
-        return float(np.sum(ll))
+        return float(np.sum(self._gauss_marginal_cols(lam, Q * Q, self.c)))
+
+    def _gauss_scale_step(self, lam, Q2):
+        """Prior scale c of beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I), shared by the columns:
+        discrete log-uniform prior on ``c_grid``, so its conditional p(c | Yf, X, Z, W) is
+        proportional to prod_j t_{2 a0}(y_j; 0, (b0 / a0)(I + c Phi Phi^T)) on the grid and is
+        drawn exactly (O(p J) per grid point given the eigendecomposition)."""
+        lp = np.sum(self._gauss_marginal_cols(lam, Q2, self.c_grid), axis=1)
+        p = np.exp(lp - lp.max())
+        self.c = float(self.c_grid[self.rng.choice(p.size, p=p / p.sum())])
+
+    def _gauss_beta(self, update_scale=False):
+        """Gaussian: (optionally c, then) (beta_j, sigma_j^2) jointly from the normal-inverse-
+        gamma posterior given the complete data: with A = Phi^T Phi + I / c,
+        sigma_j^2 ~ IG(a0 + N / 2, b0 + (y^T y - y^T Phi A^-1 Phi^T y) / 2) and
+        beta_j | sigma_j^2 ~ N(A^-1 Phi^T y_j, sigma_j^2 A^-1)."""
+        rng = self.rng
+        a0, b0 = self.est.noise_prior
+        lam, U, Q = self._gauss_eig(*self._gauss_stats(self.Phi))
+        if update_scale:
+            self._gauss_scale_step(lam, Q * Q)
+        prec = lam[:, None] + 1.0 / self.c
+        quad = np.maximum(self.yy - np.sum(Q * Q / prec, axis=0), 0.0)
+        b_n = b0 + 0.5 * quad
+        self.sigma2 = np.maximum(b_n / rng.gamma(self.a_n, 1.0, size=self.J), 1e-10)
+        eps = rng.standard_normal(Q.shape)
+        self.beta = U @ (Q / prec + np.sqrt(self.sigma2) * eps / np.sqrt(prec))
+        self._refresh_const()
 
     def _impute(self):
         if not self.any_missing:
@@ -550,7 +591,8 @@ class _Chain:
         """Regression weights and likelihood parameters given X, Z, W."""
         rng, Phi, Y, obs = self.rng, self.Phi, self.Y, self.obs
         if self.lik == "gaussian":
-            self._gauss_beta()
+            self._gauss_beta(update_scale=True)
+            self._impute()
             return
         if self.lik == "multinomial":
             self._beta_multinomial()
@@ -590,21 +632,6 @@ class _Chain:
             sp = _softplus(self.psi_of(Phi))
             self.r = sample_nb_dispersion(Y, sp, obs, self.r, a, b0, rng)
             self._refresh_const()
-
-    def _gauss_beta(self):
-        """Gaussian: beta_j | sigma_j^2 ~ N(A_j^-1 c_j / sigma^2, A_j^-1), A_j = G / sigma^2 + I,
-        then sigma_j^2 | beta_j ~ IG(a0 + N / 2, b0 + |y_j - Phi beta_j|^2 / 2) (complete data)."""
-        rng, Phi = self.rng, self.Phi
-        a0, b0 = self.est.noise_prior
-        G, C = self._gauss_stats(Phi)
-        lam, U = np.linalg.eigh(G)
-        Dm = 1.0 + np.maximum(lam, 0.0)[:, None] / self.sigma2
-        Q = U.T @ C / self.sigma2
-        self.beta = U @ (Q / Dm + rng.standard_normal(Q.shape) / np.sqrt(Dm))
-        resid = self.Yf - Phi @ self.beta
-        b_n = b0 + 0.5 * np.sum(resid * resid, axis=0)
-        self.sigma2 = np.maximum(b_n / rng.gamma(self.a_n, 1.0, size=self.J), 1e-10)
-        self._refresh_const()
 
     def _beta_multinomial(self):
         """Multinomial, eq. (30)-(35), one column at a time (xi_j depends on the other columns,
@@ -666,7 +693,11 @@ class RFLVM(BaseEstimator):
     ibp_alpha_prior, dp_eta_prior : (float, float)
         Gamma(shape, rate) priors of the IBP concentration alpha and the DP concentration eta.
     noise_prior : (float, float)
-        Inverse-gamma (shape, scale) prior of the Gaussian noise variances sigma_j^2.
+        Gaussian likelihood: sigma_j^-2 ~ Gamma(a0, rate b0) (section 3.1, eq. 13).
+    beta_scale_prior : (float, float)
+        Gaussian likelihood: range (c_min, c_max) of the log-uniform prior of the shared scale c
+        in beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I) (c is the prior signal-to-noise ratio),
+        discretised on a grid of 10 points per decade.
     dispersion_prior : (float, float)
         Gamma(shape, rate) prior of the negative-binomial dispersions r_j.
     max_shrink : int
@@ -716,6 +747,7 @@ class RFLVM(BaseEstimator):
         ibp_alpha_prior=(1.0, 1.0),
         dp_eta_prior=(1.0, 1.0),
         noise_prior=(1.0, 1.0),
+        beta_scale_prior=(1e-3, 1e6),
         dispersion_prior=(1.0, 1.0),
         max_shrink=100,
         x_sweeps=3,
@@ -733,6 +765,7 @@ class RFLVM(BaseEstimator):
         self.ibp_alpha_prior = ibp_alpha_prior
         self.dp_eta_prior = dp_eta_prior
         self.noise_prior = noise_prior
+        self.beta_scale_prior = beta_scale_prior
         self.dispersion_prior = dispersion_prior
         self.max_shrink = max_shrink
         self.x_sweeps = x_sweeps
@@ -752,11 +785,25 @@ class RFLVM(BaseEstimator):
         burn = self.n_iter // 2 if self.burn_in is None else self.burn_in
         if not isinstance(burn, int | np.integer) or not 0 <= burn < self.n_iter:
             raise ValueError(f"burn_in={self.burn_in!r}; expected an integer in [0, n_iter)")
-        for name in ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "dispersion_prior"):
+        for name in (
+            "ibp_alpha_prior",
+            "dp_eta_prior",
+            "noise_prior",
+            "beta_scale_prior",
+            "dispersion_prior",
+        ):
             v = getattr(self, name)
             if len(v) != 2 or not all(np.isfinite(x) and x > 0 for x in v):
                 raise ValueError(f"{name}={v!r}; expected two positive numbers")
+        lo, hi = self.beta_scale_prior
+        if not lo < hi:
+            raise ValueError(f"beta_scale_prior={self.beta_scale_prior!r}; expected c_min < c_max")
         return int(burn)
+
+    def _scale_grid(self):
+        """Grid of the prior scale c: log-spaced over ``beta_scale_prior``, 10 points a decade."""
+        lo, hi = np.log10(self.beta_scale_prior)
+        return np.logspace(lo, hi, max(2, int(round(10 * (hi - lo))) + 1))
 
     def _check_Y(self, Y, what="Y"):
         Y = np.asarray(Y, dtype=float)
