@@ -336,22 +336,41 @@ def test_bad_input_and_parameters(cohort):
         clf.predict(X[:5, :10])
 
 
-@pytest.mark.parametrize("name", ["G-L-BSVM", "R-L-BSVM"])
-def test_vb_and_gibbs_agree_on_decision_function(name):
+@pytest.mark.parametrize("name", ["G-L-Probit", "G-L-BSVM", "OR-L-BSVM", "R-L-BSVM"])
+def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
+    """The VB posterior mean of the decision function on the training samples matches the Gibbs
+    posterior mean within the Monte Carlo error of both (the Gibbs chain's MCSE from ArviZ; for
+    the latent max-margin form, whose VB estimates q(W) from draws, also VB's own error from three
+    seeds), on a problem where the posterior is concentrated (100 samples, 150 features, noisy
+    labels). Mean-field VB is an approximation, so a few points may sit outside 3 standard
+    errors; none may be off by half a posterior standard deviation."""
+    import arviz as az
+
     rng = np.random.default_rng(9)
-    W, y, _, _, _ = planted(80, 15, 2, rng)
-    kw = dict(n_factors=2, random_state=0)
-    vb = RankFactorClassifier.from_variant(name, max_iter=150, tol=1e-6, **kw).fit(W[:60], y[:60])
+    W, _, _, Z, beta = planted(100, 150, 2, rng)
+    y = (rng.random(100) < stats.norm.cdf(Z @ beta)).astype(int)
+    seeds = range(3) if name == "R-L-BSVM" else range(1)
+    vb_f = []
+    for seed in seeds:
+        vb = RankFactorClassifier.from_variant(
+            name, n_factors=2, max_iter=300, tol=1e-7, random_state=seed
+        ).fit(W, y)
+        vb_f.append(np.hstack([vb.scores_, np.ones((100, 1))]) @ np.r_[vb.coef_[0], vb.intercept_])
+    vb_f = np.asarray(vb_f)
+    vb_se = vb_f.std(axis=0, ddof=1) / np.sqrt(len(vb_f)) if len(vb_f) > 1 else 0.0
     gibbs = RankFactorClassifier.from_variant(
-        name, inference="gibbs", n_samples=150, burn_in=150, **kw
-    ).fit(W[:60], y[:60])
-    dv, dg = vb.decision_function(W[60:]), gibbs.decision_function(W[60:])
-    assert stats.spearmanr(dv, dg)[0] > 0.9
-    assert np.mean(np.sign(dv) == np.sign(dg)) >= 0.9
-    assert abs(roc_auc_score(y[60:], dv) - roc_auc_score(y[60:], dg)) < 0.05
+        name, n_factors=2, inference="gibbs", n_samples=600, burn_in=200, random_state=0
+    ).fit(W, y)
     post = gibbs.inference_data_.posterior
-    assert post["train_decision"].shape == (1, 150, 60, 1)
-    assert post["coef"].shape == (1, 150, 1, 2)
+    assert post["train_decision"].shape == (1, 600, 100, 1)
+    assert post["coef"].shape == (1, 600, 1, 2)
+    draws = post["train_decision"].values[0, :, :, 0]
+    mcse = az.mcse(gibbs.inference_data_, var_names=["train_decision"])["train_decision"]
+    diff = vb_f.mean(axis=0) - draws.mean(axis=0)
+    z = diff / np.sqrt(mcse.values[:, 0] ** 2 + vb_se**2)
+    assert np.mean(np.abs(z) < 3) >= 0.85
+    assert np.max(np.abs(diff) / draws.std(axis=0)) < 0.5
+    assert stats.pearsonr(vb_f.mean(axis=0), draws.mean(axis=0))[0] > 0.99
 
 
 def test_dp_mixture_separates_xor():

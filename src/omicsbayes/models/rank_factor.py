@@ -33,8 +33,8 @@ Two forms of the max-margin rank likelihood (``maxmargin_form``):
   loadings to zero (observed on simulated cohorts; held-out AUROC well below the Gaussian model).
 * ``"latent"`` (default) -- eq. 1 kept: ``w = a^T z + v``, ``v ~ N(0, 1)``, with the max-margin
   pseudo-likelihood (eqs. 5-7) on the latent w, which is drawn from its augmented conditional
-  (Gaussian given lambda); A and Z then see P = 1, H = w.  In VB the w step is a one-draw Monte
-  Carlo estimate of E[w] (see ``_Engine._maxmargin_latent``).
+  (Gaussian given lambda); A and Z then see P = 1, H = w.  In VB, E[w] under the optimal q(W)
+  (no closed form) is a Robbins-Monro average of draws (see ``_Engine._maxmargin_latent``).
 
 Errata applied (ERRATA.md, 000) and found here:
 
@@ -443,6 +443,7 @@ class _Engine:
             init = _normal_scores(X)
             if self.like == "rank" or est.maxmargin_form == "latent":
                 self.Ew = init.copy()
+                self.H, self.H2 = init.copy(), init**2
                 self.n_draws = 0
             if self.like == "rank":
                 parity = self.index.group_parity().ravel()
@@ -613,11 +614,15 @@ class _Engine:
         # p = 1 + 1/lam^l + 1/lam^u,
         # m = (a^T z + (w^l + eps)/lam^l + (w^u - eps)/lam^u + [has l] - [has u]) / p.
         # Even and odd tie-group ranks in turn, so that neighbours are fixed in each half-step
-        # (as in Hoff's sampler).  Gibbs and VB both draw w here: in VB this is a one-draw Monte
-        # Carlo estimate of E[w] that A and Z are then fitted to.  A deterministic mean-field q(w)
-        # (Gaussian with E[1/lam], or the exact conditional of :func:`margin_conditional_moments`)
-        # loses the spread that the ordering of noisy w forces, and the scale of w contracts to
-        # zero over the iterations (observed on simulated data).
+        # (as in Hoff's sampler).  Gibbs draws w here.  VB: the optimal mean-field factor q(W) is
+        # this conditional with a^T z replaced by <a>^T <z> jointly over each row (the neighbours
+        # couple a row), with no closed form; its mean, the only moment that the A and Z updates
+        # need (P = 1), is estimated from these draws by a Robbins-Monro average with step
+        # 10 / (t + 9) (sum of steps infinite, of squares finite), so that the noise of the
+        # estimate vanishes as the iterations go on (Monte Carlo within VB).  A deterministic
+        # Gaussian q(w) per entry (with E[1/lam], or the exact one-entry conditional of
+        # :func:`margin_conditional_moments`) loses the spread that the ordering of noisy w forces,
+        # and the scale of w contracts to zero over the iterations (observed on simulated data).
         ix = self.index
         ew_t = self.Ew.T.copy()
         wbar_t = wbar.T.copy()
@@ -641,14 +646,19 @@ class _Engine:
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew
-        else:
-            # running average of the draws over roughly the last 10 iterations (stochastic
-            # approximation of E[w]), so that the VB updates of A and Z are not driven by one draw
-            self.n_draws += 1
-            rho = max(1.0 / self.n_draws, 0.1)
-            self.H = self.Ew.copy() if self.n_draws == 1 else (1 - rho) * self.H + rho * self.Ew
-        resid2 = (self.Ew - wbar) ** 2
-        self.data_ll = ll - 0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
+            resid2 = (self.Ew - wbar) ** 2
+            self.data_ll = ll - 0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
+            return
+        self.n_draws += 1
+        rho = 10.0 / (self.n_draws + 9)
+        self.H = (1 - rho) * self.H + rho * self.Ew
+        self.H2 = (1 - rho) * self.H2 + rho * self.Ew**2
+        # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);
+        # the pseudo-likelihood and the entropy of q(W) have no closed form and are left out
+        # (they do not depend on q(A), q(Z), q(beta)).
+        eww = self.sym.inner(self.sym.flat(self.EZZ), self.sym.flat(self.EAA))
+        resid2 = self.H2 - 2 * self.H * wbar + eww
+        self.data_ll = -0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
 
     # ----------------------------------------------------------------- loadings
     def update_a(self):
@@ -927,8 +937,10 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     intercept_ : (n_tasks,)
     classes_ : labels (binary, multiclass) or a list of per-task label pairs (multitask)
     lower_bound_ : VB history of the monitored objective (see ``_Engine.objective``): expected
-        log pseudo-likelihood minus KL terms; with the latent max-margin form its data part is
-        evaluated at the current draw of w, so it fluctuates and is not monotone
+        log pseudo-likelihood minus KL terms. With the latent max-margin form q(W) has no closed
+        form and its mean is a Robbins-Monro average of draws (Monte Carlo within VB): the
+        objective then leaves out the pseudo-likelihood and entropy of q(W), fluctuates with the
+        draws and is not monotone; the stopping rule uses its change over 20 iterations
     inference_data_ : Gibbs draws (arviz.InferenceData, one chain): ``coef``, ``intercept``,
         ``train_decision`` (the identifiable decision function on the training samples; use it
         for R-hat / ESS, e.g. over several seeds joined with ``arviz.concat(..., dim="chain")``),
@@ -1089,15 +1101,18 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     def _fit_vb(self, eng):
         self.lower_bound_ = []
         progress = Progress(self.max_iter, "RankFactorClassifier VB", self.verbose)
-        previous = None
+        # The Monte Carlo estimate of q(W) in the latent max-margin form makes the objective
+        # fluctuate: there the change is taken over the last `lag` iterations, per iteration.
+        lag = 20 if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent" else 1
         for it in range(self.max_iter):
             bound = self._iterate(eng, it)
             self.lower_bound_.append(float(bound))
             progress.step(it, bound)
             self.n_iter_ = it + 1
-            if it >= 9 and abs(relative_improvement(previous, bound)) < self.tol:
-                break
-            previous = bound
+            if it >= 9 + lag:
+                change = relative_improvement(self.lower_bound_[-1 - lag], bound) / lag
+                if abs(change) < self.tol:
+                    break
         progress.close()
         self.lower_bound_ = np.asarray(self.lower_bound_)
         self._means = {
