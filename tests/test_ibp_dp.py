@@ -174,3 +174,50 @@ def test_escobar_west_matches_exact_conditional():
     d = np.exp(logd - logd.max())
     cdf = np.cumsum(d) / d.sum()
     assert stats.kstest(eta, lambda x: np.interp(x, grid, cdf)).pvalue > 0.01
+
+
+def test_z_column_with_x_ensemble_matches_enumeration_and_integration():
+    """(z_ik, x_ik) jointly, x_ik ~ N(0, 1): the ensemble {current, K - 1 prior draws} summed
+    out (ensemble_log_mean) in the eq. (17) column update, then x_ik picked (ensemble_pick).
+    Stationary P(z column) against enumeration of the 2^3 columns with the slice factor and
+    int N(x) L_i(x) dx by quadrature; E[x_1 | z_1 = 1] against quadrature."""
+    from scipy.special import logsumexp
+
+    from omicsbayes.inference.ibp import ensemble_log_mean, ensemble_pick
+
+    rng = np.random.default_rng(7)
+    pi_k, pi_rest, n, K = 0.3, 0.6, 3, 5
+    centre, sharp = np.array([1.5, -0.5, 0.2]), np.array([2.0, 0.5, 4.0])
+    ll_off = np.array([0.2, -0.3, 0.6])
+
+    def ll_on(x):
+        return -0.5 * sharp * (x - centre) ** 2
+
+    g = np.linspace(-8, 8, 4001)
+    dens = stats.norm.pdf(g)[:, None] * np.exp(ll_on(g[:, None]))
+    log_int = np.log(integrate.trapezoid(dens, g, axis=0))
+    e_x1 = integrate.trapezoid(g * dens[:, 0], g) / integrate.trapezoid(dens[:, 0], g)
+    ref = {}
+    for z in itertools.product([0, 1], repeat=n):
+        z = np.array(z, bool)
+        lp = np.sum(np.where(z, np.log(pi_k) + log_int, np.log1p(-pi_k) + ll_off))
+        lp -= np.log(min(pi_rest, pi_k) if z.any() else pi_rest)
+        ref[tuple(z)] = lp
+    norm = logsumexp(list(ref.values()))
+    x = rng.standard_normal(n)
+    counts, x1 = {}, []
+    T = 12000
+    for _ in range(T):
+        xs = np.vstack([x, rng.standard_normal((K - 1, n))])
+        ll = ll_on(xs)
+        z = sample_z_column(
+            np.log(pi_k) + ensemble_log_mean(ll), np.log1p(-pi_k) + ll_off, pi_k, pi_rest, rng
+        )
+        x = xs[ensemble_pick(ll, z, rng), np.arange(n)]
+        counts[tuple(z)] = counts.get(tuple(z), 0) + 1
+        if z[0]:
+            x1.append(x[0])
+    for z, lp in ref.items():
+        p = np.exp(lp - norm)
+        assert abs(counts.get(z, 0) / T - p) < 5 * np.sqrt(p * (1 - p) / T) + 2e-3
+    assert abs(np.mean(x1) - e_x1) < 0.03

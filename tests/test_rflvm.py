@@ -180,6 +180,42 @@ def test_gaussian_nig_posterior_draws_match_closed_form():
     assert np.allclose(np.cov(draws.T), cov, atol=0.05 * np.abs(cov).max())
 
 
+def test_collapsed_row_sweep_targets_x_posterior_on_grid():
+    """Gaussian collapsed X sweep (ensemble under the leave-one-out multivariate t): with Z, W,
+    c and the data fixed, the draws of X (3 rows, D = 1) must follow
+    N(X; 0, I) prod_j t_{2 a0}(y_j; 0, (b0 / a0)(I + c Phi Phi^T)) (a0 = b0 = 1), computed on a
+    3-D grid with dense matrices. The posterior is symmetric under X -> -X, so second and
+    cross moments are compared."""
+    rng = np.random.default_rng(14)
+    W = np.array([[1.3], [-0.6]])
+    Y = rff(np.array([[1.2], [-0.3], [0.4]]), W) @ rng.standard_normal((4, 10)) * 2
+    Y += 0.3 * rng.standard_normal(Y.shape)
+    est = RFLVM(sparse=False, n_random_features=2, n_latent=1, n_x_proposals=6)
+    ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(5))
+    ch.W, ch.c = W, 3.0
+    ch.Phi = rff(ch.X, W)
+    g = np.linspace(-4.5, 4.5, 61)
+    G = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    arg = G[:, :, None] * W[:, 0]
+    Phi = np.concatenate([np.cos(arg), np.sin(arg)], 2) / np.sqrt(2)
+    S = np.eye(3) + 3.0 * Phi @ np.swapaxes(Phi, 1, 2)
+    _, logdet = np.linalg.slogdet(S)
+    quad = np.einsum("gij,jk,ik->gk", np.linalg.inv(S), Y, Y)
+    lp = -0.5 * np.sum(G**2, 1) - 5.0 * logdet - 2.5 * np.sum(np.log1p(quad / 2), 1)
+    p = np.exp(lp - lp.max())
+    p /= p.sum()
+    pairs = ([0, 0, 1], [1, 2, 2])
+    T = 20000
+    draws = np.empty((T, 3))
+    for t in range(T):
+        ch._x_collapsed()
+        draws[t] = ch.X[:, 0]
+    assert np.allclose((draws**2).mean(0), p @ G**2, atol=0.05)
+    cross = (draws[:, pairs[0]] * draws[:, pairs[1]]).mean(0)
+    assert np.allclose(cross, p @ (G[:, pairs[0]] * G[:, pairs[1]]), atol=0.05)
+    assert np.allclose(ch.Phi, rff(ch.X, ch.W))
+
+
 def _grid_posterior(loglik):
     """Mean and covariance of a 2-D posterior N(beta; 0, I) x lik on a grid."""
     g = np.linspace(-6, 6, 241)

@@ -9,6 +9,7 @@ and redraws the active weights from equation (18). :func:`sample_ibp_alpha` is e
 """
 
 import numpy as np
+from scipy.special import logsumexp
 
 from .convergence import NumericalError
 
@@ -104,7 +105,25 @@ def sample_z_column(logp_on, logp_off, pi_k, pi_star_rest, rng):
     return z
 
 
-def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None):
+def ensemble_log_mean(ll):
+    """log of the mean likelihood over an ensemble, per row: ``ll`` (K, n) -> (n,).
+
+    For x_ik with prior N(0, 1) and the ensemble {current x_ik, K - 1 prior draws} (Tjelmeland
+    2004), the index of the real x_ik is uniform a priori, so summing it out leaves
+    p(y_i | z_ik = 1) proportional to the ensemble mean of the likelihood and p(y_i | z_ik = 0)
+    to the likelihood with z_ik = 0 (the same for every member).
+    """
+    return logsumexp(ll, axis=0) - np.log(ll.shape[0])
+
+
+def ensemble_pick(ll, on, rng):
+    """Index of the ensemble member that becomes x_ik, per row: proportional to the likelihood
+    (rows of ``ll`` (K, n)) where ``on`` (z_ik = 1), uniform where not (Gumbel-max draws)."""
+    lw = np.where(on[None, :], ll, 0.0)
+    return np.argmax(lw + rng.gumbel(size=lw.shape), axis=0)
+
+
+def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None, on_column=None):
     """One slice-sampler sweep over Z (equations 17-19), then the active weights (18).
 
     Parameters
@@ -122,6 +141,9 @@ def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None):
     on_new : callable, optional
         ``on_new(n_new)`` is called when new columns are instantiated (appended at the end), so
         that the caller can draw their parameters from the priors before the columns are updated.
+    on_column : callable, optional
+        ``on_column(k, z)`` is called with each newly drawn column ``z`` of ``Z`` (for example to
+        draw auxiliary variables that ``column_loglik`` integrated out given ``z``).
 
     Returns
     -------
@@ -154,6 +176,8 @@ def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None):
         Z[:, k] = sample_z_column(
             np.log(pi[k]) + ll_on, np.log1p(-pi[k]) + ll_off, pi[k], pi_star_rest, rng
         )
+        if on_column is not None:
+            on_column(k, Z[:, k])
     keep = Z.any(axis=0)
     Z = Z[:, keep]
     return Z, sample_active_sticks(Z.sum(axis=0), n, rng), keep

@@ -48,6 +48,7 @@ import logging
 import time
 
 import numpy as np
+from numba import njit
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln, logsumexp
 from sklearn.base import BaseEstimator
@@ -56,7 +57,12 @@ from ..inference import check_finite, sample_polyagamma
 from ..inference.checkpoint import Checkpoint, fingerprint
 from ..inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
 from ..inference.ess import elliptical_slice, elliptical_slice_rows
-from ..inference.ibp import ibp_slice_sweep, sample_ibp_alpha
+from ..inference.ibp import (
+    ensemble_log_mean,
+    ensemble_pick,
+    ibp_slice_sweep,
+    sample_ibp_alpha,
+)
 
 logger = logging.getLogger("omicsbayes")
 
@@ -82,8 +88,12 @@ def rff(XZ, W):
 
     With w_m ~ N(0, I), phi(x) phi(x')^T is an unbiased estimate of exp(-|x - x'|^2 / 2).
     """
-    G = XZ @ W.T
-    return np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(W.shape[0])
+    return rff_from_arg(XZ @ W.T, W.shape[0])
+
+
+def rff_from_arg(G, M):
+    """Random Fourier features from their arguments G = XZ W^T (N, M)."""
+    return np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(M)
 
 
 def sample_crt(y, r, rng, chunk=2_000_000):
@@ -213,6 +223,72 @@ def poisson_irls_mh(Phi, Y, obs, beta, rng, chunk=256, max_step=2.0):
     return beta, n_acc
 
 
+@njit(cache=True)
+def _collapsed_row_sweep(X, Z, W, Yf, Phi, Ainv, B, yy, cand, gumb, a0, b0):
+    """Sequential sweep over rows (numba): each active x_ik from its ensemble (current, then
+    the rows of ``cand``) under the leave-one-out multivariate-t predictive of row i; ``Ainv``
+    (A^-1 = (Phi^T Phi + I / c)^-1), ``B`` (Phi^T Y) and ``Phi`` are kept current by rank-one
+    down- and updates. ``gumb`` are Gumbel(0, 1) draws for the choices. See
+    :meth:`_Chain._x_collapsed`."""
+    N, D = X.shape
+    M = W.shape[0]
+    J = Yf.shape[1]
+    K = cand.shape[0] + 1
+    p = 2 * M
+    a_n = a0 + 0.5 * (N - 1)
+    sq = 1.0 / np.sqrt(M)
+    phi = np.empty(p)
+    ll = np.empty(K)
+    for i in range(N):
+        y = Yf[i]
+        # leave row i out
+        u = Ainv @ Phi[i]
+        d = 1.0 - Phi[i] @ u
+        A1 = Ainv + np.outer(u, u) / d
+        B1 = B - np.outer(Phi[i], y)
+        yy1 = yy - y * y
+        m = A1 @ B1
+        bn = b0 + 0.5 * np.maximum(yy1 - np.sum(B1 * m, axis=0), 0.0)
+        for k in range(D):
+            if not Z[i, k]:
+                X[i, k] = cand[0, i, k]
+                continue
+            x = X[i].copy()
+            for c in range(K):
+                if c > 0:
+                    x[k] = cand[c - 1, i, k]
+                for mm in range(M):
+                    s = 0.0
+                    for kk in range(D):
+                        if Z[i, kk]:
+                            s += W[mm, kk] * x[kk]
+                    phi[mm] = np.cos(s) * sq
+                    phi[M + mm] = np.sin(s) * sq
+                v = 1.0 + phi @ (A1 @ phi)
+                mean = phi @ m
+                tot = 0.0
+                for j in range(J):
+                    r = y[j] - mean[j]
+                    tot += np.log1p(r * r / (2.0 * bn[j] * v))
+                ll[c] = -0.5 * J * np.log(v) - (a_n + 0.5) * tot + gumb[i, k, c]
+            best = np.argmax(ll)
+            if best > 0:
+                X[i, k] = cand[best - 1, i, k]
+        # put row i back with its new features
+        for mm in range(M):
+            s = 0.0
+            for kk in range(D):
+                if Z[i, kk]:
+                    s += W[mm, kk] * X[i, kk]
+            phi[mm] = np.cos(s) * sq
+            phi[M + mm] = np.sin(s) * sq
+        Phi[i] = phi
+        u = A1 @ phi
+        Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + phi @ u)
+        B[:, :] = B1 + np.outer(phi, y)
+    return X
+
+
 class _Chain:
     """State and sampler steps of one RFLVM chain (all arrays whole-matrix numpy)."""
 
@@ -228,7 +304,7 @@ class _Chain:
         self.any_missing = not obs.all()
         self.N, self.J = Y.shape
         self.M = est.n_random_features
-        self.n_evals = {"ess_rows": 0, "ess_whole": 0, "ess_w": 0}
+        self.n_evals = {"ess_rows": 0, "ess_whole": 0, "ess_w": 0, "collapsed_rows": 0}
         self.accept = [0, 0]
         self.accept_beta = [0, 0]
         N, J, M, D = self.N, self.J, self.M, est.n_latent
@@ -417,18 +493,38 @@ class _Chain:
             self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
             self._extend_w(n_new)
 
+        n_prop = self.est.n_x_proposals
+        cand = {}
+
         def column_loglik(k, Z):
+            """Rows' log likelihoods with z_ik = 0 and, for z_ik = 1, the mean likelihood over
+            the ensemble {current x_ik, n_x_proposals - 1 draws from N(0, 1)}."""
             G = (self.X * Z) @ self.W.T
             base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
-            on = base + np.outer(self.X[:, k], self.W[:, k])
-            ll = []
-            for g in (base, on):
-                Phi = np.hstack([np.cos(g), np.sin(g)]) / np.sqrt(self.M)
-                ll.append(self.row_loglik(self.psi_of(Phi)))
-            return ll[0], ll[1]
+            ll_off = self.row_loglik(self.psi_of(rff_from_arg(base, self.M)))
+            xs = np.vstack([self.X[:, k], self.rng.standard_normal((n_prop - 1, self.N))])
+            ll_on = np.stack(
+                [
+                    self.row_loglik(
+                        self.psi_of(rff_from_arg(base + np.outer(x, self.W[:, k]), self.M))
+                    )
+                    for x in xs
+                ]
+            )
+            cand["x"], cand["ll"] = xs, ll_on
+            return ll_off, ensemble_log_mean(ll_on)
+
+        def on_column(k, z):
+            self.X[:, k] = cand["x"][ensemble_pick(cand["ll"], z, self.rng), np.arange(self.N)]
 
         Z, pi, keep = ibp_slice_sweep(
-            self.Z, self.pi, self.alpha, self.rng, column_loglik=column_loglik, on_new=on_new
+            self.Z,
+            self.pi,
+            self.alpha,
+            self.rng,
+            column_loglik=column_loglik,
+            on_new=on_new,
+            on_column=on_column,
         )
         self.Z, self.pi = Z, pi
         self.X = self.X[:, keep]
@@ -458,10 +554,13 @@ class _Chain:
             self.Sigmas = S
 
     def step_x(self, it):
-        """ESS for X: rows in parallel given beta; Gaussian: then a collapsed whole-matrix step."""
+        """X: Gaussian likelihood: a collapsed sequential sweep over rows (see
+        :meth:`_x_collapsed`), then ``x_sweeps`` alternations of (beta, sigma^2 from their NIG
+        posterior; row-wise ESS given them), then a collapsed whole-matrix ESS step. Other
+        likelihoods: row-wise ESS given beta, all rows in parallel."""
+        if self.lik == "gaussian":
+            self._impute()  # the z sweep integrated the missing entries out
         if self.D == 0:
-            if self.lik == "gaussian":
-                self._impute()
             return
         Z, W = self.Z, self.W
 
@@ -469,9 +568,11 @@ class _Chain:
             Phi = rff(Xr * Z[idx], W)
             return self.row_loglik(Phi @ self.beta, idx)
 
+        if self.lik == "gaussian":
+            self._x_collapsed()
         n_sweeps = self.est.x_sweeps if self.lik == "gaussian" else 1
-        for sweep in range(n_sweeps):
-            if sweep:
+        for _ in range(n_sweeps):
+            if self.lik == "gaussian":
                 self._gauss_beta()
             self.X, _, n = elliptical_slice_rows(
                 self.X,
@@ -500,6 +601,42 @@ class _Chain:
         self.n_evals["ess_whole"] += n
         self.X = X
         self.Phi = rff(self.XZ, W)
+
+    def _x_collapsed(self):
+        """Gaussian: one sequential sweep over the rows with beta and sigma^2 integrated out.
+        Each active x_ik is drawn from the ensemble {current x_ik, n_x_proposals - 1 draws from
+        N(0, 1)} with probability proportional to the leave-one-out predictive
+        prod_j t_{2 a0 + N - 1}(y_ij; phi_i^T m_j, (b_j / a) (1 + phi_i^T A^-1 phi_i)) of row i
+        given the other rows (NIG posterior A, m_j, a, b_j of the other rows): an exact Gibbs
+        step on the ensemble-augmented space (Tjelmeland 2004), and a global move. Inactive
+        x_ik (z_ik = 0) are drawn from their prior. The given-beta steps are anchored by the
+        row's own influence on beta (leverage ~ 2M / N); this step is not."""
+        K = self.est.n_x_proposals
+        if K < 2:
+            return
+        a0, b0 = self.est.noise_prior
+        G, B = self._gauss_stats(self.Phi)
+        L = np.linalg.cholesky(G + np.eye(G.shape[0]) / self.c)
+        Linv = solve_triangular(L, np.eye(G.shape[0]), lower=True)
+        Ainv = Linv.T @ Linv
+        cand = self.rng.standard_normal((K - 1, self.N, self.D))
+        gumb = self.rng.gumbel(size=(self.N, self.D, K))
+        self.X = _collapsed_row_sweep(
+            self.X.copy(),
+            self.Z,
+            self.W,
+            self.Yf,
+            self.Phi.copy(),
+            Ainv,
+            B,
+            self.yy.copy(),
+            cand,
+            gumb,
+            float(a0),
+            float(b0),
+        )
+        self.n_evals["collapsed_rows"] += self.N * int(self.Z.sum(1).mean() * K)
+        self.Phi = rff(self.XZ, self.W)
 
     def _dp_update(self):
         prior = NIWPrior(self.D)
@@ -705,6 +842,9 @@ class RFLVM(BaseEstimator):
     x_sweeps : int
         Gaussian likelihood: alternations of (row-wise ESS of X, beta and sigma^2 Gibbs) per
         iteration before the collapsed whole-matrix step (cheap; X and beta are coupled).
+    n_x_proposals : int
+        Sparse model: size of the ensemble {current x_ik, draws from N(0, 1)} over which each
+        z_ik is updated jointly with x_ik (1: z_ik alone, given x_ik).
     random_state : None, int or numpy.random.Generator
     verbose : bool
         Show a tqdm progress bar.
@@ -751,6 +891,7 @@ class RFLVM(BaseEstimator):
         dispersion_prior=(1.0, 1.0),
         max_shrink=100,
         x_sweeps=3,
+        n_x_proposals=10,
         random_state=None,
         verbose=False,
         checkpoint=None,
@@ -769,6 +910,7 @@ class RFLVM(BaseEstimator):
         self.dispersion_prior = dispersion_prior
         self.max_shrink = max_shrink
         self.x_sweeps = x_sweeps
+        self.n_x_proposals = n_x_proposals
         self.random_state = random_state
         self.verbose = verbose
         self.checkpoint = checkpoint
@@ -778,7 +920,14 @@ class RFLVM(BaseEstimator):
     def _check_params(self):
         if self.likelihood not in LIKELIHOODS:
             raise ValueError(f"likelihood={self.likelihood!r}; expected one of {LIKELIHOODS}")
-        for name in ("n_random_features", "n_latent", "n_iter", "max_shrink", "x_sweeps"):
+        for name in (
+            "n_random_features",
+            "n_latent",
+            "n_iter",
+            "max_shrink",
+            "x_sweeps",
+            "n_x_proposals",
+        ):
             v = getattr(self, name)
             if not isinstance(v, int | np.integer) or v < 1:
                 raise ValueError(f"{name}={v!r}; expected a positive integer")
