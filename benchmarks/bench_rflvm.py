@@ -8,9 +8,11 @@ matrix, both with M = 50 random frequencies (p = 2M = 100 features). A few itera
 
 Flop model of one iteration (N samples, J features, D latent dimensions, K = D when sparse):
 
-* z: for each of K columns, two feature maps and two N x p x J products: 2K (2NDM + 2NpJ);
-* x: row ESS, per evaluated row 2DM + 2pJ; Gaussian whole-matrix ESS, per evaluation
-  2NDM + Np^2 + 2NpJ + 9p^3 (eigh);
+* z: for each of K columns, 1 + P feature maps and N x p x J products (z_ik off, and on for
+  each of the P = n_x_proposals ensemble members): K (1 + P) (2NDM + 2NpJ);
+* x: Gaussian collapsed row sweep, per row a leave-one-out posterior mean 2p^2 J and per
+  ensemble member 2p^2 + 2pJ + 2DM; row ESS, per evaluated row 2DM + 2pJ; Gaussian
+  whole-matrix ESS, per evaluation 2NDM + Np^2 + 2NpJ + 9p^3 (eigh);
 * w: M proposals, each 4Np (new Gram column) + 9p^3 (eigh) + 2p^2 J (Gaussian) or 4NJ
   (rank-2 update of psi, count likelihoods);
 * beta: Gaussian Np^2 + 9p^3 + 4NpJ; Polya-gamma J N p(p+1) (upper-triangle precisions) +
@@ -36,10 +38,13 @@ def _flops(m, N, J, M, secs_iters):
     D = max(int(np.mean(m.n_active_)), 1)
     it = m.n_iter_
     ev = m.ess_evals_
+    P = m.n_x_proposals
     f = {
-        "z": 2 * D * (2 * N * D * M + 2 * N * p * J) if m.sparse else 0.0,
+        "z": D * (1 + P) * (2 * N * D * M + 2 * N * p * J) if m.sparse else 0.0,
         "x": ev["ess_rows"] / it * (2 * D * M + 2 * p * J)
-        + ev["ess_whole"] / it * (2 * N * D * M + N * p * p + 2 * N * p * J + 9 * p**3),
+        + ev["ess_whole"] / it * (2 * N * D * M + N * p * p + 2 * N * p * J + 9 * p**3)
+        + ev["collapsed_rows"] / it * (2 * p * p + 2 * p * J + 2 * D * M)
+        + (2 * N * p * p * J if m.likelihood == "gaussian" else 0.0),
         "dp": 0.0,
     }
     if m.likelihood == "gaussian":

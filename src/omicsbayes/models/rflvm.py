@@ -3,24 +3,44 @@ RFLVM of Gundersen et al. (``sparse=False``), fitted by MCMC on a matrix with mi
 
 Model (eq. 15): y_ij ~ L(g(phi_W(x_i * z_i) beta_j), theta_j), phi_W(x) = [cos(W x), sin(W x)] /
 sqrt(M) (eq. 12, M frequencies), x_i ~ N(0, I), the frequencies w_m ~ DP mixture of Gaussians with
-an NIW base measure, Z ~ IBP(alpha) through its stick-breaking construction, beta_j ~ N(0, I).
+an NIW base measure, Z ~ IBP(alpha) through its stick-breaking construction; beta_j ~ N(0, I)
+for the count likelihoods, and for the Gaussian the conjugate normal-inverse-gamma prior of
+eq. (13) with B0 = c I scaled by the noise: beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I),
+sigma_j^-2 ~ Ga(a0, b0), and c (the prior signal-to-noise ratio, shared by the columns) with a
+log-uniform prior on a grid.
 
 One iteration (section 3.1):
 
 1. ``z``: IBP slice sweep (eq. 16-19; new dimensions get x from N(0, 1) and w from the prior of
-   their mixture component), then alpha (eq. 20). Sparse model only.
-2. ``x``: elliptical slice sampling of X, every row in parallel given beta (rows are independent
-   given beta); Gaussian likelihood: ``x_sweeps`` alternations of that step with the beta /
-   sigma^2 draws (cheap, and X and beta are strongly coupled), then a whole-matrix step on the
-   collapsed likelihood (beta integrated out, as in the paper).
+   their mixture component), then alpha (eq. 20). Sparse model only. Each z_ik is updated
+   jointly with x_ik: x_ik is a model variable whatever z_ik is (with z_ik = 0 its conditional
+   is its N(0, 1) prior), so eq. (17)'s p(y_i | z_ik = 1) is averaged over an ensemble {current
+   x_ik, ``n_x_proposals`` - 1 prior draws} and x_ik is then picked from the ensemble
+   (Tjelmeland 2004; exact). With x_ik held fixed at a prior draw, switching a new or unused
+   dimension on almost never helped and the number of dimensions stayed where it started.
+2. ``x``: Gaussian: first a sequential (numba) sweep over the rows with beta and sigma^2
+   integrated out: each active x_ik from an ensemble of prior draws weighted by the row's
+   leave-one-out multivariate-t predictive given the other rows (the given-beta steps are
+   anchored by the row's own influence on beta, leverage ~ 2M / N); then ``x_sweeps``
+   alternations of (beta, sigma^2 from their NIG posterior; elliptical slice sampling of every
+   row in parallel given them), then one whole-matrix ESS step on the collapsed likelihood.
+   Other likelihoods: row-wise ESS given beta.
 3. ``dp``: DP mixture over the frequencies (eq. 22-24, NIW integrated out) and its concentration
    by Escobar & West (eq. 25).
 4. ``w``: Metropolis-Hastings for each w_m with the prior as proposal (eq. 21), then one
    elliptical slice step on all of W under the component Gaussians (it always moves, where the
    prior proposal is accepted a few per cent of the time); Gaussian: on the collapsed likelihood.
-5. ``beta``: Gaussian: beta_j and then sigma_j^2 from their conditionals;
-   Bernoulli / negative binomial / multinomial: Polya-gamma Gibbs (eq. 27, 33-35); negative
-   binomial dispersion r_j by CRT augmentation (Zhou & Carin 2012); Poisson: see below.
+5. ``beta``: Gaussian: c from its exact conditional on the grid (collapsed), then (beta_j,
+   sigma_j^2) jointly from the NIG posterior (exact, for the row-wise steps, the imputation and
+   the held-out predictive); Bernoulli / negative binomial / multinomial: Polya-gamma Gibbs
+   (eq. 27, 33-35); negative binomial dispersion r_j by CRT augmentation (Zhou & Carin 2012);
+   Poisson: see below.
+
+Gaussian collapsed likelihood (section 3.1, "beta_j and sigma_j^2 integrated out"):
+y_j | Phi, c ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)), for all columns from one
+eigendecomposition of Phi^T Phi (O(M^2 N + M^3 + M N J)); each grid value of c then costs
+O(M J). A fixed c = 1 (B0 = I) ties the signal variance of phi beta_j to the noise variance and
+underfits data with a small noise; with c on a grid, small-noise data get a large c.
 
 Poisson (the paper leaves the sampler open): Polya-gamma augmentation does not apply to the log
 link, so each column beta_j gets three elliptical slice steps under its N(0, I) prior (robust:
@@ -30,18 +50,12 @@ the current beta, N(m(beta), P(beta)^-1) with P = Phi^T diag(mu) Phi + I and
 m = P^-1 Phi^T (y - mu + mu psi) (one Newton step, shortened to a trust region); the reverse
 proposal is built at the proposed point. All columns move in parallel (batched Cholesky).
 
-Gaussian prior: beta_j ~ N(0, I) and sigma_j^2 ~ IG(a0, b0) independently, beta integrated out in
-the collapsed X and W steps and sigma_j^2 Gibbs-sampled. Integrating sigma_j^2 out as well needs
-the conjugate form beta_j ~ N(0, sigma_j^2 I) (section 3.1), which fixes the prior variance of
-phi beta_j to the noise variance: on data with a small noise that prior underfits badly (at the
-true X and W of the Cambridge-bars test it gives sigma^2 ~ 0.5 for a noise variance of 0.01, and
-a held-out log likelihood below the linear model's), so it is not used.
-
 Missing entries (NaN) never enter a likelihood. For the Gaussian likelihood the collapsed steps
-need a complete matrix: missing entries are imputed from y ~ N(phi beta_j, sigma_j^2) after the
-row-wise steps (data augmentation; an exact Gibbs step on the augmented space); the collapsed X
-and W steps and the beta / sigma^2 draws condition on them, the row-wise steps, the slice sweep
-and every reported likelihood use the observed entries only.
+need a complete matrix: missing entries are imputed from y ~ N(phi beta_j, sigma_j^2) with
+(beta_j, sigma_j^2) from the NIG posterior (data augmentation, an exact Gibbs step on the
+augmented space), after the beta step and the row-wise steps and before the collapsed X sweep;
+the collapsed steps condition on them, the row-wise steps, the slice sweep and every reported
+likelihood use the observed entries only.
 """
 
 import logging
@@ -843,8 +857,10 @@ class RFLVM(BaseEstimator):
         Gaussian likelihood: alternations of (row-wise ESS of X, beta and sigma^2 Gibbs) per
         iteration before the collapsed whole-matrix step (cheap; X and beta are coupled).
     n_x_proposals : int
-        Sparse model: size of the ensemble {current x_ik, draws from N(0, 1)} over which each
-        z_ik is updated jointly with x_ik (1: z_ik alone, given x_ik).
+        Size of the ensembles {current x_ik, draws from N(0, 1)}: in the IBP slice sweep each
+        z_ik is updated jointly with x_ik over one (sparse model); Gaussian likelihood: each
+        active x_ik in the collapsed row sweep is drawn from one. 1 turns both off (z_ik given
+        x_ik; no collapsed row sweep).
     random_state : None, int or numpy.random.Generator
     verbose : bool
         Show a tqdm progress bar.
@@ -871,8 +887,9 @@ class RFLVM(BaseEstimator):
         Seconds spent in each sampler step ("z", "x", "dp", "w", "beta") over the whole fit, and
         in the initialisation ("init").
     ess_evals_ : dict
-        Likelihood evaluations of the elliptical slice steps: rows ("ess_rows") and whole
-        matrix ("ess_whole").
+        Likelihood evaluations of the elliptical slice steps: rows ("ess_rows"), whole
+        matrix ("ess_whole"), frequencies ("ess_w"); ensemble members scored in the Gaussian
+        collapsed row sweep ("collapsed_rows").
     n_iter_ : int
     """
 
