@@ -656,9 +656,10 @@ class _Engine:
         # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);
         # the pseudo-likelihood and the entropy of q(W) have no closed form and are left out
         # (they do not depend on q(A), q(Z), q(beta)).
-        eww = self.sym.inner(self.sym.flat(self.EZZ), self.sym.flat(self.EAA))
-        resid2 = self.H2 - 2 * self.H * wbar + eww
-        self.data_ll = -0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
+        # sum_{n,i} E[(a_i^T z_n)^2] = tr(sum_i E[a_i a_i^T] sum_n E[z_n z_n^T])
+        eww = float(np.sum(self.EAA.sum(axis=0) * self.EZZ.sum(axis=0)))
+        resid2 = float(self.H2.sum() - 2 * np.sum(self.H * wbar)) + eww
+        self.data_ll = -0.5 * resid2 - 0.5 * _LOG2PI * self.H.size
 
     # ----------------------------------------------------------------- loadings
     def update_a(self):
