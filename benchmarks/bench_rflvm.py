@@ -15,6 +15,9 @@ Flop model of one iteration (N samples, J features, D latent dimensions, K = D w
   whole-matrix ESS, per evaluation 2NDM + Np^2 + 2NpJ + 9p^3 (eigh);
 * w: M proposals, each 4Np (new Gram column) + 9p^3 (eigh) + 2p^2 J (Gaussian) or 4NJ
   (rank-2 update of psi, count likelihoods);
+* hmc: per leapfrog step one gradient: 6NDM (G and the chain rule to X and W), Gaussian
+  3Np^2 + 4p^3/3 + 8NpJ (Gram matrix, Cholesky and inverse, posterior means, residuals and
+  their outer products), count likelihoods 4NpJ (psi and d psi beta^T);
 * beta: Gaussian Np^2 + 9p^3 + 4NpJ; Polya-gamma J N p(p+1) (upper-triangle precisions) +
   J (p^3/3 + 4p^3/3) (batched Cholesky and two solves) + 2NpJ.
 
@@ -45,6 +48,13 @@ def _flops(m, N, J, M, secs_iters):
         + ev["ess_whole"] / it * (2 * N * D * M + N * p * p + 2 * N * p * J + 9 * p**3)
         + ev["collapsed_rows"] / it * (2 * p * p + 2 * p * J + 2 * D * M)
         + (2 * N * p * p * J if m.likelihood == "gaussian" else 0.0),
+        "hmc": m.hmc_moves
+        * (m.hmc_leapfrog + 1)
+        * (
+            6 * N * D * M
+            + (3 * N * p * p + 4 * p**3 / 3 + 8 * N * p * J if m.likelihood == "gaussian" else 0.0)
+            + (4 * N * p * J if m.likelihood != "gaussian" else 0.0)
+        ),
         "dp": 0.0,
     }
     if m.likelihood == "gaussian":

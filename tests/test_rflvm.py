@@ -341,9 +341,10 @@ def test_cambridge_bars_planted_state_keeps_four_dims_and_beats_ibp_factor_model
 def test_cambridge_bars_from_two_dimensions_instantiates_new_ones():
     """From the paper's start (n_latent = 2) the IBP slice sweep with the joint (z_ik, x_ik)
     ensemble update instantiates and keeps new dimensions (with z_ik updated given a prior
-    draw of x_ik alone, the chain stayed at two for 400 iterations)."""
+    draw of x_ik alone, the chain stayed at two for 400 iterations). The HMC move is off: this
+    tests the slice sweep's dimension moves."""
     Y, mask, _ = _bars_data(7)
-    m = RFLVM(n_random_features=20, n_latent=2, n_iter=110, burn_in=55, random_state=0)
+    m = RFLVM(n_random_features=20, n_latent=2, n_iter=110, burn_in=55, hmc_moves=0, random_state=0)
     m.fit(np.where(mask, np.nan, Y))
     assert m.n_active_[0] == 2
     assert m.n_active_[-20:].min() >= 3
@@ -438,3 +439,51 @@ def test_heldout_requires_values_and_count_likelihood_for_perplexity():
         m.log_likelihood(np.where(mask, np.nan, Y), mask)
     with pytest.raises(ValueError, match="count likelihood"):
         m.perplexity(Y, mask)
+
+
+@pytest.mark.parametrize(
+    "likelihood", ["gaussian", "bernoulli", "negative_binomial", "poisson", "multinomial"]
+)
+def test_hmc_target_gradient_matches_finite_differences(likelihood):
+    """The (X, W) target of the HMC step: its gradient against central differences, with some
+    z_ik off and missing entries; for the Gaussian its value against the collapsed marginal
+    (:meth:`_gauss_collapsed`) plus the X and W priors, up to one constant."""
+    rng = np.random.default_rng(11)
+    n, J = 12, 7
+    psi = rng.standard_normal((n, 2)) @ rng.standard_normal((2, J))
+    Y = {
+        "gaussian": psi + 0.3 * rng.standard_normal(psi.shape),
+        "bernoulli": (rng.uniform(size=psi.shape) < expit(psi)).astype(float),
+        "negative_binomial": rng.poisson(np.exp(psi + 1)).astype(float),
+        "poisson": rng.poisson(np.exp(psi)).astype(float),
+        "multinomial": rng.poisson(np.exp(psi + 1)).astype(float),
+    }[likelihood]
+    mask = rng.uniform(size=Y.shape) < 0.2
+    est = RFLVM(likelihood=likelihood, n_random_features=5, n_latent=3)
+    ch = _Chain(est, np.where(mask, np.nan, Y), ~mask, rng)
+    ch.Z[rng.uniform(size=ch.Z.shape) < 0.3] = False
+    chol_inv = np.linalg.inv(np.linalg.cholesky(ch.Sigmas))[ch.labels]
+    value, (gx, gw) = ch._log_target_xw(ch.X, ch.W, chol_inv)
+    h = 1e-6
+    for which, grad in ((0, gx), (1, gw)):
+        for idx in ((0, 0), (3, 1), (4, 2)):
+            pos = [ch.X.copy(), ch.W.copy()]
+            pos[which][idx] += h
+            up = ch._log_target_xw(*pos, chol_inv)[0]
+            pos[which][idx] -= 2 * h
+            down = ch._log_target_xw(*pos, chol_inv)[0]
+            assert np.isclose((up - down) / (2 * h), grad[idx], rtol=1e-5, atol=1e-6)
+    if likelihood == "gaussian":
+
+        def reference(X, W):
+            Phi = rff(X * ch.Z, W)
+            prior_w = sum(
+                stats.multivariate_normal.logpdf(W[m], ch.mus[k], ch.Sigmas[k])
+                for m, k in enumerate(ch.labels)
+            )
+            prior_x = stats.norm.logpdf(X).sum()
+            return ch._gauss_collapsed(*ch._gauss_stats(Phi)) + prior_w + prior_x
+
+        X2, W2 = ch.X + 0.3 * rng.standard_normal(ch.X.shape), ch.W * 1.2
+        diff = ch._log_target_xw(X2, W2, chol_inv)[0] - value
+        assert np.isclose(diff, reference(X2, W2) - reference(ch.X, ch.W), rtol=1e-9)

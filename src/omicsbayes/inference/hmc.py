@@ -1,0 +1,61 @@
+"""Hamiltonian Monte Carlo (Neal 2011, "MCMC using Hamiltonian dynamics") on a tuple of arrays,
+with a unit mass matrix and a step size adapted only while the caller says so (burn-in)."""
+
+import numpy as np
+
+
+def hmc_step(parts, log_density, step_size, n_leapfrog, rng):
+    """One HMC transition: a fresh N(0, I) momentum, ``n_leapfrog`` leapfrog steps, and a
+    Metropolis accept / reject on the change of the Hamiltonian (Neal 2011, eq. 5.17-5.20).
+
+    Parameters
+    ----------
+    parts : tuple of ndarray
+        Current position, any number of arrays of any shapes (not modified).
+    log_density : callable
+        ``log_density(*parts) -> (value, tuple of gradients)``, log target up to a constant and
+        its gradient with respect to each part. Raising ``numpy.linalg.LinAlgError`` or
+        returning a non-finite value rejects the proposal.
+    step_size : float
+        Leapfrog step size; draw it afresh (jitter) per call, never from the state.
+    n_leapfrog : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    parts : tuple of ndarray
+        The new position (the old arrays when rejected).
+    accept_prob : float
+        min(1, exp(H_old - H_new)); 0 for a non-finite or failed proposal.
+    """
+    value, grads = log_density(*parts)
+    momenta = [rng.standard_normal(p.shape) for p in parts]
+    h_old = value - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
+    log_u = np.log(rng.uniform())
+    pos = [p.copy() for p in parts]
+    try:
+        for step in range(n_leapfrog):
+            for m, g in zip(momenta, grads, strict=True):
+                m += (0.5 if step == 0 else 1.0) * step_size * g
+            for p, m in zip(pos, momenta, strict=True):
+                p += step_size * m
+            value, grads = log_density(*pos)
+            if not np.isfinite(value):
+                return tuple(parts), 0.0
+        for m, g in zip(momenta, grads, strict=True):
+            m += 0.5 * step_size * g
+    except np.linalg.LinAlgError:
+        return tuple(parts), 0.0
+    h_new = value - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
+    if not np.isfinite(h_new):
+        return tuple(parts), 0.0
+    accept_prob = float(np.exp(min(0.0, h_new - h_old)))
+    if log_u < h_new - h_old:
+        return tuple(pos), accept_prob
+    return tuple(parts), accept_prob
+
+
+def adapt_step_size(step_size, accept_prob, target=0.7, rate=0.05):
+    """Robbins-Monro step on log step size toward the target acceptance probability (burn-in
+    only: a chain whose step size still depends on its past is not Markov)."""
+    return float(step_size * np.exp(rate * (accept_prob - target)))
