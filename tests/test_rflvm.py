@@ -358,6 +358,20 @@ def test_cambridge_bars_from_pca_start_beats_ibp_factor_model():
     assert m.log_likelihood(Y, mask) > lin.log_likelihood(Y, mask) + 200
 
 
+def _toy_matrix(likelihood, rng, n, J, gaussian_noise=0.0):
+    """A rank-2 matrix in the data type of ``likelihood`` and a 20 % held-out mask."""
+    psi = rng.standard_normal((n, 2)) @ rng.standard_normal((2, J))
+    noise = gaussian_noise * rng.standard_normal(psi.shape) if gaussian_noise else 0.0
+    Y = {
+        "gaussian": psi + noise,
+        "bernoulli": (rng.uniform(size=psi.shape) < expit(psi)).astype(float),
+        "negative_binomial": rng.poisson(np.exp(psi + 1)).astype(float),
+        "poisson": rng.poisson(np.exp(psi)).astype(float),
+        "multinomial": rng.poisson(np.exp(psi + 1)).astype(float),
+    }[likelihood]
+    return Y, rng.uniform(size=Y.shape) < 0.2
+
+
 def _observed_loglik(m, Y, obs):
     """Observed-entry log likelihood of the last draw, written out independently."""
     d = m.draws_[-1]
@@ -386,16 +400,7 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
     """Held-out entries are NaN in the fitted matrix: the sampler must stay finite and its
     log likelihood must be exactly the sum over the observed entries."""
     rng = np.random.default_rng(8)
-    n, J = 30, 8
-    psi = rng.standard_normal((n, 2)) @ rng.standard_normal((2, J))
-    Y = {
-        "gaussian": psi,
-        "bernoulli": (rng.uniform(size=psi.shape) < expit(psi)).astype(float),
-        "negative_binomial": rng.poisson(np.exp(psi + 1)).astype(float),
-        "poisson": rng.poisson(np.exp(psi)).astype(float),
-        "multinomial": rng.poisson(np.exp(psi + 1)).astype(float),
-    }[likelihood]
-    mask = rng.uniform(size=Y.shape) < 0.2
+    Y, mask = _toy_matrix(likelihood, rng, 30, 8)
     Ytr = np.where(mask, np.nan, Y)
     m = RFLVM(likelihood=likelihood, n_random_features=6, n_iter=4, random_state=1).fit(Ytr)
     assert np.all(np.isfinite(m.log_lik_))
@@ -403,7 +408,7 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
     assert np.isfinite(m.log_likelihood(Y, mask))
     if likelihood in ("negative_binomial", "poisson", "multinomial"):
         assert m.perplexity(Y, mask) > 1.0
-    assert m.latent_.shape[0] == n
+    assert m.latent_.shape[0] == 30
     assert m.idata_.posterior["n_active"].shape == (1, 2)
 
 
@@ -457,16 +462,7 @@ def test_hmc_target_gradient_matches_finite_differences(likelihood):
     z_ik off and missing entries; for the Gaussian its value against the collapsed marginal
     (:meth:`_gauss_collapsed`) plus the X and W priors, up to one constant."""
     rng = np.random.default_rng(11)
-    n, J = 12, 7
-    psi = rng.standard_normal((n, 2)) @ rng.standard_normal((2, J))
-    Y = {
-        "gaussian": psi + 0.3 * rng.standard_normal(psi.shape),
-        "bernoulli": (rng.uniform(size=psi.shape) < expit(psi)).astype(float),
-        "negative_binomial": rng.poisson(np.exp(psi + 1)).astype(float),
-        "poisson": rng.poisson(np.exp(psi)).astype(float),
-        "multinomial": rng.poisson(np.exp(psi + 1)).astype(float),
-    }[likelihood]
-    mask = rng.uniform(size=Y.shape) < 0.2
+    Y, mask = _toy_matrix(likelihood, rng, 12, 7, gaussian_noise=0.3)
     est = RFLVM(likelihood=likelihood, n_random_features=5, n_latent=3)
     ch = _Chain(est, np.where(mask, np.nan, Y), ~mask, rng)
     ch.Z[rng.uniform(size=ch.Z.shape) < 0.3] = False
