@@ -78,6 +78,7 @@ from numba import njit
 from scipy.linalg import solve_triangular
 from scipy.special import expit, gammaln, logsumexp
 from sklearn.base import BaseEstimator
+from threadpoolctl import threadpool_limits
 
 from ..inference import check_finite, sample_polyagamma
 from ..inference.checkpoint import Checkpoint, fingerprint
@@ -1122,6 +1123,12 @@ class RFLVM(BaseEstimator):
         -------
         self
         """
+        # the matrices are small (N x 2M, 2M x 2M): extra BLAS threads only contend (5 x slower
+        # with two threads on Cambridge bars, docs/models.md)
+        with threadpool_limits(1):
+            return self._fit(Y)
+
+    def _fit(self, Y):
         import arviz as az
 
         burn = self._check_params()
