@@ -717,10 +717,9 @@ class _Chain:
         return float(value), (grad_x, grad_w)
 
     def _dloglik_dpsi(self, psi):
-        """d log p(y | psi) / d psi over the observed entries (zero at missing ones)."""
+        """d log p(y | psi) / d psi over the observed entries (zero at missing ones); the
+        count and binary likelihoods (the Gaussian HMC target is collapsed)."""
         Y, obs = self.Y, self._obsf
-        if self.lik == "gaussian":
-            return obs * (Y - psi) / self.sigma2
         if self.lik == "bernoulli":
             return Y - obs * expit(psi)
         if self.lik == "negative_binomial":
