@@ -430,6 +430,8 @@ def test_dense_model_keeps_its_dimension_and_reproduces_with_seed():
         ({"likelihood": "gamma"}, np.ones((4, 4)), "likelihood"),
         ({"n_latent": 0}, np.ones((4, 4)), "n_latent"),
         ({"n_x_proposals": 0}, np.ones((4, 4)), "n_x_proposals"),
+        ({"hmc_moves": -1}, np.ones((4, 4)), "hmc_moves"),
+        ({"hmc_leapfrog": 0}, np.ones((4, 4)), "hmc_leapfrog"),
         ({"beta_scale_prior": (10.0, 1.0)}, np.ones((4, 4)), "beta_scale_prior"),
         ({"beta_scale_prior": (0.0, 1.0)}, np.ones((4, 4)), "beta_scale_prior"),
         ({"n_iter": 5, "burn_in": 5}, np.ones((4, 4)), "burn_in"),
