@@ -71,6 +71,13 @@ def sample_new_sticks(s, alpha, n, rng, max_new=1000):
     return np.sort(out[:k])[::-1]
 
 
+def sample_slice_sticks(pi, alpha, n, rng):
+    """The slice s ~ U(0, pi*) (eq. 16, pi* the smallest active weight, 1 if there is none) and
+    the inactive sticks above it (eq. 19), which a sweep instantiates before updating Z."""
+    s = rng.uniform(0.0, pi.min() if pi.size else 1.0)
+    return sample_new_sticks(s, alpha, n, rng)
+
+
 def sample_z_column(logp_on, logp_off, pi_k, pi_star_rest, rng):
     """Block update of one column of Z, equation (17), rows conditionally independent.
 
@@ -155,9 +162,7 @@ def ibp_slice_sweep(Z, pi, alpha, rng, column_loglik=None, on_new=None, on_colum
     n = Z.shape[0]
     Z = np.asarray(Z, bool)
     pi = np.asarray(pi, float)
-    pi_star = pi.min() if pi.size else 1.0
-    s = rng.uniform(0.0, pi_star)
-    new = sample_new_sticks(s, alpha, n, rng)
+    new = sample_slice_sticks(pi, alpha, n, rng)
     if new.size:
         Z = np.hstack([Z, np.zeros((n, new.size), bool)])
         pi = np.concatenate([pi, new])

@@ -12,19 +12,19 @@ log-uniform prior on a grid.
 One iteration (section 3.1):
 
 1. ``z``: IBP slice sweep (eq. 16-19; new dimensions get x from N(0, 1) and w from the prior of
-   their mixture component), then alpha (eq. 20). Sparse model only. Each z_ik is updated
-   jointly with x_ik: x_ik is a model variable whatever z_ik is (with z_ik = 0 its conditional
-   is its N(0, 1) prior), so eq. (17)'s p(y_i | z_ik = 1) is averaged over an ensemble {current
-   x_ik, ``n_x_proposals`` - 1 prior draws} and x_ik is then picked from the ensemble
-   (Tjelmeland 2004; exact). With x_ik held fixed at a prior draw, switching a new or unused
-   dimension on almost never helped and the number of dimensions stayed where it started.
-2. ``x``: Gaussian: first a sequential (numba) sweep over the rows with beta and sigma^2
-   integrated out: each active x_ik from an ensemble of prior draws weighted by the row's
-   leave-one-out multivariate-t predictive given the other rows (the given-beta steps are
-   anchored by the row's own influence on beta, leverage ~ 2M / N); then ``x_sweeps``
-   alternations of (beta, sigma^2 from their NIG posterior; elliptical slice sampling of every
-   row in parallel given them), then one whole-matrix ESS step on the collapsed likelihood.
-   Other likelihoods: row-wise ESS given beta.
+   their mixture component), then the active weights (eq. 18) and alpha (eq. 20). Sparse model
+   only. Each z_ik is updated jointly with x_ik: x_ik is a model variable whatever z_ik is
+   (with z_ik = 0 its conditional is its N(0, 1) prior), so eq. (17)'s p(y_i | z_ik = 1) is
+   averaged over an ensemble {current x_ik, ``n_x_proposals`` - 1 prior draws} and x_ik is then
+   picked from the ensemble (Tjelmeland 2004; exact). Gaussian likelihood: beta and sigma^2 are
+   integrated out, and the sweep runs row by row (numba) under row i's leave-one-out
+   multivariate-t predictive given the other rows; given beta, which has adapted to every
+   dimension, a dimension the data do not need is almost never switched off. Other
+   likelihoods: column by column given beta.
+2. ``x``: Gaussian: ``x_sweeps`` alternations of (beta, sigma^2 from their NIG posterior;
+   elliptical slice sampling of every row in parallel given them), then one whole-matrix ESS
+   step on the collapsed likelihood; the dense model first runs the collapsed row sweep of
+   step 1 on the active x_ik only. Other likelihoods: row-wise ESS given beta.
 3. ``hmc``: ``hmc_moves`` Hamiltonian Monte Carlo transitions on (X, W) jointly, on the
    collapsed likelihood of the completed data (Gaussian) or given beta (other likelihoods),
    with the priors N(0, I) on x_i and the component Gaussians on w_m; step size adapted
@@ -89,7 +89,9 @@ from ..inference.ibp import (
     ensemble_log_mean,
     ensemble_pick,
     ibp_slice_sweep,
+    sample_active_sticks,
     sample_ibp_alpha,
+    sample_slice_sticks,
 )
 
 logger = logging.getLogger("omicsbayes")
@@ -253,69 +255,116 @@ def poisson_irls_mh(Phi, Y, obs, beta, rng, chunk=256, max_step=2.0):
 
 
 @njit(cache=True)
-def _collapsed_row_sweep(X, Z, W, Yf, Phi, Ainv, B, yy, cand, gumb, a0, b0):
-    """Sequential sweep over rows (numba): each active x_ik from its ensemble (current, then
-    the rows of ``cand``) under the leave-one-out multivariate-t predictive of row i; ``Ainv``
-    (A^-1 = (Phi^T Phi + I / c)^-1), ``B`` (Phi^T Y) and ``Phi`` are kept current by rank-one
-    down- and updates. ``gumb`` are Gumbel(0, 1) draws for the choices. See
-    :meth:`_Chain._x_collapsed`."""
+def _row_features(g, phi, M):
+    """phi = [cos g, sin g] / sqrt(M) in place."""
+    sq = 1.0 / np.sqrt(M)
+    for m in range(M):
+        phi[m] = np.cos(g[m]) * sq
+        phi[M + m] = np.sin(g[m]) * sq
+
+
+@njit(cache=True)
+def _collapsed_row_sweep(
+    X, Z, W, Yf, Phi, Ainv, B, yy, pi, cand, gumb, unif, order, a0, b0, update_z
+):
+    """Sequential (numba) sweep over the rows with beta and sigma^2 integrated out; see
+    :meth:`_Chain._collapsed_sweep`. Row i's leave-one-out NIG posterior (``Ainv`` =
+    (Phi^T Phi + I / c)^-1, ``B`` = Phi^T Yf, ``yy`` and ``Phi`` of all rows) is formed by a
+    rank-one downdate and row i is put back with its new features by an update. The entries of
+    row i are visited in the order ``order[i]``; each (z_ik, x_ik) (``update_z``) or each active
+    x_ik is drawn over the ensemble {X[i, k], cand[:, i, k]}; ``gumb`` (Gumbel) and ``unif``
+    are the random numbers of the choices. ``pi`` are the stick weights (``update_z`` only).
+    Updates X, Z, Phi, Ainv and B in place; returns the number of z_ik that changed."""
     N, D = X.shape
     M = W.shape[0]
     J = Yf.shape[1]
     K = cand.shape[0] + 1
-    p = 2 * M
     a_n = a0 + 0.5 * (N - 1)
-    sq = 1.0 / np.sqrt(M)
-    phi = np.empty(p)
+    phi = np.empty(2 * M)
+    g = np.empty(M)
     ll = np.empty(K)
+    counts = np.zeros(D, np.int64)
+    for i in range(N):
+        for k in range(D):
+            if Z[i, k]:
+                counts[k] += 1
+    n_flip = 0
     for i in range(N):
         y = Yf[i]
-        # leave row i out
         u = Ainv @ Phi[i]
-        d = 1.0 - Phi[i] @ u
-        A1 = Ainv + np.outer(u, u) / d
+        A1 = Ainv + np.outer(u, u) / (1.0 - Phi[i] @ u)
         B1 = B - np.outer(Phi[i], y)
-        yy1 = yy - y * y
         m = A1 @ B1
-        bn = b0 + 0.5 * np.maximum(yy1 - np.sum(B1 * m, axis=0), 0.0)
-        for k in range(D):
-            if not Z[i, k]:
-                X[i, k] = cand[0, i, k]
-                continue
-            x = X[i].copy()
-            for c in range(K):
-                if c > 0:
-                    x[k] = cand[c - 1, i, k]
-                for mm in range(M):
-                    s = 0.0
-                    for kk in range(D):
-                        if Z[i, kk]:
-                            s += W[mm, kk] * x[kk]
-                    phi[mm] = np.cos(s) * sq
-                    phi[M + mm] = np.sin(s) * sq
-                v = 1.0 + phi @ (A1 @ phi)
-                mean = phi @ m
-                tot = 0.0
-                for j in range(J):
-                    r = y[j] - mean[j]
-                    tot += np.log1p(r * r / (2.0 * bn[j] * v))
-                ll[c] = -0.5 * J * np.log(v) - (a_n + 0.5) * tot + gumb[i, k, c]
-            best = np.argmax(ll)
+        bn = b0 + 0.5 * np.maximum(yy - y * y - np.sum(B1 * m, axis=0), 0.0)
+        for kk in range(D):
+            k = order[i, kk]
+            if update_z or Z[i, k]:
+                for mm in range(M):  # w_m' (x_i z_i) without dimension k
+                    t = 0.0
+                    for q in range(D):
+                        if Z[i, q] and q != k:
+                            t += W[mm, q] * X[i, q]
+                    g[mm] = t
+                # log predictive t_{2 a_n}(y_i; phi' m, (b_n / a_n)(1 + phi' A1 phi)) up to a
+                # constant: c = 0 is z_ik = 0, c = 1.. the ensemble members with z_ik = 1
+                ll_off = 0.0
+                for c in range(K + 1 if update_z else K):
+                    cc = c - 1 if update_z else c
+                    if cc < 0:
+                        _row_features(g, phi, M)
+                    else:
+                        xc = X[i, k] if cc == 0 else cand[cc - 1, i, k]
+                        _row_features(g + W[:, k] * xc, phi, M)
+                    v = 1.0 + phi @ (A1 @ phi)
+                    mean = phi @ m
+                    tot = 0.0
+                    for j in range(J):
+                        r = y[j] - mean[j]
+                        tot += np.log1p(r * r / (2.0 * bn[j] * v))
+                    val = -0.5 * J * np.log(v) - (a_n + 0.5) * tot
+                    if cc < 0:
+                        ll_off = val
+                    else:
+                        ll[cc] = val
+            z_new = Z[i, k]
+            if update_z:
+                # eq. (17): prior pi_k^z (1 - pi_k)^(1 - z), the ensemble mean of the predictive
+                # for z = 1, and the slice factor 1 / pi*(Z), which differs between z = 0 and
+                # z = 1 only when z_ik is the only 1 of its column
+                mx = ll.max()
+                w_on = np.log(pi[k]) + mx + np.log(np.mean(np.exp(ll - mx)))
+                w_off = np.log1p(-pi[k]) + ll_off
+                if counts[k] == (1 if Z[i, k] else 0):
+                    rest = 1.0
+                    for q in range(D):
+                        if q != k and counts[q] > 0 and pi[q] < rest:
+                            rest = pi[q]
+                    w_off -= np.log(rest)
+                    w_on -= np.log(min(rest, pi[k]))
+                z_new = unif[i, k] < 1.0 / (1.0 + np.exp(w_off - w_on))
+            best, top = 0, -np.inf
+            for c in range(K):  # proportional to the predictive if z_ik = 1, else uniform
+                val = gumb[i, k, c] + (ll[c] if z_new else 0.0)
+                if val > top:
+                    best, top = c, val
             if best > 0:
                 X[i, k] = cand[best - 1, i, k]
-        # put row i back with its new features
+            if z_new != Z[i, k]:
+                n_flip += 1
+                counts[k] += 1 if z_new else -1
+                Z[i, k] = z_new
         for mm in range(M):
-            s = 0.0
-            for kk in range(D):
-                if Z[i, kk]:
-                    s += W[mm, kk] * X[i, kk]
-            phi[mm] = np.cos(s) * sq
-            phi[M + mm] = np.sin(s) * sq
+            t = 0.0
+            for q in range(D):
+                if Z[i, q]:
+                    t += W[mm, q] * X[i, q]
+            g[mm] = t
+        _row_features(g, phi, M)
         Phi[i] = phi
         u = A1 @ phi
         Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + phi @ u)
         B[:, :] = B1 + np.outer(phi, y)
-    return X
+    return n_flip
 
 
 class _Chain:
@@ -521,9 +570,37 @@ class _Chain:
 
     # ------------------------------------------------------------------ steps
     def step_z(self, it):
-        """IBP slice sweep (eq. 16-19) and alpha (eq. 20)."""
+        """IBP slice sweep (eq. 16-19), the active weights (eq. 18) and alpha (eq. 20). Gaussian
+        likelihood: every (z_ik, x_ik) from its collapsed conditional in a sequential sweep over
+        the rows (:meth:`_collapsed_sweep`); other likelihoods: column by column given beta
+        (:func:`ibp_slice_sweep`), each z_ik jointly with x_ik over an ensemble."""
         if not self.sparse:
             return
+        if self.lik == "gaussian":
+            self._impute()
+            new = sample_slice_sticks(self.pi, self.alpha, self.N, self.rng)
+            if new.size:
+                self.X = np.hstack([self.X, self.rng.standard_normal((self.N, new.size))])
+                self.Z = np.hstack([self.Z, np.zeros((self.N, new.size), bool)])
+                self.pi = np.concatenate([self.pi, new])
+                self._extend_w(new.size)
+            self._collapsed_sweep(update_z=True)
+            keep = self.Z.any(axis=0)
+            self.pi = sample_active_sticks(self.Z[:, keep].sum(axis=0), self.N, self.rng)
+        else:
+            keep = self._z_given_beta()
+        self.Z = self.Z[:, keep]
+        self.X = self.X[:, keep]
+        self.W = self.W[:, keep]
+        self.mus = self.mus[:, keep]
+        self.Sigmas = self.Sigmas[:, keep][:, :, keep]
+        self.Phi = rff(self.XZ, self.W)
+        a0, b0 = self.est.ibp_alpha_prior
+        self.alpha = sample_ibp_alpha(self.D, self.N, a0, b0, self.rng)
+
+    def _z_given_beta(self):
+        """The slice sweep of :func:`ibp_slice_sweep` with the likelihood given beta; sets Z
+        (extended) and pi, and returns which columns of the extended Z survive."""
 
         def on_new(n_new):
             self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
@@ -562,14 +639,10 @@ class _Chain:
             on_new=on_new,
             on_column=on_column,
         )
-        self.Z, self.pi = Z, pi
-        self.X = self.X[:, keep]
-        self.W = self.W[:, keep]
-        self.mus = self.mus[:, keep]
-        self.Sigmas = self.Sigmas[:, keep][:, :, keep]
-        self.Phi = rff(self.XZ, self.W)
-        a0, b0 = self.est.ibp_alpha_prior
-        self.alpha = sample_ibp_alpha(self.D, self.N, a0, b0, self.rng)
+        self.Z = np.zeros((self.N, keep.size), bool)
+        self.Z[:, keep] = Z
+        self.pi = pi
+        return keep
 
     def _extend_w(self, n_new):
         """New latent dimensions: each component gets a new mean coordinate and variance from the
@@ -604,8 +677,8 @@ class _Chain:
             Phi = rff(Xr * Z[idx], W)
             return self.row_loglik(Phi @ self.beta, idx)
 
-        if self.lik == "gaussian":
-            self._x_collapsed()
+        if self.lik == "gaussian" and not self.sparse:
+            self._collapsed_sweep(update_z=False)  # the sparse model's z step did this sweep
         n_sweeps = self.est.x_sweeps if self.lik == "gaussian" else 1
         for _ in range(n_sweeps):
             if self.lik == "gaussian":
@@ -638,40 +711,48 @@ class _Chain:
         self.X = X
         self.Phi = rff(self.XZ, W)
 
-    def _x_collapsed(self):
-        """Gaussian: one sequential sweep over the rows with beta and sigma^2 integrated out.
-        Each active x_ik is drawn from the ensemble {current x_ik, n_x_proposals - 1 draws from
-        N(0, 1)} with probability proportional to the leave-one-out predictive
-        prod_j t_{2 a0 + N - 1}(y_ij; phi_i^T m_j, (b_j / a) (1 + phi_i^T A^-1 phi_i)) of row i
-        given the other rows (NIG posterior A, m_j, a, b_j of the other rows): an exact Gibbs
-        step on the ensemble-augmented space (Tjelmeland 2004), and a global move. Inactive
-        x_ik (z_ik = 0) are drawn from their prior. The given-beta steps are anchored by the
-        row's own influence on beta (leverage ~ 2M / N); this step is not."""
+    def _collapsed_sweep(self, update_z):
+        """Gaussian: one sequential sweep over the rows with beta and sigma^2 integrated out
+        (numba, :func:`_collapsed_row_sweep`). The collapsed likelihood factorises as
+        p(Yf_-i | Phi_-i) p(y_i | Yf_-i, phi_i), so row i's latent variables enter only through
+        the leave-one-out predictive prod_j t_{2 a0 + N - 1}(y_ij; phi_i^T m_j,
+        (b_j / a)(1 + phi_i^T A^-1 phi_i)) of row i given the other rows (their NIG posterior
+        A, m_j, a, b_j). Each x_ik (z_ik = 1) is drawn from the ensemble {current x_ik,
+        ``n_x_proposals`` - 1 draws from N(0, 1)} proportionally to it (Tjelmeland 2004; exact
+        on the ensemble-augmented space), and x_ik with z_ik = 0 from its prior. With
+        ``update_z`` each (z_ik, x_ik) is drawn jointly as in eq. (17): z_ik = 1 weighted by
+        pi_k and the ensemble mean of the predictive, z_ik = 0 by 1 - pi_k and the predictive
+        without the dimension, times the slice factor 1 / pi*(Z) (every instantiated stick is
+        above the slice). The row's own influence on beta (leverage ~ 2M / N) anchors the
+        given-beta steps; collapsed, a dimension the data do not need can be switched off."""
         K = self.est.n_x_proposals
-        if K < 2:
+        if self.D == 0 or (K < 2 and not update_z):
             return
+        rng = self.rng
+        N, D = self.N, self.D
         a0, b0 = self.est.noise_prior
         G, B = self._gauss_stats(self.Phi)
         L = np.linalg.cholesky(G + np.eye(G.shape[0]) / self.c)
         Linv = solve_triangular(L, np.eye(G.shape[0]), lower=True)
-        Ainv = Linv.T @ Linv
-        cand = self.rng.standard_normal((K - 1, self.N, self.D))
-        gumb = self.rng.gumbel(size=(self.N, self.D, K))
-        self.X = _collapsed_row_sweep(
-            self.X.copy(),
+        self.n_evals["collapsed_rows"] += N * int(round(self.Z.sum(1).mean() * K))
+        _collapsed_row_sweep(
+            self.X,
             self.Z,
             self.W,
             self.Yf,
             self.Phi.copy(),
-            Ainv,
+            Linv.T @ Linv,
             B,
-            self.yy.copy(),
-            cand,
-            gumb,
+            self.yy,
+            self.pi,
+            rng.standard_normal((K - 1, N, D)),
+            rng.gumbel(size=(N, D, K)),
+            rng.uniform(size=(N, D)),
+            np.argsort(rng.uniform(size=(N, D)), axis=1),
             float(a0),
             float(b0),
+            update_z,
         )
-        self.n_evals["collapsed_rows"] += self.N * int(self.Z.sum(1).mean() * K)
         self.Phi = rff(self.XZ, self.W)
 
     def _log_target_xw(self, X, W, chol_inv):
@@ -961,14 +1042,16 @@ class RFLVM(BaseEstimator):
         Gaussian likelihood: alternations of (row-wise ESS of X, beta and sigma^2 Gibbs) per
         iteration before the collapsed whole-matrix step (cheap; X and beta are coupled).
     n_x_proposals : int
-        Size of the ensembles {current x_ik, draws from N(0, 1)}: in the IBP slice sweep each
-        z_ik is updated jointly with x_ik over one (sparse model); Gaussian likelihood: each
-        active x_ik in the collapsed row sweep is drawn from one. 1 turns both off (z_ik given
-        x_ik; no collapsed row sweep).
+        Size of the ensembles {current x_ik, draws from N(0, 1)} over which each z_ik is
+        updated jointly with x_ik (sparse model) and, Gaussian likelihood, each active x_ik is
+        drawn in the collapsed row sweep. 1: z_ik given x_ik, no collapsed sweep of the dense
+        model.
     hmc_moves : int
         Hamiltonian Monte Carlo transitions on (X, W) jointly per iteration (0 turns them off).
     hmc_leapfrog : int
-        Leapfrog steps per HMC transition.
+        Leapfrog steps per HMC transition. Long trajectories matter: on the Cambridge bars
+        one transition of 150 steps per iteration reaches the planted mode from a PCA start
+        where three of 20 do not (docs/models.md).
     random_state : None, int or numpy.random.Generator
     verbose : bool
         Show a tqdm progress bar.
@@ -1021,8 +1104,8 @@ class RFLVM(BaseEstimator):
         max_shrink=100,
         x_sweeps=3,
         n_x_proposals=10,
-        hmc_moves=3,
-        hmc_leapfrog=20,
+        hmc_moves=1,
+        hmc_leapfrog=150,
         random_state=None,
         verbose=False,
         checkpoint=None,
