@@ -382,7 +382,13 @@ class _Chain:
         self.any_missing = not obs.all()
         self.N, self.J = Y.shape
         self.M = est.n_random_features
-        self.n_evals = {"ess_rows": 0, "ess_whole": 0, "ess_w": 0, "collapsed_rows": 0}
+        self.n_evals = {
+            "ess_rows": 0,
+            "ess_whole": 0,
+            "ess_w": 0,
+            "collapsed_rows": 0,
+            "collapsed_z": 0,
+        }
         self.accept = [0, 0]
         self.accept_beta = [0, 0]
         self.hmc_step_size = 0.01
@@ -734,7 +740,10 @@ class _Chain:
         G, B = self._gauss_stats(self.Phi)
         L = np.linalg.cholesky(G + np.eye(G.shape[0]) / self.c)
         Linv = solve_triangular(L, np.eye(G.shape[0]), lower=True)
-        self.n_evals["collapsed_rows"] += N * int(round(self.Z.sum(1).mean() * K))
+        if update_z:
+            self.n_evals["collapsed_z"] += N * D * (K + 1)
+        else:
+            self.n_evals["collapsed_rows"] += N * int(round(self.Z.sum(1).mean() * K))
         _collapsed_row_sweep(
             self.X,
             self.Z,
@@ -1083,8 +1092,9 @@ class RFLVM(BaseEstimator):
         fit, and in the initialisation ("init").
     ess_evals_ : dict
         Likelihood evaluations of the elliptical slice steps: rows ("ess_rows"), whole
-        matrix ("ess_whole"), frequencies ("ess_w"); ensemble members scored in the Gaussian
-        collapsed row sweep ("collapsed_rows").
+        matrix ("ess_whole"), frequencies ("ess_w"); Gaussian likelihood: predictives scored
+        in the collapsed sweeps of x ("collapsed_rows", dense model) and of (z, x)
+        ("collapsed_z", sparse model).
     n_iter_ : int
     """
 
