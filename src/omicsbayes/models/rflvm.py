@@ -274,7 +274,7 @@ def _collapsed_row_sweep(
     row i are visited in the order ``order[i]``; each (z_ik, x_ik) (``update_z``) or each active
     x_ik is drawn over the ensemble {X[i, k], cand[:, i, k]}; ``gumb`` (Gumbel) and ``unif``
     are the random numbers of the choices. ``pi`` are the stick weights (``update_z`` only).
-    Updates X, Z, Phi, Ainv and B in place; returns the number of z_ik that changed."""
+    Updates X, Z, Phi, Ainv and B in place."""
     N, D = X.shape
     M = W.shape[0]
     J = Yf.shape[1]
@@ -288,7 +288,6 @@ def _collapsed_row_sweep(
         for k in range(D):
             if Z[i, k]:
                 counts[k] += 1
-    n_flip = 0
     for i in range(N):
         y = Yf[i]
         u = Ainv @ Phi[i]
@@ -350,7 +349,6 @@ def _collapsed_row_sweep(
             if best > 0:
                 X[i, k] = cand[best - 1, i, k]
             if z_new != Z[i, k]:
-                n_flip += 1
                 counts[k] += 1 if z_new else -1
                 Z[i, k] = z_new
         for mm in range(M):
@@ -364,7 +362,6 @@ def _collapsed_row_sweep(
         u = A1 @ phi
         Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + phi @ u)
         B[:, :] = B1 + np.outer(phi, y)
-    return n_flip
 
 
 class _Chain:
