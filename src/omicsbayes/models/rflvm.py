@@ -589,10 +589,10 @@ class _Chain:
                 self._extend_w(new.size)
             self._collapsed_sweep(update_z=True)
             keep = self.Z.any(axis=0)
-            self.pi = sample_active_sticks(self.Z[:, keep].sum(axis=0), self.N, self.rng)
+            self.Z = self.Z[:, keep]
+            self.pi = sample_active_sticks(self.Z.sum(axis=0), self.N, self.rng)
         else:
             keep = self._z_given_beta()
-        self.Z = self.Z[:, keep]
         self.X = self.X[:, keep]
         self.W = self.W[:, keep]
         self.mus = self.mus[:, keep]
@@ -602,8 +602,8 @@ class _Chain:
         self.alpha = sample_ibp_alpha(self.D, self.N, a0, b0, self.rng)
 
     def _z_given_beta(self):
-        """The slice sweep of :func:`ibp_slice_sweep` with the likelihood given beta; sets Z
-        (extended) and pi, and returns which columns of the extended Z survive."""
+        """The slice sweep of :func:`ibp_slice_sweep` with the likelihood given beta; sets Z and
+        pi (surviving columns) and returns which columns of the extended matrix survive."""
 
         def on_new(n_new):
             self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
@@ -642,9 +642,7 @@ class _Chain:
             on_new=on_new,
             on_column=on_column,
         )
-        self.Z = np.zeros((self.N, keep.size), bool)
-        self.Z[:, keep] = Z
-        self.pi = pi
+        self.Z, self.pi = Z, pi
         return keep
 
     def _extend_w(self, n_new):
