@@ -1,0 +1,101 @@
+"""What every estimator shares, written once.
+
+- **Parameter validation.** Each estimator declares scikit-learn's ``_parameter_constraints``
+  (``Interval``, ``StrOptions``, ... from ``sklearn.utils._param_validation``) and calls
+  ``self._validate_params()`` first thing in ``fit``: one message style for every model
+  ("The 'n_iter' parameter of RFLVM must be an int in the range [1, inf). Got 0 instead.").
+  Checks that relate two parameters live in the estimator's own ``fit``, after that call.
+- **Fitted checks.** :func:`check_fitted` raises scikit-learn's ``NotFittedError``.
+- **BLAS threads.** :func:`blas_threads` is the number of BLAS threads a problem of a given size
+  can use; :func:`limit_blas` wraps a method so the whole call runs with that many. Tiny matrix
+  products on several threads spin when the cores are busy (36x slower for BPROBIT on a 129 x 129
+  kernel with another process on the other core, issue 17), so small problems run on one.
+- **Capabilities.** Each estimator class declares ``capabilities``, a frozenset of the names in
+  :data:`CAPABILITIES`; :func:`models_with` lists the model classes that have one, so the config
+  schema and the protocols never keep their own lists.
+"""
+
+import functools
+import importlib
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "CAPABILITIES",
+    "NotFittedError",
+    "blas_threads",
+    "capabilities_of",
+    "check_fitted",
+    "limit_blas",
+    "models_with",
+]
+
+CAPABILITIES = {
+    "classifier": "fit(X, y) with class labels; decision_function and predict",
+    "multi_task": "fit(X, Y) with one column of binary labels per task, all tasks in one model",
+    "heldout_scoring": "fit(X) with NaN entries missing; log_likelihood(X, mask) scores them",
+    "counts": "takes non-negative integer counts (perplexity is defined on held-out counts)",
+    "matrix_completion": "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)",
+    "mcmc": "draws kept as ArviZ InferenceData in idata_, log_likelihood_ trace, n_chains",
+    "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",
+}
+
+# Below this many elements in the largest matrix a product touches, one BLAS thread is faster
+# than two whenever the other core is busy (measured in benchmarks/bench_threads.py).
+SMALL_PROBLEM = 1 << 20
+
+
+def blas_threads(*shapes):
+    """BLAS threads worth using for matrices of the given shapes: 1 when all are small.
+
+    Returns ``None`` (no limit: threadpoolctl keeps what the process was given, e.g. a Snakemake
+    job's ``threads``) when the largest has at least :data:`SMALL_PROBLEM` elements.
+    """
+    largest = max((int(np.prod(s)) for s in shapes), default=0)
+    return 1 if largest < SMALL_PROBLEM else None
+
+
+def limit_blas(method):
+    """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
+
+    For predict-time methods the fitted size matters too (``n_features_in_`` x ``n_samples``
+    of the training data, when the estimator records ``_fit_shape``).
+    """
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        shapes = [np.shape(a) for a in args[:1] if hasattr(a, "shape")]
+        shapes.append(getattr(self, "_fit_shape", ()))
+        limit = blas_threads(*shapes)
+        if limit is None:
+            return method(self, *args, **kwargs)
+        with threadpool_limits(limits=limit, user_api="blas"):
+            return method(self, *args, **kwargs)
+
+    return wrapped
+
+
+def check_fitted(estimator, attributes=None):
+    """Raise ``NotFittedError`` (a ValueError) unless ``estimator`` has been fitted."""
+    check_is_fitted(estimator, attributes)
+
+
+def capabilities_of(cls):
+    """The capability names a model class declares (a frozenset, empty if none)."""
+    unknown = set(getattr(cls, "capabilities", frozenset())) - set(CAPABILITIES)
+    if unknown:
+        raise ValueError(f"{cls.__name__} declares unknown capabilities {sorted(unknown)}")
+    return frozenset(getattr(cls, "capabilities", frozenset()))
+
+
+def models_with(capability):
+    """Names of the model classes in ``omicsbayes.models`` that declare ``capability``."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}; known: {sorted(CAPABILITIES)}")
+    models = importlib.import_module("omicsbayes.models")
+    return frozenset(
+        name for name in models.__all__ if capability in capabilities_of(getattr(models, name))
+    )
