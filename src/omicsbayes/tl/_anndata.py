@@ -1,0 +1,321 @@
+"""The AnnData plumbing every ``tl`` function shares, written once.
+
+Reading: :func:`matrix_of` (X or a layer, the ``mask_var`` genes, densified only after the gene
+selection), :func:`labels_of` (one ``.obs`` column checked for presence, classes and NaN) and
+:func:`task_matrix` (the one-vs-rest samples x tasks matrix the joint models take).
+Fitted attributes: :func:`fitted` reads an estimator's attribute through a list of names (the
+shared vocabulary first, older names after) and :func:`mcmc_diagnostics` computes R-hat and ESS
+of the identifiable quantities of ``idata_``. Writing: :func:`write_results` puts scores in
+``.obsm["X_<key>"]``, loadings in ``.varm["<key>_loadings"]``, decision values in
+``.obs["<key>_decision[_<task>]"]`` and the rest in ``.uns[key]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+__all__ = [
+    "fitted",
+    "labels_of",
+    "loadings_of",
+    "matrix_of",
+    "mcmc_diagnostics",
+    "run",
+    "task_matrix",
+    "trace_of",
+    "values_of",
+    "write_results",
+]
+
+# Attribute names read from fitted estimators, the issue-15 vocabulary first.
+SCORES = ("scores_", "latent_", "row_factors_")
+TRACES = (
+    ("lower_bound_", "lower_bound"),
+    ("log_likelihood_", "log_likelihood"),
+    ("log_lik_", "log_likelihood"),
+    ("objective_", "objective"),
+)
+IDATA = ("idata_", "inference_data_")
+# Posterior quantities identified by the data (not raw factors, which are identified only up to
+# rotation and sign): R-hat and ESS are reported for these and for every scalar variable.
+IDENTIFIABLE = ("train_decision", "decision", "predictive_mean", "log_likelihood")
+NOT_IDENTIFIABLE = ("theta", "phi", "X", "scores", "loadings", "coef", "intercept", "r", "p")
+RHAT_LIMIT = 1.05  # a variable whose R-hat exceeds this is flagged (not hidden)
+
+
+def fitted(estimator, *names, default=None):
+    """The first fitted attribute of ``estimator`` among ``names`` (``default`` if none).
+
+    Looks into a nested ``pfa_`` (PFAClassifier) when the estimator lacks them all.
+    """
+    for name in names:
+        value = getattr(estimator, name, None)
+        if value is not None:
+            return value
+    inner = getattr(estimator, "pfa_", None)
+    return default if inner is None else fitted(inner, *names, default=default)
+
+
+def loadings_of(estimator, n_vars):
+    """Loadings as (n_vars, n_factors) from ``loadings_``, ``components_`` or ``col_factors_``.
+
+    ``components_`` is (factors, features) as in scikit-learn; ``loadings_`` is features x
+    factors in the shared vocabulary, but an older (factors, features) one is turned around.
+    """
+    for name, features_first in (
+        ("loadings_", True),
+        ("components_", False),
+        ("col_factors_", True),
+    ):
+        value = fitted(estimator, name)
+        if value is None:
+            continue
+        value = np.asarray(value, dtype=float)
+        if value.ndim != 2:
+            continue
+        if features_first and value.shape[0] != n_vars and value.shape[1] == n_vars:
+            features_first = False
+        elif not features_first and value.shape[1] != n_vars and value.shape[0] == n_vars:
+            features_first = True
+        return value if features_first else value.T
+    return None
+
+
+def trace_of(estimator):
+    """``(name, array)`` of the bound or log-likelihood trace, ``(None, None)`` if none.
+
+    BM2PCA's one-vs-rest fits keep one bound per class: they are stacked, shorter ones padded
+    with NaN.
+    """
+    for attr, name in TRACES:
+        value = fitted(estimator, attr)
+        if value is None:
+            continue
+        if isinstance(value, list | tuple) and value and np.ndim(value[0]) == 1:
+            width = max(len(v) for v in value)
+            out = np.full((len(value), width), np.nan)
+            for i, v in enumerate(value):
+                out[i, : len(v)] = v
+            return name, out
+        return name, np.asarray(value, dtype=float)
+    return None, None
+
+
+def matrix_of(adata, layer=None, mask_var=None, who="tl"):
+    """``(X, var mask)``: ``adata.X`` or ``adata.layers[layer]`` on the selected genes, dense.
+
+    ``mask_var`` is None (all genes), a boolean array of length ``n_vars`` or the name of a boolean
+    ``.var`` column (e.g. ``"highly_variable"``). Sparse matrices are densified after the gene
+    selection only.
+    """
+    X = values_of(adata, layer, who)
+    mask = _var_mask(adata, mask_var, who)
+    X = X[:, mask] if not mask.all() else X
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    return np.asarray(X, dtype=float), mask
+
+
+def values_of(adata, layer, who):
+    """``adata.X`` or ``adata.layers[layer]`` as stored (sparse stays sparse)."""
+    if layer is None:
+        if adata.X is None:
+            raise ValueError(f"{who}: adata.X is empty; pass layer= naming a layer with the values")
+        return adata.X
+    if layer not in adata.layers:
+        raise ValueError(
+            f"{who}: layer {layer!r} is not in adata.layers; layers are {list(adata.layers)}"
+        )
+    return adata.layers[layer]
+
+
+def _var_mask(adata, mask_var, who):
+    if mask_var is None:
+        return np.ones(adata.n_vars, dtype=bool)
+    if isinstance(mask_var, str):
+        if mask_var not in adata.var:
+            raise ValueError(
+                f"{who}: mask_var {mask_var!r} is not a .var column; columns are "
+                f"{list(adata.var.columns)}"
+            )
+        values = adata.var[mask_var]
+        if values.dtype != bool:
+            raise ValueError(
+                f"{who}: .var[{mask_var!r}] has dtype {values.dtype}; mask_var needs a "
+                "boolean column"
+            )
+        mask = values.to_numpy()
+    else:
+        mask = np.asarray(mask_var)
+        if mask.dtype != bool or mask.shape != (adata.n_vars,):
+            raise ValueError(
+                f"{who}: mask_var must be a boolean array of length n_vars={adata.n_vars} or a "
+                f".var column name; got dtype {mask.dtype}, shape {mask.shape}"
+            )
+    if not mask.any():
+        raise ValueError(f"{who}: mask_var selects no gene")
+    return mask
+
+
+def labels_of(adata, label_key, who, allow_missing):
+    """``(labels as an object array with None where missing, sorted classes)``.
+
+    Refuses a missing column, fewer than two classes and, unless ``allow_missing``, missing labels.
+    """
+    if label_key is None:
+        label_key = adata.uns.get("label_column")
+        if label_key is None:
+            raise ValueError(
+                f"{who}: label_key is None and adata.uns has no 'label_column'; pass the .obs "
+                "column holding the labels"
+            )
+    if label_key not in adata.obs:
+        raise ValueError(
+            f"{who}: label column {label_key!r} is not in adata.obs; columns are "
+            f"{list(adata.obs.columns)}"
+        )
+    column = adata.obs[label_key]
+    missing = column.isna().to_numpy()
+    if missing.any() and not allow_missing:
+        raise ValueError(
+            f"{who}: .obs[{label_key!r}] has {int(missing.sum())} missing labels (NaN) and this "
+            "model needs a label for every sample; subset adata to the labelled samples"
+        )
+    labels = column.astype(object).where(~missing, None).to_numpy()
+    labels = np.array([None if v is None else str(v) for v in labels], dtype=object)
+    classes = np.array(sorted({v for v in labels if v is not None}), dtype=object)
+    if len(classes) < 2:
+        raise ValueError(
+            f"{who}: .obs[{label_key!r}] has {len(classes)} class(es) {classes.tolist()}; "
+            "at least two are needed"
+        )
+    return labels, classes, label_key
+
+
+def task_matrix(labels, classes):
+    """``(samples x tasks float matrix with NaN where unlabelled, task names)``.
+
+    Two classes: one task, 1 for ``classes[1]``; more: one-vs-rest, one task per class.
+    """
+    observed = np.array([v is not None for v in labels])
+    tasks = classes[1:] if len(classes) == 2 else classes
+    Y = np.column_stack([labels == c for c in tasks]).astype(float)
+    Y[~observed] = np.nan
+    return Y, [str(t) for t in tasks]
+
+
+def mcmc_diagnostics(idata):
+    """R-hat and bulk / tail ESS of the identifiable quantities of an ArviZ InferenceData.
+
+    Every scalar variable of the posterior and sample_stats groups (log likelihood, IBP
+    concentration, number of active features, ...) and the variables named in
+    :data:`IDENTIFIABLE` (decision functions of the training samples, predictive means); raw
+    factors are left out. Vector variables report their worst element (largest R-hat, smallest
+    ESS); ``flagged`` marks R-hat above :data:`RHAT_LIMIT`. Returns a DataFrame indexed by
+    variable (empty when ``idata`` is None).
+    """
+    columns = ["r_hat", "ess_bulk", "ess_tail", "n_chains", "n_draws", "flagged"]
+    if idata is None:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="variable"))
+    import arviz as az
+
+    rows = {}
+    for group in ("posterior", "sample_stats", "log_likelihood"):
+        data = getattr(idata, group, None)
+        if data is None:
+            continue
+        for name, var in data.data_vars.items():
+            extra = [d for d in var.dims if d not in ("chain", "draw")]
+            if name in NOT_IDENTIFIABLE or (extra and name not in IDENTIFIABLE):
+                continue
+            if var.sizes.get("draw", 0) < 4:
+                continue
+            one = data[[name]].astype(float)
+            several = var.sizes["chain"] > 1  # R-hat compares chains: NaN for one chain
+            rows[str(name)] = {
+                "r_hat": float(np.nanmax(az.rhat(one)[name].values)) if several else np.nan,
+                "ess_bulk": float(np.nanmin(az.ess(one, method="bulk")[name].values)),
+                "ess_tail": float(np.nanmin(az.ess(one, method="tail")[name].values)),
+                "n_chains": int(var.sizes["chain"]),
+                "n_draws": int(var.sizes["draw"]),
+            }
+            rows[str(name)]["flagged"] = bool(rows[str(name)]["r_hat"] > RHAT_LIMIT)
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
+    frame.index.name = "variable"
+    return frame
+
+
+def _h5ad_safe(value):
+    """A value ``anndata.write_h5ad`` can store (None and other objects become strings)."""
+    if isinstance(value, dict):
+        return {str(k): _h5ad_safe(v) for k, v in value.items()}
+    if isinstance(value, pd.DataFrame):
+        return value
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return value
+    if isinstance(value, bool | int | float | str | np.number | np.bool_):
+        return value
+    if isinstance(value, list | tuple | np.ndarray):
+        items = list(value)
+        if items and all(isinstance(v, bool | int | float | np.number) for v in items):
+            return np.asarray(items)
+        if all(isinstance(v, str) for v in items):
+            return np.asarray(items, dtype=object) if items else np.array([], dtype=float)
+    return str(value)
+
+
+def write_results(
+    adata, key, estimator, mask, scores=None, decision=None, tasks=(), extra=None, obsm=None
+):
+    """Write a fitted estimator's outputs into ``adata`` under ``key`` (see the module docstring).
+
+    ``scores`` (samples x factors) default to the estimator's ``scores_`` / ``latent_``; loadings
+    are read by :func:`loadings_of`, genes outside ``mask`` get NaN rows. ``decision`` is
+    (samples,) or (samples, tasks) named by ``tasks``; ``extra`` entries go to ``.uns[key]``;
+    ``obsm`` maps further ``.obsm`` names to sample-aligned matrices.
+    """
+    if scores is None:
+        scores = fitted(estimator, *SCORES)
+    if scores is not None and np.ndim(scores) == 2 and len(scores) == adata.n_obs:
+        adata.obsm[f"X_{key}"] = np.asarray(scores, dtype=float)
+    loadings = loadings_of(estimator, int(mask.sum()))
+    if loadings is not None and loadings.shape[0] == mask.sum():
+        full = np.full((adata.n_vars, loadings.shape[1]), np.nan)
+        full[mask] = loadings
+        adata.varm[f"{key}_loadings"] = full
+    for name, value in (obsm or {}).items():
+        adata.obsm[name] = np.asarray(value, dtype=float)
+    if decision is not None:
+        decision = np.asarray(decision, dtype=float).reshape(adata.n_obs, -1)
+        names = (
+            [f"{key}_decision"]
+            if decision.shape[1] == 1
+            else [f"{key}_decision_{t}" for t in tasks]
+        )
+        for j, name in enumerate(names):
+            adata.obs[name] = decision[:, j]
+    trace_name, trace = trace_of(estimator)
+    uns = {
+        "model": type(estimator).__name__,
+        "params": estimator.get_params(deep=False),
+        "var_mask": mask,
+        "n_iter": fitted(estimator, "n_iter_"),
+        "coef": fitted(estimator, "coef_"),
+        "intercept": fitted(estimator, "intercept_"),
+    }
+    if trace is not None:
+        uns["trace"], uns["trace_name"] = trace, trace_name
+    idata = fitted(estimator, *IDATA)
+    if idata is not None:
+        uns["diagnostics"] = mcmc_diagnostics(idata)
+    uns.update(extra or {})
+    adata.uns[key] = {k: _h5ad_safe(v) for k, v in uns.items() if v is not None}
+
+
+def run(adata, copy, fit):
+    """Call ``fit(target)`` on ``adata`` or on a copy; return the estimator, or the copy if
+    ``copy`` (scanpy's convention)."""
+    target = adata.copy() if copy else adata
+    estimator = fit(target)
+    return target if copy else estimator
