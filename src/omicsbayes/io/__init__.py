@@ -1,5 +1,8 @@
 """Cohort readers: files to AnnData (samples x features).
 
+Fits: ``save_fit`` / ``load_fit`` round-trip a fitted estimator, ``save_draws`` writes MCMC
+draws to netCDF (:mod:`.fits`).
+
 Every reader returns ``.obs`` indexed by sample ID, ``.var`` indexed by feature ID, X as
 float64 and the raw values in ``.layers["intensity"]`` or ``.layers["counts"]`` (int64). Every
 bad input raises :class:`CohortError` naming the file and what was expected.
@@ -11,6 +14,7 @@ from .cohort import read_cohort
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
 from .demo import load_demo
+from .fits import FitFileError, load_fit, save_draws, save_fit
 from .geo import read_geo_series_matrix
 from .h5ad import read_h5ad
 from .hiv import read_hivdb_phenosense
@@ -21,7 +25,9 @@ from .tcga import parse_barcode, read_tcga
 
 __all__ = [
     "CohortError",
+    "FitFileError",
     "load_demo",
+    "load_fit",
     "load_omim",
     "read_associations",
     "parse_barcode",
@@ -36,5 +42,7 @@ __all__ = [
     "read_matrix",
     "read_sample_sheet",
     "read_tcga",
+    "save_draws",
+    "save_fit",
     "simulate_counts",
 ]
