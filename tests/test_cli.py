@@ -1,0 +1,219 @@
+"""The omicsbayes command: help, fit on small files (log lines or a bar), run on a tiny config."""
+
+import fcntl
+import io
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import anndata as ad
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from omicsbayes import cli
+from omicsbayes.io import load_fit
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+
+
+def omicsbayes(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "omicsbayes.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=ENV,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    y = np.arange(40) % 2
+    X = rng.normal(size=(40, 12)) + 1.5 * y[:, None] * (np.arange(12) < 4)
+    adata = ad.AnnData(
+        X,
+        obs=pd.DataFrame(
+            {"disease": np.where(y, "case", "control")}, index=[f"s{i}" for i in range(40)]
+        ),
+        var=pd.DataFrame(index=[f"g{j}" for j in range(12)]),
+    )
+    adata.layers["counts"] = rng.poisson(np.exp(1 + 0.4 * X))
+    path = tmp_path_factory.mktemp("cli") / "cohort.h5ad"
+    adata.write_h5ad(path)
+    return path
+
+
+def test_help_lists_every_model_and_the_formats():
+    result = omicsbayes("--help")
+    assert result.returncode == 0
+    for name in cli.MODELS:
+        assert name in result.stdout
+    for fmt in ("*.h5ad", "demo:NAME", "--save-fit", "--draws"):
+        assert fmt in result.stdout
+
+
+def test_fit_writes_the_cohort_and_a_fit_that_reloads(cohort, tmp_path):
+    out, fit = tmp_path / "fit.h5ad", tmp_path / "fit.joblib"
+    result = omicsbayes(
+        "fit",
+        cohort,
+        "--model",
+        "G-L-BSVM",
+        "--label",
+        "disease",
+        "--param",
+        "n_factors=2",
+        "--param",
+        "max_iter=20",
+        "-o",
+        out,
+        "--save-fit",
+        fit,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "INFO omicsbayes: RankFactorClassifier VB iteration" in result.stderr  # log lines
+    adata = ad.read_h5ad(out)
+    assert adata.obsm["X_rank_factor"].shape == (40, 2)
+    assert adata.uns["rank_factor"]["params"]["n_factors"] == 2
+    np.testing.assert_allclose(
+        load_fit(fit).decision_function(adata.X), adata.obs["rank_factor_decision"]
+    )
+
+
+def test_fit_on_a_layer_with_draws(cohort, tmp_path):
+    result = omicsbayes(
+        "fit",
+        cohort,
+        "--model",
+        "PFA",
+        "--layer",
+        "counts",
+        "--param",
+        "n_factors=2",
+        "--param",
+        "n_iter=10",
+        "--param",
+        "burn_in=5",
+        "-o",
+        tmp_path / "pfa.h5ad",
+        "--draws",
+        tmp_path / "draws.nc",
+    )
+    assert result.returncode == 0, result.stderr
+    draws = az.from_netcdf(tmp_path / "draws.nc")
+    assert draws.posterior.sizes["draw"] == 5
+    assert "diagnostics" in ad.read_h5ad(tmp_path / "pfa.h5ad").uns["pfa"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--model", "BAM_L", "--label", "diseas"], "label column 'diseas' is not in"),
+        (["--model", "BAM_L"], "--model BAM_L needs --label COLUMN"),
+        (["--model", "PFA", "--label", "disease"], "--model PFA takes no labels"),
+        (["--model", "BAM", "--label", "disease"], "invalid choice: 'BAM'"),
+        (["--model", "BAM_L", "--label", "disease", "--param", "x"], "expected KEY=VALUE"),
+        (["--model", "BAM_L", "--label", "disease", "--layer", "norm"], "layer 'norm' is not"),
+        (["--model", "BAM_P", "--label", "disease", "--param", "variant=BAM_L"], "fixes variant"),
+    ],
+)
+def test_fit_refuses_with_one_clear_message(cohort, tmp_path, args, message):
+    result = omicsbayes("fit", cohort, *args, "-o", tmp_path / "x.h5ad")
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "x.h5ad").exists()
+
+
+def test_fit_shows_a_bar_on_a_terminal(cohort, tmp_path):
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # 0 wide: no bar
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omicsbayes.cli",
+            "fit",
+            str(cohort),
+            "--model",
+            "G-L-BSVM",
+            "--label",
+            "disease",
+            "--param",
+            "max_iter=20",
+            "-o",
+            str(tmp_path / "t.h5ad"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=child,
+        env=ENV,
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=600) == 0
+    text = b"".join(chunks).decode(errors="replace")
+    assert "RankFactorClassifier VB" in text and "it/s]" in text  # tqdm's bar
+    assert "INFO" not in text  # no per-iteration log lines under the bar
+
+
+def test_run_drives_a_bar_from_snakemake_progress(monkeypatch, capsys):
+    lines = ["Building DAG of jobs...", "1 of 4 steps (25%) done", "4 of 4 steps (100%) done"]
+    script = "import sys\n" + "".join(f"print({line!r})\n" for line in lines)
+    monkeypatch.setattr(cli, "snakemake_command", lambda args: [sys.executable, "-c", script])
+    terminal = io.StringIO()
+    terminal.isatty = lambda: True
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert cli.main(["run", "--cores", "1"]) == 0
+    shown = terminal.getvalue()
+    assert "4/4" in shown and "Building DAG" not in shown
+    logfile = io.StringIO()  # not a terminal: snakemake's lines pass through as log lines
+    monkeypatch.setattr(sys, "stderr", logfile)
+    assert cli.main(["run", "--cores", "1"]) == 0
+    assert logfile.getvalue().splitlines() == lines
+
+
+def test_run_refuses_a_missing_config(tmp_path):
+    result = omicsbayes("run", "--config", tmp_path / "nope.yaml", "--cores", "1")
+    assert result.returncode != 0 and "nope.yaml: file not found" in result.stderr
+
+
+@pytest.mark.workflow
+def test_run_tiny_config_end_to_end(tmp_path, tiny_config):
+    config = dict(tiny_config, protocols={"cv2": {"type": "stratified_kfold", "n_splits": 2}})
+    config["models"] = {"logistic": config["models"]["logistic"]}
+    config["experiments"]["malignant"].update(models=["logistic"], protocol="cv2")
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = omicsbayes(
+        "run",
+        "--config",
+        "my.yaml",
+        "--cores",
+        "1",
+        "--directory",
+        "work",
+        "--snakefile",
+        REPO / "Snakefile",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "steps (100%) done" in result.stderr  # log lines: stderr is not a terminal
+    metrics = pd.read_csv(tmp_path / "work/results/malignant/metrics.tsv", sep="\t")
+    assert sorted(metrics["split"].unique()) == [0, 1]
