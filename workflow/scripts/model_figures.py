@@ -79,7 +79,7 @@ def main(smk):
     edges = rp.gene_network_edges(loadings, loadings.index, **smk.params.network)
     logging.getLogger("omicsbayes").info("gene network: %d edges", len(edges))
     write_table(edges, smk.output.edges)
-    save(rp.gene_network_figure(edges), smk.output.network)
+    save(rp.gene_network_figure(edges, loadings=loadings), smk.output.network)
 
 
 run_job(snakemake, main)  # noqa: F821

@@ -9,7 +9,8 @@
 - :func:`discriminative_weights`: each gene's weight ``A beta_t`` in each task's decision.
 - :func:`pixel_grid`: image shape and order of pixel features (``pixel_<row>_<col>``).
 - :func:`gene_network_edges` and :func:`gene_network_figure`: Figure 7, a gene network from the
-  loadings (genes joined when their loading vectors are strongly correlated).
+  loadings (genes joined when their loading vectors are strongly correlated), force-directed,
+  modules coloured, hubs labelled without collisions (:func:`place_labels`).
 """
 
 import re
@@ -224,23 +225,173 @@ def pixel_grid(names):
     return shape, np.lexsort((rc[:, 1], rc[:, 0]))
 
 
-def gene_network_figure(edges, seed=0):
-    """Figure 7: draw the network of :func:`gene_network_edges` (spring layout; positive
-    correlations blue, negative red)."""
+def place_labels(anchors, sizes, fixed=None, n_rings=40, gap=2.0):
+    """Box centres near their ``anchors`` such that no two boxes overlap.
+
+    Greedy: the ``fixed`` boxes (e.g. the nodes) stay where they are; every other box, in
+    order (most important first), takes the first free position on a spiral of rings around its
+    anchor (16 directions per ring, rings one smallest box height apart), free meaning clear of
+    every box placed before it. If all ``n_rings`` rings are taken, the position of least
+    overlap is used.
+
+    Parameters
+    ----------
+    anchors : ndarray (n, 2)
+        Where each box wants to be (display units, e.g. pixels).
+    sizes : ndarray (n, 2)
+        Width and height of each box in the same units.
+    fixed : ndarray of bool (n,), optional
+    n_rings : int
+    gap : float
+        Free space kept between boxes.
+
+    Returns
+    -------
+    ndarray (n, 2)
+    """
+    anchors = np.asarray(anchors, dtype=float)
+    half = (np.asarray(sizes, dtype=float) + gap) / 2
+    fixed = np.zeros(len(anchors), bool) if fixed is None else np.asarray(fixed, bool)
+    step = max(2 * half[~fixed, 1].min(), 1.0) if (~fixed).any() else 1.0
+    angles = np.linspace(0, 2 * np.pi, 16, endpoint=False) + np.pi / 2  # above first
+    rings = step * np.arange(1, n_rings + 1)
+    offsets = np.vstack(
+        [
+            [0.0, 0.0],
+            (
+                rings[:, None, None] * np.stack([np.cos(angles), np.sin(angles)], axis=1)[None]
+            ).reshape(-1, 2),
+        ]
+    )
+    pos = anchors.copy()
+    placed = fixed.copy()
+    for i in np.flatnonzero(~fixed):
+        centres = anchors[i] + offsets  # candidates x 2
+        reach = half[i] + half[placed]  # placed x 2
+        overlap = reach[None] - np.abs(centres[:, None, :] - pos[placed][None])
+        area = np.prod(np.clip(overlap, 0, None), axis=2).sum(axis=1)
+        free = np.flatnonzero(area == 0)
+        pos[i] = centres[free[0] if free.size else np.argmin(area)]
+        placed[i] = True
+    return pos
+
+
+def _packed_layout(graph, seed):
+    """Force-directed positions per connected component (Fruchterman-Reingold, unit edge
+    weights), each component scaled to the square root of its size and the components packed
+    in rows, largest first (one global layout throws small components to the far edges)."""
+    import networkx as nx
+
+    components = sorted(nx.connected_components(graph), key=lambda c: (-len(c), sorted(c)))
+    radii = np.sqrt([len(c) for c in components])
+    width = 1.3 * np.sqrt(np.sum((2 * radii + 1) ** 2))
+    pos, x, y, row = {}, 0.0, 0.0, 0.0
+    for component, r in zip(components, radii):
+        if x > 0 and x + 2 * r > width:
+            x, y, row = 0.0, y - row - 1, 0.0
+        sub = graph.subgraph(component)
+        k = 2.5 / np.sqrt(len(component))  # twice networkx's default spacing: dense modules open
+        local = nx.spring_layout(sub, weight=None, k=k, iterations=500, seed=seed, scale=r)
+        for g, xy in local.items():
+            pos[g] = np.asarray(xy) + [x + r, y - r]
+        x, row = x + 2 * r + 1, max(row, 2 * r)
+    return pos
+
+
+def gene_network_figure(edges, loadings=None, seed=0, n_labels=15):
+    """Figure 7: draw the network of :func:`gene_network_edges` so modules and hubs show.
+
+    Force-directed layout per connected component, components packed (:func:`_packed_layout`);
+    node colour: module (greedy modularity communities); node size: the gene's
+    loading norm (from ``loadings``, genes x factors) or, without it, its degree; edge colour:
+    sign of the correlation (blue positive, red negative), width: its size. Only the
+    ``n_labels`` largest hubs (degree, then loading; each module's first) are labelled, placed by
+    :func:`place_labels` so that labels do not collide, with a leader line when moved.
+    """
     import networkx as nx
 
     graph = nx.Graph()
     for a, b, w in edges[["gene_a", "gene_b", "weight"]].itertuples(index=False):
-        graph.add_edge(a, b, weight=float(w))
+        graph.add_edge(a, b, weight=float(w), strength=abs(float(w)))
     fig, ax = plt.subplots(figsize=(8, 8))
     ax.axis("off")
     if graph.number_of_nodes() == 0:
         ax.set_title("gene network: no edge above the threshold")
         return fig
-    pos = nx.spring_layout(graph, seed=seed)
-    colours = ["C0" if d["weight"] > 0 else "C3" for _, _, d in graph.edges(data=True)]
-    nx.draw_networkx_edges(graph, pos, ax=ax, edge_color=colours, alpha=0.6)
-    nx.draw_networkx_nodes(graph, pos, ax=ax, node_size=60, node_color="lightgray")
-    nx.draw_networkx_labels(graph, pos, ax=ax, font_size=6)
-    ax.set_title("gene network from the factor loadings")
+    nodes = list(graph.nodes)
+    n = len(nodes)
+    pos = _packed_layout(graph, seed)
+    modules = nx.community.greedy_modularity_communities(graph, weight="strength")
+    module_of = {g: m for m, members in enumerate(modules) for g in members}
+    degree = np.array([graph.degree(g) for g in nodes], dtype=float)
+    if loadings is not None:
+        frame = _as_frame(loadings)
+        norms = np.linalg.norm(frame.loc[nodes].to_numpy(float), axis=1)
+    else:
+        norms = degree
+    spread = np.ptp(norms)
+    size = 40 + 260 * ((norms - norms.min()) / spread if spread > 0 else np.ones(n))
+    cmap = plt.get_cmap("tab10")
+    colours = [cmap(module_of[g] % 10) if len(modules) > 1 else "0.6" for g in nodes]
+    weights = np.array([d["weight"] for _, _, d in graph.edges(data=True)])
+    nx.draw_networkx_edges(
+        graph,
+        pos,
+        ax=ax,
+        edge_color=np.where(weights > 0, "tab:blue", "tab:red").tolist(),
+        width=0.4 + 1.6 * np.abs(weights),
+        alpha=0.45,
+    )
+    nx.draw_networkx_nodes(
+        graph,
+        pos,
+        nodelist=nodes,
+        ax=ax,
+        node_size=size,
+        node_color=colours,
+        edgecolors="black",
+        linewidths=0.5,
+    )
+    order = np.lexsort((-norms, -degree))  # hubs: most edges, then largest loading
+    module = np.array([module_of[g] for g in nodes])
+    firsts = order[np.sort(np.unique(module[order], return_index=True)[1])]
+    hubs = np.array(list(dict.fromkeys([*firsts, *order]))[:n_labels])  # each module's hub first
+    ax.margins(0.08)
+    fig.canvas.draw()
+    ax.autoscale(False)  # leader lines must not rescale the axes the labels were placed in
+    to_display = ax.transData
+    anchors = to_display.transform(np.array([pos[nodes[i]] for i in hubs]))
+    texts = [ax.text(0, 0, str(nodes[i]), fontsize=7) for i in hubs]
+    renderer = fig.canvas.get_renderer()
+    boxes = np.array(
+        [[t.get_window_extent(renderer).width, t.get_window_extent(renderer).height] for t in texts]
+    )
+    radius = np.sqrt(size) / 2 * fig.dpi / 72  # marker radii in pixels (size: diameter^2, pt)
+    wanted = anchors + np.column_stack([np.zeros(len(hubs)), radius[hubs] + boxes[:, 1] / 2 + 2])
+    markers = to_display.transform(np.array([pos[g] for g in nodes]))
+    placed = place_labels(
+        np.vstack([wanted, markers]),
+        np.vstack([boxes, np.column_stack([2 * radius, 2 * radius])]),
+        fixed=np.r_[np.zeros(len(hubs), bool), np.ones(n, bool)],
+    )[: len(hubs)]
+    data = to_display.inverted().transform(placed)
+    for text, xy, anchor, want in zip(texts, data, anchors, wanted):
+        text.set_position(xy)
+        text.set_ha("center")
+        text.set_va("center")
+        text.set_bbox({"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+        moved = np.linalg.norm(to_display.transform(xy) - want)
+        if moved > 4:
+            ax.plot(
+                *to_display.inverted().transform(np.vstack([anchor, to_display.transform(xy)])).T,
+                color="0.4",
+                lw=0.5,
+                zorder=1,
+            )
+    ax.set_title(
+        f"gene network from the factor loadings: {n} genes, {graph.number_of_edges()} edges, "
+        f"{len(modules)} modules\n(size: loading norm; edges: blue positive, red negative "
+        "correlation; labels: hubs)",
+        fontsize=9,
+    )
     return fig

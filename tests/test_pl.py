@@ -1,0 +1,134 @@
+"""omicsbayes.pl draws what the tl functions wrote; Figure 7's labels do not collide."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from test_tl import RF, planted  # noqa: E402
+
+from omicsbayes import pl, tl  # noqa: E402
+from omicsbayes.plotting import rank_factor as rp  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    adata = planted(n=60, d=30, n_classes=3)
+    tl.rank_factor(adata, "group", mask_var="highly_variable", **RF)
+    tl.ibp_factor(adata, n_iter=12, burn_in=4)
+    return adata
+
+
+def test_trace_draws_the_stored_trace(fitted):
+    fig = pl.trace(fitted, "rank_factor")
+    (line,) = fig.axes[0].get_lines()
+    np.testing.assert_array_equal(line.get_ydata(), fitted.uns["rank_factor"]["trace"])
+    assert fig.axes[0].get_ylabel() == "lower bound"
+    fig = pl.trace(fitted, "ibp_factor")  # a sampler: burn-in shaded
+    assert fig.axes[0].get_ylabel() == "log likelihood"
+    assert any(p.get_label() == "burn-in" for p in fig.axes[0].patches)
+    plt.close("all")
+
+
+def test_loadings_heatmap_shows_the_fitted_genes_only(fitted):
+    fig = pl.loadings(fitted, max_genes=50)
+    image = fig.axes[0].get_images()[0].get_array()
+    assert image.shape == (20, 3)  # 20 highly variable genes fitted, NaN rows left out
+    ours = np.sort(np.abs(image).ravel())
+    stored = fitted.varm["rank_factor_loadings"][:20]
+    np.testing.assert_allclose(ours, np.sort(np.abs(stored).ravel()))
+    plt.close("all")
+
+
+def test_scores_by_group_and_latent_heatmap(fitted):
+    fig = pl.scores(fitted, "rank_factor", components=(1, 3))
+    points = np.vstack([c.get_offsets() for c in fig.axes[0].collections])
+    Z = fitted.obsm["X_rank_factor"][:, [0, 2]]
+    assert points.shape == Z.shape
+    np.testing.assert_allclose(np.sort(points, axis=0), np.sort(Z, axis=0))
+    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {
+        "train g0",
+        "train g1",
+        "train g2",
+    }
+    fig = pl.latent_heatmap(fitted, "rank_factor")
+    image = fig.axes[0].get_images()[0].get_array()
+    order = np.argsort(fitted.obs["group"].astype(str).to_numpy(), kind="stable")
+    np.testing.assert_allclose(image, fitted.obsm["X_rank_factor"][order])
+    with pytest.raises(ValueError, match="components"):
+        pl.scores(fitted, "rank_factor", components=(1, 4))
+    plt.close("all")
+
+
+def test_coefficients_and_clear_errors(fitted):
+    fig = pl.coefficients(fitted, "rank_factor")
+    assert [ax.get_ylabel() for ax in fig.axes] == ["g0", "g1", "g2"]
+    with pytest.raises(ValueError, match="adata.uns has no 'bam'"):
+        pl.trace(fitted, "bam")
+    with pytest.raises(ValueError, match="'rflvm' model has no gene loadings|no 'rflvm'"):
+        pl.loadings(fitted, "rflvm")
+    plt.close("all")
+
+
+def _overlaps(boxes, fixed=None):
+    """Pairs of (x0, y0, x1, y1) boxes that overlap (pairs of two ``fixed`` boxes left out)."""
+    b = np.asarray(boxes)
+    fixed = np.zeros(len(b), bool) if fixed is None else fixed
+    apart = (
+        (b[:, None, 2] <= b[None, :, 0])
+        | (b[None, :, 2] <= b[:, None, 0])
+        | (b[:, None, 3] <= b[None, :, 1])
+        | (b[None, :, 3] <= b[:, None, 1])
+    )
+    return int(np.triu(~apart & ~(fixed[:, None] & fixed[None, :]), k=1).sum())
+
+
+def test_place_labels_separates_boxes_and_keeps_fixed_ones():
+    rng = np.random.default_rng(3)
+    anchors = rng.uniform(0, 100, size=(40, 2))
+    sizes = rng.uniform(10, 30, size=(40, 2))
+    fixed = np.arange(40) < 10
+    placed = rp.place_labels(anchors, sizes, fixed=fixed)
+    np.testing.assert_array_equal(placed[fixed], anchors[fixed])
+    assert _overlaps(np.hstack([anchors - sizes / 2, anchors + sizes / 2]), fixed) > 10
+    assert _overlaps(np.hstack([placed - sizes / 2, placed + sizes / 2]), fixed) == 0
+    assert np.median(np.linalg.norm(placed - anchors, axis=1)) < 30  # labels stay near
+    np.testing.assert_array_equal(
+        rp.place_labels(anchors[:2] + [[0, 0], [500, 0]], sizes[:2]),
+        anchors[:2] + [[0, 0], [500, 0]],
+    )  # nothing to move
+
+
+def test_gene_network_labels_do_not_collide_and_sizes_follow_loadings():
+    rng = np.random.default_rng(4)
+    modules = np.repeat(np.arange(4), 15)  # 60 genes in 4 modules of correlated loadings
+    centres = rng.normal(size=(4, 6))
+    A = centres[modules] + 0.15 * rng.normal(size=(60, 6))
+    A *= rng.uniform(0.5, 2.0, size=(60, 1))
+    genes = [f"GENE{i}LONGNAME" for i in range(60)]
+    loadings = pd.DataFrame(A, index=genes)
+    edges = rp.gene_network_edges(loadings, genes, n_genes=60, threshold=0.9)
+    fig = rp.gene_network_figure(edges, loadings=loadings, n_labels=25)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text()]
+    assert len(labels) == 25
+    assert _overlaps([t.get_window_extent(renderer).extents for t in labels]) == 0
+    nodes = ax.collections[-1]
+    sizes = nodes.get_sizes()
+    in_graph = list(
+        dict.fromkeys(g for pair in edges[["gene_a", "gene_b"]].to_numpy() for g in pair)
+    )
+    norms = np.linalg.norm(loadings.loc[in_graph].to_numpy(), axis=1)
+    expected = 40 + 260 * (norms - norms.min()) / np.ptp(norms)  # size grows with the norm
+    np.testing.assert_allclose(sizes, expected)
+    plt.close(fig)
+
+
+def test_gene_network_from_the_anndata(fitted):
+    fig = pl.gene_network(fitted, "rank_factor", n_genes=20, threshold=0.5)
+    assert "gene network" in fig.axes[0].get_title()
+    plt.close(fig)
