@@ -200,3 +200,22 @@ def test_mcmc_diagnostics_flag_chains_that_disagree():
     assert table.loc["train_decision", "r_hat"] == pytest.approx(table.loc["stuck", "r_hat"])
     one_chain = mcmc_diagnostics(az.from_dict(posterior={"mixed": same[:1]}))
     assert np.isnan(one_chain.loc["mixed", "r_hat"]) and one_chain.loc["mixed", "ess_bulk"] > 250
+
+
+def test_a_list_of_task_columns_is_one_joint_multi_task_fit():
+    from omicsbayes.models import RankFactorClassifier
+
+    adata = planted(n=45, n_classes=3)
+    Y = np.column_stack([(adata.obs["group"] == g).to_numpy(float) for g in ("g0", "g2")])
+    Y[:4, 1] = np.nan  # unlabelled for the second task only
+    adata.obs["task_a"], adata.obs["task_b"] = Y[:, 0], Y[:, 1]
+    est = tl.rank_factor(adata, ["task_a", "task_b"], variant=None, n_factors=2, max_iter=15)
+    direct = RankFactorClassifier(n_factors=2, max_iter=15, random_state=0).fit(adata.X, Y)
+    np.testing.assert_allclose(est.coef_, direct.coef_)
+    np.testing.assert_allclose(
+        adata.obs[["rank_factor_decision_task_a", "rank_factor_decision_task_b"]].to_numpy(),
+        direct.decision_function(adata.X),
+    )
+    assert list(adata.uns["rank_factor"]["tasks"]) == ["task_a", "task_b"]
+    with pytest.raises(ValueError, match="task column 'group' has 3 classes"):
+        tl.rank_factor(adata, ["task_a", "group"], n_factors=2, max_iter=5)

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "fitted",
+    "joint_targets",
     "labels_of",
     "loadings_of",
     "matrix_of",
@@ -191,6 +192,34 @@ def labels_of(adata, label_key, who, allow_missing):
             "at least two are needed"
         )
     return labels, classes, label_key
+
+
+def joint_targets(adata, label_key, who):
+    """Targets of a model that learns several tasks jointly (shared factors).
+
+    ``label_key`` is one ``.obs`` column (its classes: one task for two, one-vs-rest for more;
+    see :func:`task_matrix`) or a list of columns, each a binary task (two distinct labels, the
+    second in sorted order positive; e.g. 0/1 with NaN where unlabelled).
+
+    Returns ``(labels or None, Y, classes, tasks, label_key)``: the 1-D labels (None for a list),
+    the samples x tasks matrix with NaN where unlabelled, the classes (a dict task -> its two
+    labels for a list) and the task names.
+    """
+    if not isinstance(label_key, list | tuple):
+        labels, classes, key = labels_of(adata, label_key, who, allow_missing=True)
+        Y, tasks = task_matrix(labels, classes)
+        return labels, Y, classes, tasks, key
+    columns, classes = [], {}
+    for column in label_key:
+        labels, pair, _ = labels_of(adata, column, who, allow_missing=True)
+        if len(pair) != 2:
+            raise ValueError(
+                f"{who}: task column {column!r} has {len(pair)} classes {pair.tolist()[:5]}; "
+                "each column of a list label_key is one binary task"
+            )
+        columns.append(task_matrix(labels, pair)[0][:, 0])
+        classes[str(column)] = pair
+    return None, np.column_stack(columns), classes, [str(c) for c in label_key], list(label_key)
 
 
 def task_matrix(labels, classes):

@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from ._anndata import labels_of, matrix_of, run, task_matrix, values_of, write_results
+from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}
 MVGP_MODELS = ("ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF")
@@ -63,11 +63,12 @@ def rank_factor(
     ----------
     adata : anndata.AnnData
         Samples x genes.
-    label_key : str or None
-        ``.obs`` column of the labels; None uses ``adata.uns["label_column"]``.
-    variant : str
+    label_key : str, list of str or None
+        ``.obs`` column of the labels; None uses ``adata.uns["label_column"]``; a list of columns
+        is one binary task per column (e.g. 0/1 with NaN where unlabelled).
+    variant : str or None
         A Table 1 name: G-L-Probit, G-L-BSVM, OR-L-Probit, OR-L-BSVM, R-L-BSVM, G-NL-BSVM,
-        R-NL-BSVM.
+        R-NL-BSVM; None: ``RankFactorClassifier(**params)``.
     layer : str or None
         Fit on ``adata.layers[layer]`` instead of ``adata.X``.
     key_added : str
@@ -85,12 +86,15 @@ def rank_factor(
 
     def fit(target):
         X, mask = matrix_of(target, layer, mask_var, who)
-        labels, classes, key = labels_of(target, label_key, who, allow_missing=True)
-        Y, tasks = task_matrix(labels, classes)
-        y = Y if np.isnan(Y).any() else labels  # 1-D labels keep the class names in classes_
-        est = RankFactorClassifier.from_variant(variant, random_state=random_state, **params)
+        labels, Y, classes, tasks, key = joint_targets(target, label_key, who)
+        # 1-D labels keep the class names in classes_; missing labels need the task matrix
+        y = Y if labels is None or np.isnan(Y).any() else labels
+        if variant is None:
+            est = _build(RankFactorClassifier, random_state, **params)
+        else:
+            est = RankFactorClassifier.from_variant(variant, random_state=random_state, **params)
         est.fit(X, y)
-        extra = dict(_classes_extra(key, classes, tasks, layer), variant=variant)
+        extra = dict(_classes_extra(key, classes, tasks, layer), variant=str(variant))
         write_results(
             target,
             key_added,
@@ -379,8 +383,9 @@ def pfa(
     adata : anndata.AnnData
     layer : str or None
         The counts (``"counts"``, as the readers store them); None: ``adata.X``.
-    label_key : str or None
-        None fits :class:`~omicsbayes.models.PoissonFactorAnalysis`; a column fits
+    label_key : str, list of str or None
+        None fits :class:`~omicsbayes.models.PoissonFactorAnalysis`; a column (or a list of
+        binary task columns, as in :func:`rank_factor`) fits
         :class:`~omicsbayes.models.PFAClassifier` (missing labels allowed).
     key_added : str
     {common}
@@ -410,10 +415,9 @@ def pfa(
 
     def fit(target):
         X, mask = matrix_of(target, layer, mask_var, who)
-        labels, classes, key = labels_of(target, label_key, who, allow_missing=True)
-        Y, tasks = task_matrix(labels, classes)
-        joint = len(classes) > 2 or np.isnan(Y).any()
-        est = _build(PFAClassifier, random_state, **params).fit(X, Y if joint else labels)
+        labels, Y, classes, tasks, key = joint_targets(target, label_key, who)
+        single = labels is not None and len(classes) == 2 and not np.isnan(Y).any()
+        est = _build(PFAClassifier, random_state, **params).fit(X, labels if single else Y)
         write_results(
             target,
             key_added,
