@@ -1,6 +1,8 @@
 # Paper 000's figures of a fitted factor model: for every model an experiment lists under
-# `figures:` (RankFactorClassifier only), one fit on the whole cohort saved as tables, then the
-# figures drawn from those tables (never from a live model).
+# `figures:` (RankFactorClassifier only), one fit on the whole cohort by omicsbayes.tl, saved as
+# fit.h5ad (the cohort with the tl outputs), fit.joblib (the estimator), tables and, for Gibbs
+# fits, draws.nc; then the figures drawn from those files (never from a live model), the trace of
+# each fit and one convergence-diagnostics table per experiment.
 #
 # Needs common.smk (EXPERIMENTS, experiment_kind); the main Snakefile includes this file and adds
 # model_figure_targets() to rule all.
@@ -13,6 +15,8 @@ FIGURE_OUTPUTS = (
     "top_genes.tsv",
     "gene_network.png",
     "gene_network_edges.tsv",
+    "trace.png",
+    "fit.h5ad",
 )
 IMAGE_COHORTS = {"digits"}  # bundled cohorts whose features are the pixels of an image
 
@@ -34,6 +38,11 @@ def figure_models(experiment):
     return [m for m in e.get("figures", []) if config["models"][m]["class"] == "RankFactorClassifier"]
 
 
+def is_mcmc(model):
+    """Whether a figure model keeps MCMC draws (a RankFactorClassifier fitted by Gibbs)."""
+    return (config["models"][model].get("params") or {}).get("inference") == "gibbs"
+
+
 def has_pixel_features(experiment):
     cohort = config["cohorts"][EXPERIMENTS[experiment]["cohort"]]
     return cohort["format"] == "demo" and cohort.get("name") in IMAGE_COHORTS
@@ -48,6 +57,10 @@ def model_figure_targets():
             targets += [f"{folder}/{name}" for name in FIGURE_OUTPUTS]
             if has_pixel_features(experiment):
                 targets.append(f"{folder}/loadings_images.png")
+            if is_mcmc(model):
+                targets.append(f"{folder}/draws.nc")
+        if figure_models(experiment):
+            targets.append(f"results/{experiment}/diagnostics.tsv")
     return targets
 
 
@@ -82,6 +95,8 @@ rule fit_summary:
         loadings=_table("loadings", "loadings (features x factors)"),
         coef=_table("coef", "coefficients (tasks x factors)"),
         scores=_table("scores", "factor scores (samples x factors)"),
+        fit=f"{FIGURE_FOLDER}/fit.h5ad",
+        estimator=f"{FIGURE_FOLDER}/fit.joblib",
     wildcard_constraints:
         experiment=r"[^/]+",
         model=r"[^/]+",
@@ -153,3 +168,69 @@ rule model_loadings_images:
         "benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
     script:
         "../scripts/model_figures.py"
+
+
+# The MCMC draws of a Gibbs fit as ArviZ netCDF, from the saved estimator.
+rule fit_draws:
+    input:
+        f"{FIGURE_FOLDER}/fit.joblib",
+    output:
+        f"{FIGURE_FOLDER}/draws.nc",
+    wildcard_constraints:
+        experiment=r"[^/]+",
+        model=r"[^/]+",
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/{model}/fit_draws.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
+    script:
+        "../scripts/model_diagnostics.py"
+
+
+# The bound (VB) or log-likelihood (Gibbs) trace of the whole-cohort fit.
+rule model_trace:
+    input:
+        f"{FIGURE_FOLDER}/fit.h5ad",
+    output:
+        _figure("trace", "convergence trace"),
+    wildcard_constraints:
+        experiment=r"[^/]+",
+        model=r"[^/]+",
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/{model}/model_trace.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
+    script:
+        "../scripts/model_diagnostics.py"
+
+
+# R-hat and ESS of every figure model of an experiment (R-hat > 1.05 flagged), one table.
+rule model_diagnostics:
+    input:
+        lambda wc: [
+            FIGURE_FOLDER.format(experiment=wc.experiment, model=m) + "/fit.h5ad"
+            for m in figure_models(wc.experiment)
+        ],
+    output:
+        report(
+            "results/{experiment}/diagnostics.tsv",
+            caption="../report/diagnostics.rst",
+            category="{experiment}",
+            labels={"table": "convergence diagnostics (R-hat, ESS)"},
+        ),
+    params:
+        models=lambda wc: figure_models(wc.experiment),
+    wildcard_constraints:
+        experiment=r"[^/]+",
+    conda:
+        "../../envs/omicsbayes.yaml"
+    log:
+        "logs/model_figures/{experiment}/diagnostics.log",
+    benchmark:
+        "benchmarks/model_figures/{experiment}/diagnostics.tsv"
+    script:
+        "../scripts/model_diagnostics.py"

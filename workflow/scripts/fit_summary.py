@@ -1,18 +1,36 @@
-"""Fit one RankFactorClassifier on the whole cohort and save its loadings, coefficients and scores.
+"""Fit one RankFactorClassifier on the whole cohort with ``omicsbayes.tl.rank_factor``.
 
-The experiment's first transform is used; its steps that learn from samples are fitted on every
-sample (there is no test split here: these tables feed paper 000's figures, not its metrics).
+Writes the cohort with the tl outputs (``fit.h5ad``: scores, loadings, decision values, the
+trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.joblib``) and its
+loadings, coefficients and scores as tables for paper 000's figures. The experiment's first
+transform is used; its steps that learn from samples are fitted on every sample (there is no test
+split here: these outputs show the fitted structure, not its metrics). All tasks are learned
+jointly, one ``.obs`` column per task.
 """
 
 import logging
+import time
 
 import anndata as ad
 import numpy as np
+import pandas as pd
 
+from omicsbayes import tl
 from omicsbayes._seed import derive_seed
-from omicsbayes.experiments import fit_summary_tables, task_targets
-from omicsbayes.jobs import run_job, write_table
+from omicsbayes.experiments import task_targets
+from omicsbayes.io import save_fit
+from omicsbayes.jobs import atomic_write, run_job, write_table
 from omicsbayes.preprocess import build_pipeline, split_pipeline
+
+KEY = "rank_factor"
+
+
+def table(name, keys, values):
+    """``name`` column then ``factor_1 .. factor_K``."""
+    values = np.asarray(values, dtype=float)
+    frame = pd.DataFrame(values, columns=[f"factor_{k + 1}" for k in range(values.shape[1])])
+    frame.insert(0, name, np.asarray(keys, dtype=object))
+    return frame
 
 
 def main(smk):
@@ -36,19 +54,42 @@ def main(smk):
         list(targets.columns),
         seed,
     )
-    loadings, coef, scores, seconds = fit_summary_tables(
-        np.asarray(adata.X, dtype=float),
-        targets,
-        smk.params.model,
-        adata.var_names.to_numpy(),
-        adata.obs_names.to_numpy(),
-        fold_pipeline=build_pipeline(fold_steps) if fold_steps else None,
+    start = time.perf_counter()
+    if fold_steps:
+        X = build_pipeline(fold_steps).fit_transform(np.asarray(adata.X, dtype=float))
+        if X.shape[1] != adata.n_vars:
+            raise ValueError(
+                f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
+                "columns; loadings need a transform that keeps the features (not a kernel map)"
+            )
+        adata.X = X
+    if list(targets.columns) == ["multiclass"]:
+        label_key, tasks = label, None  # one-vs-rest tasks of the label's classes
+    else:
+        tasks = list(targets.columns)
+        label_key = [f"task:{t}" for t in tasks]
+        for t, column in zip(tasks, label_key):
+            adata.obs[column] = targets[t].to_numpy(dtype=float)
+    spec = smk.params.model
+    estimator = tl.rank_factor(
+        adata,
+        label_key,
+        variant=spec.get("variant"),
         random_state=seed,
+        **(spec.get("params") or {}),
     )
-    log.info("fitted in %.2f s", seconds)
-    write_table(loadings, smk.output.loadings)
-    write_table(coef, smk.output.coef)
-    write_table(scores, smk.output.scores)
+    log.info("fitted in %.2f s", time.perf_counter() - start)
+    uns = adata.uns[KEY]
+    tasks = tasks or [str(t) for t in uns["tasks"]]
+    write_table(
+        table("feature", adata.var_names, adata.varm[f"{KEY}_loadings"]), smk.output.loadings
+    )
+    write_table(table("task", tasks, np.atleast_2d(uns["coef"])), smk.output.coef)
+    write_table(table("sample_id", adata.obs_names, adata.obsm[f"X_{KEY}"]), smk.output.scores)
+    if "diagnostics" in uns:
+        log.info("convergence diagnostics:\n%s", uns["diagnostics"].to_string())
+    atomic_write(smk.output.fit, lambda tmp: adata.write_h5ad(tmp))
+    save_fit(estimator, smk.output.estimator)
 
 
 run_job(snakemake, main)  # noqa: F821

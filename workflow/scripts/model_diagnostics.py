@@ -1,0 +1,59 @@
+"""Convergence of the whole-cohort fits (rules fit_draws, model_trace, model_diagnostics).
+
+``fit_draws``: the MCMC draws of the saved estimator as ArviZ netCDF. ``model_trace``: the bound
+or log-likelihood trace stored by ``omicsbayes.tl`` in ``fit.h5ad``. ``model_diagnostics``: the
+R-hat / ESS tables ``omicsbayes.tl`` stored in each model's ``fit.h5ad``, one row per model and
+quantity (a VB fit has no draws: one row saying so), R-hat above 1.05 flagged.
+"""
+
+import logging
+
+import matplotlib
+
+matplotlib.use("Agg")
+import anndata as ad  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from omicsbayes import pl  # noqa: E402
+from omicsbayes.io import load_fit, save_draws  # noqa: E402
+from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
+
+KEY = "rank_factor"
+
+
+def diagnostics_table(paths, models):
+    rows = []
+    for path, model in zip(paths, models):
+        uns = ad.read_h5ad(path).uns[KEY]
+        table = uns.get("diagnostics")
+        if table is None or len(table) == 0:
+            rows.append(pd.DataFrame({"model": [model], "inference": "vb", "variable": "none"}))
+            continue
+        table = table.reset_index().rename(columns={"index": "variable"})
+        table.insert(0, "inference", "mcmc")
+        table.insert(0, "model", model)
+        rows.append(table)
+    out = pd.concat(rows, ignore_index=True)
+    flagged = out[out.get("flagged", pd.Series(False, index=out.index)).fillna(False).astype(bool)]
+    for row in flagged.itertuples():
+        logging.getLogger("omicsbayes").warning(
+            "%s: R-hat of %s is %.3f > 1.05 (chains disagree)", row.model, row.variable, row.r_hat
+        )
+    return out
+
+
+def main(smk):
+    if smk.rule == "fit_draws":
+        save_draws(load_fit(smk.input[0]), smk.output[0])
+    elif smk.rule == "model_trace":
+        fig = pl.trace(ad.read_h5ad(smk.input[0]), KEY)
+        atomic_write(
+            smk.output[0], lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        )
+        plt.close(fig)
+    else:
+        write_table(diagnostics_table(smk.input, smk.params.models), smk.output[0])
+
+
+run_job(snakemake, main)  # noqa: F821
