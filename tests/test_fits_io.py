@@ -129,3 +129,30 @@ def test_version_mismatch_and_foreign_files_are_refused(tmp_path, monkeypatch):
         load_fit(tmp_path / "other.pkl")
     with pytest.raises(ValueError, match="not fitted"):
         save_fit(models.BAMClassifier(), tmp_path / "unfitted.joblib")
+
+
+@pytest.mark.workflow
+def test_workflow_saves_the_whole_cohort_fit_draws_and_diagnostics(tmp_path, snakemake_run):
+    import anndata as ad
+    import pandas as pd
+    from test_model_figures import figure_config, write_snakefile
+
+    config = figure_config()
+    config["models"]["R-L-BSVM"]["params"].update(
+        inference="gibbs", n_samples=20, burn_in=10, max_iter=5
+    )
+    snakefile = write_snakefile(tmp_path)
+    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "2", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "results/digits_ovr/model_figures/R-L-BSVM"
+    fitted = ad.read_h5ad(out / "fit.h5ad")
+    assert fitted.obsm["X_rank_factor"].shape == (539, 3)
+    decision = fitted.obs[[f"rank_factor_decision_task:{d}" for d in "358"]].to_numpy()
+    np.testing.assert_allclose(load_fit(out / "fit.joblib").decision_function(fitted.X), decision)
+    draws = az.from_netcdf(out / "draws.nc")
+    assert draws.posterior.sizes["draw"] == 20 and "train_decision" in draws.posterior
+    table = pd.read_csv(tmp_path / "results/digits_ovr/diagnostics.tsv", sep="\t")
+    assert set(table["variable"]) >= {"train_decision", "log_pseudo_likelihood"}
+    assert (table["model"] == "R-L-BSVM").all() and (table["n_draws"] == 20).all()
+    assert table["r_hat"].isna().all()  # one chain: no R-hat, never a made-up one
+    assert (out / "trace.png").stat().st_size > 5000

@@ -219,3 +219,19 @@ def test_a_list_of_task_columns_is_one_joint_multi_task_fit():
     assert list(adata.uns["rank_factor"]["tasks"]) == ["task_a", "task_b"]
     with pytest.raises(ValueError, match="task column 'group' has 3 classes"):
         tl.rank_factor(adata, ["task_a", "group"], n_factors=2, max_iter=5)
+
+
+def test_gibbs_fit_stores_its_draws_trace_and_diagnostics():
+    adata = planted(n=30, d=10)
+    est = tl.rank_factor(
+        adata, "group", variant="G-L-BSVM", n_factors=2, inference="gibbs", n_samples=12, burn_in=6
+    )
+    uns = adata.uns["rank_factor"]
+    assert uns["trace_name"] == "draws_log_likelihood"
+    np.testing.assert_array_equal(
+        uns["trace"], est.inference_data_.sample_stats["log_pseudo_likelihood"].values[0]
+    )
+    table = uns["diagnostics"]
+    assert {"train_decision", "log_pseudo_likelihood"} <= set(table.index)
+    assert "scores" not in table.index and "loadings" not in table.index  # not identifiable
+    assert (table["n_draws"] == 12).all()

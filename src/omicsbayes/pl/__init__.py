@@ -88,13 +88,14 @@ def latent_heatmap(adata, key="rflvm", groupby=None):
 
 def trace(adata, key="rank_factor"):
     """The bound or log-likelihood trace of the fit (``plotting.diagnostics.trace_figure``),
-    burn-in shaded for samplers."""
+    burn-in shaded for samplers whose trace covers every iteration."""
     uns = _uns(adata, key)
     if "trace" not in uns:
         raise ValueError(f"adata.uns[{key!r}] has no trace: the model keeps none")
     name = str(uns.get("trace_name", "objective")).replace("_", " ")
     burn_in = uns.get("params", {}).get("burn_in")
-    burn_in = int(burn_in) if isinstance(burn_in, int | np.integer) else None
+    whole_chain = uns.get("trace_name") == "log_likelihood"
+    burn_in = int(burn_in) if whole_chain and isinstance(burn_in, int | np.integer) else None
     return trace_figure({key: uns["trace"]}, ylabel=name, title=uns["model"], burn_in=burn_in)
 
 

@@ -39,6 +39,13 @@ TRACES = (
     ("objective_", "objective"),
 )
 IDATA = ("idata_", "inference_data_")
+# Without a trace attribute, the log likelihood of the retained draws (chains x draws) in idata_.
+DRAW_TRACES = (
+    ("sample_stats", "log_likelihood"),
+    ("sample_stats", "log_pseudo_likelihood"),
+    ("sample_stats", "log_likelihood_observed"),
+    ("posterior", "log_lik"),
+)
 # Posterior quantities identified by the data (not raw factors, which are identified only up to
 # rotation and sign): R-hat and ESS are reported for these and for every scalar variable.
 IDENTIFIABLE = ("train_decision", "decision", "predictive_mean", "log_likelihood")
@@ -88,7 +95,8 @@ def trace_of(estimator):
     """``(name, array)`` of the bound or log-likelihood trace, ``(None, None)`` if none.
 
     BM2PCA's one-vs-rest fits keep one bound per class: they are stacked, shorter ones padded
-    with NaN.
+    with NaN. An MCMC fit without a trace attribute gives the log likelihood of its retained
+    draws from ``idata_`` (name ``draws_log_likelihood``; one row per chain).
     """
     for attr, name in TRACES:
         value = fitted(estimator, attr)
@@ -101,6 +109,12 @@ def trace_of(estimator):
                 out[i, : len(v)] = v
             return name, out
         return name, np.asarray(value, dtype=float)
+    idata = fitted(estimator, *IDATA)
+    for group, var in DRAW_TRACES:
+        data = getattr(idata, group, None) if idata is not None else None
+        if data is not None and var in data and data[var].ndim == 2:
+            values = np.asarray(data[var].values, dtype=float)
+            return "draws_log_likelihood", values[0] if len(values) == 1 else values
     return None, None
 
 
