@@ -7,7 +7,6 @@ sample (there is no test split here: these tables feed paper 000's figures, not 
 import logging
 
 import anndata as ad
-import numpy as np
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.experiments import fit_summary_tables, task_targets
@@ -37,7 +36,7 @@ def main(smk):
         seed,
     )
     loadings, coef, scores, seconds = fit_summary_tables(
-        np.asarray(adata.X, dtype=float),
+        adata.X,
         targets,
         smk.params.model,
         adata.var_names.to_numpy(),
