@@ -159,6 +159,24 @@ class _Transform(TransformerMixin, BaseEstimator):
         self._fit(X)
         return self
 
+    def fit_transform(self, X, y=None):
+        """:meth:`fit` then :meth:`transform` of the same ``X``, checked (and, when sparse and
+        the step does not keep it sparse, expanded) once.
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        ndarray or CSR matrix of shape (n_samples, n_features_out)
+        """
+        self._check_params()
+        X = self._check(X, reset=True)
+        self._fit(X)
+        return self._transform(X)
+
     def transform(self, X):
         """Transform ``X`` (samples x features) with what :meth:`fit` learned.
 
