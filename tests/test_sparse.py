@@ -95,6 +95,20 @@ def test_steps_that_fill_zeros_expand_a_sparse_input(step, caplog):
     assert caplog.text.count("expanding a 20 x 9 sparse matrix") == 1  # once, fit and transform
 
 
+def test_duplicate_stored_entries_count_once():
+    dense = _counts(10, 6, 0.5, 6)
+    csr = sp.csr_matrix(dense)
+    doubled = sp.csr_matrix(  # every entry stored as two halves: a valid, non-canonical CSR
+        (np.repeat(csr.data / 2, 2), np.repeat(csr.indices, 2), 2 * csr.indptr), shape=dense.shape
+    )
+    assert doubled.nnz == 2 * csr.nnz and not doubled.has_canonical_format
+    for step in (MaxZeroFraction(0.5), TopGenes(n=3, by="variance"), NormalizeTotal()):
+        np.testing.assert_allclose(step.fit_transform(doubled).toarray(), step.fit_transform(dense))
+    np.testing.assert_allclose(
+        MaxZeroFraction(0.5).fit(doubled).zero_fraction_, (dense == 0).mean(0)
+    )
+
+
 def test_sparse_bad_values_are_located():
     X = sp.csr_matrix(_counts(6, 5, 0.5, 3))
     bad = X.copy()

@@ -57,7 +57,7 @@ def dense_matrix(X, who="a model"):
         "%s: expanding a %d x %d sparse matrix (%.1f%% stored) to %.1f MB dense",
         who, n, p, 100 * X.nnz / max(n * p, 1), 8 * n * p / 2**20,
     )  # fmt: skip
-    return X.astype(np.float64).toarray()
+    return X.astype(np.float64, copy=False).toarray()
 
 
 def _first(X, bad):
@@ -85,6 +85,9 @@ def check_matrix(X, who, name="X", accept_sparse=False):
     """
     if sp.issparse(X) and accept_sparse:
         X = X.tocsr().astype(np.float64, copy=False)
+        if not X.has_canonical_format:  # one stored value per entry, as the steps assume
+            X = X.copy()
+            X.sum_duplicates()
         values = X.data
     else:
         try:
