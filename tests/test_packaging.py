@@ -65,19 +65,22 @@ def test_version_has_one_source():
     assert re.fullmatch(r"\d+\.\d+\.\d+", omicsbayes.__version__)
 
 
-# Runs inside the fresh environment; prints one JSON line. The fit is the one line marked below.
+# Runs inside the fresh environment; prints one JSON line. The fit is the one line marked below;
+# with omicsbayes.tl it becomes (tl functions return the fitted estimator)
+# est = import_module("omicsbayes.tl").rank_factor(adata, label_key="diagnosis", **MODEL)  # fit
 SCRIPT = """
 import json
+from importlib import import_module
 import numpy as np
 import omicsbayes
 from omicsbayes.io import load_demo
 from omicsbayes.io.demo import DEMOS
-from omicsbayes.models import RankFactorClassifier
 
 shapes = {name: list(load_demo(name).shape) for name in DEMOS}
 adata = load_demo("breast_cancer_wisconsin")
 y = adata.obs["diagnosis"].to_numpy()
-est = RankFactorClassifier(n_factors=3, max_iter=30, random_state=0).fit(adata.X, y)  # fit
+MODEL = {"n_factors": 3, "max_iter": 30, "random_state": 0}
+est = import_module("omicsbayes.models").RankFactorClassifier(**MODEL).fit(adata.X, y)  # fit
 print(json.dumps({
     "file": omicsbayes.__file__,
     "version": omicsbayes.__version__,
