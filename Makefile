@@ -11,7 +11,7 @@ CORES ?= all
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,workflow,bench]"
 	touch $@
 
 setup: $(BIN)/.installed

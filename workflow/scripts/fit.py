@@ -3,7 +3,6 @@
 import logging
 
 import anndata as ad
-import numpy as np
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import read_splits
@@ -25,7 +24,7 @@ def main(smk):
     log = logging.getLogger("omicsbayes")
     log.info("split %s: %d train, %d test, seed %d", wc.split, len(train), len(test), seed)
     predictions, seconds = fit_split(
-        np.asarray(adata.X, dtype=float),
+        adata.X,
         targets,
         train,
         test,

@@ -20,7 +20,7 @@ from omicsbayes.preprocess import build_pipeline, split_pipeline
 def main(smk):
     wc = smk.wildcards
     adata = ad.read_h5ad(smk.input.data)
-    Y = np.asarray(adata.X, dtype=float)
+    Y = adata.X
     _, fold_steps = split_pipeline(smk.params.steps)
     if fold_steps:
         Y = build_pipeline(fold_steps).fit_transform(Y)

@@ -3,7 +3,6 @@
 import logging
 
 import anndata as ad
-import numpy as np
 
 from omicsbayes.jobs import atomic_write, run_job
 from omicsbayes.preprocess import build_pipeline, split_pipeline
@@ -12,7 +11,7 @@ from omicsbayes.preprocess import build_pipeline, split_pipeline
 def main(smk):
     adata = ad.read_h5ad(smk.input[0])
     sample_wise, fold_steps = split_pipeline(smk.params.steps)
-    X = np.asarray(adata.X, dtype=float)
+    X = adata.X  # sparse stays sparse through the steps that keep it
     if sample_wise:
         X = build_pipeline(sample_wise).fit_transform(X)
     out = ad.AnnData(X=X, obs=adata.obs.copy(), var=adata.var.copy())

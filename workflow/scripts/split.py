@@ -20,6 +20,7 @@ from omicsbayes.evaluate.splitters import (
     write_splits,
 )
 from omicsbayes.jobs import run_job
+from omicsbayes.preprocess.transforms import dense_matrix
 
 
 def main(smk):
@@ -37,7 +38,7 @@ def main(smk):
     elif kind in ("new_rows", "new_users"):  # paper 004: k-fold over rows (diseases, users)
         table = row_kfold_splits(adata.n_obs, protocol.get("n_splits", 5), random_state=seed)
     elif kind == "heldout_entries":
-        observed = np.isfinite(np.asarray(adata.X, dtype=float))
+        observed = np.isfinite(dense_matrix(adata.X, "held-out entry splits"))
         table = heldout_entry_splits(observed, random_state=seed, **protocol)
     else:
         label = smk.params.label

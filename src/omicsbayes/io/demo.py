@@ -1,17 +1,17 @@
-"""Bundled demo cohorts, read offline from resources/demo through ``read_matrix``."""
+"""Bundled demo cohorts, shipped inside the package (``omicsbayes/data``) and read offline
+through ``read_matrix``."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from importlib import resources
 
 import pandas as pd
 
 from ._common import CohortError
 from .delimited import read_matrix
 
-# name -> (label column, layer); files resources/demo/<name>.tsv.gz and <name>.samples.tsv,
-# written by resources/extract_demo.py (provenance in resources/PROVENANCE.md)
+# name -> (label column, layer); files <name>.tsv.gz and <name>.samples.tsv in DATA, written by
+# resources/extract_demo.py (provenance in resources/PROVENANCE.md)
 DEMOS = {
     "tissue_gene_expression": ("tissue", "intensity"),
     "gse7390": ("er", "intensity"),
@@ -19,11 +19,9 @@ DEMOS = {
     "breast_cancer_wisconsin": ("diagnosis", "intensity"),
 }
 
-
-def resources_dir():
-    """The resources folder: ``$OMICSBAYES_RESOURCES`` if set, else ``<repo>/resources``."""
-    env = os.environ.get("OMICSBAYES_RESOURCES")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "resources"
+DATA = resources.files("omicsbayes") / "data"
+"""The package-data folder holding the demo files (found through ``importlib.resources``, so
+it works from a checkout, an editable install and a wheel alike)."""
 
 
 def load_demo(name):
@@ -47,15 +45,15 @@ def load_demo(name):
     if name not in DEMOS:
         raise CohortError(f"unknown demo cohort {name!r}; expected one of {sorted(DEMOS)}")
     label, layer = DEMOS[name]
-    folder = resources_dir() / "demo"
-    matrix, sheet = folder / f"{name}.tsv.gz", folder / f"{name}.samples.tsv"
+    matrix, sheet = DATA / f"{name}.tsv.gz", DATA / f"{name}.samples.tsv"
     for f in (matrix, sheet):
         if not f.is_file():
             raise CohortError(
-                f"{f}: demo file not found; expected the bundled resources (run "
-                "resources/extract_demo.py, or set OMICSBAYES_RESOURCES to the resources folder)"
+                f"{f}: demo file not found; expected it in the installed package's data folder "
+                "(reinstall omicsbayes; in a checkout, run resources/extract_demo.py)"
             )
-    adata = read_matrix(matrix, sample_sheet=sheet, orientation="samples_as_rows", layer=layer)
+    with resources.as_file(matrix) as m, resources.as_file(sheet) as s:
+        adata = read_matrix(m, sample_sheet=s, orientation="samples_as_rows", layer=layer)
     col = adata.obs[label]
     if not isinstance(col.dtype, pd.CategoricalDtype):
         adata.obs[label] = col.map(lambda v: v if pd.isna(v) else str(v)).astype("category")

@@ -12,9 +12,10 @@ from ._common import CohortError, check_file, check_unique, one_line
 def read_h5ad(path):
     """Read an h5ad file (samples x features) and bring it to the readers' conventions.
 
-    X becomes a dense float64 array (bulk cohorts are small). When the file has neither a
-    ``"counts"`` nor an ``"intensity"`` layer, a copy of X is stored as ``"counts"`` if X was
-    stored with an integer dtype and as ``"intensity"`` otherwise.
+    X becomes float64 and keeps its storage: a dense X stays a dense array, a sparse X (single-cell
+    counts) becomes a CSR matrix and is never expanded; layers are kept as stored, sparse or
+    dense. When the file has neither a ``"counts"`` nor an ``"intensity"`` layer, a copy of X as
+    stored is kept as ``"counts"`` if X has an integer dtype and as ``"intensity"`` otherwise.
 
     Parameters
     ----------
@@ -43,13 +44,10 @@ def read_h5ad(path):
     check_unique(adata.obs_names.tolist(), str(path), "sample")
     check_unique(adata.var_names.tolist(), str(path), "feature")
     X = adata.X
-    integer = np.issubdtype(X.dtype, np.integer)
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    adata.X = X.astype(np.float64)
-    for name in list(adata.layers.keys()):
-        layer = adata.layers[name]
-        if sp.issparse(layer):
-            adata.layers[name] = layer.toarray()
     if "counts" not in adata.layers and "intensity" not in adata.layers:
-        adata.layers["counts" if integer else "intensity"] = X.copy()
+        adata.layers["counts" if np.issubdtype(X.dtype, np.integer) else "intensity"] = X.copy()
+    if sp.issparse(X):
+        adata.X = X.tocsr().astype(np.float64, copy=False)
+    else:
+        adata.X = np.asarray(X, dtype=np.float64)
     return adata

@@ -1,4 +1,11 @@
-"""Preprocessing transformers (samples x features numpy arrays in and out).
+"""Preprocessing transformers (samples x features matrices in and out).
+
+Sparse input (single-cell counts): the steps that map a zero to a zero and learn only per-feature
+summaries keep a ``scipy.sparse`` matrix sparse (class attribute ``keeps_sparse``): library-size
+scaling, ``log`` with pseudocount 1, rounding, unit length and gene selection by mean, variance or
+zero fraction. Every other step expands a sparse input with :func:`dense_matrix`, the one place a
+sparse matrix becomes dense; the workflow calls it again on the matrix it hands a model, after
+gene selection.
 
 Every class is a scikit-learn transformer with a class attribute ``learns_from_samples``:
 
@@ -13,40 +20,92 @@ Every class is a scikit-learn transformer with a class attribute ``learns_from_s
 "zscore"]`` into a :class:`sklearn.pipeline.Pipeline`.
 """
 
+import logging
+
 import numpy as np
+import scipy.sparse as sp
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import normalize
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+log = logging.getLogger("omicsbayes")
 
-def check_matrix(X, who, name="X"):
-    """Return ``X`` as a 2-D float array, or raise ValueError naming what is wrong.
+
+def dense_matrix(X, who="a model"):
+    """``X`` as a dense float64 array: the one place a sparse matrix is expanded.
+
+    A sparse matrix of n x p with z stored entries takes about 12 z bytes (CSR, float64 values
+    and int32 column indices); its dense form takes 8 n p bytes, logged at INFO level here.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+    who : str
+        What needs the dense matrix, named in the log line.
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    if not sp.issparse(X):
+        return np.asarray(X, dtype=float)
+    n, p = X.shape
+    log.info(
+        "%s: expanding a %d x %d sparse matrix (%.1f%% stored) to %.1f MB dense",
+        who, n, p, 100 * X.nnz / max(n * p, 1), 8 * n * p / 2**20,
+    )  # fmt: skip
+    return X.astype(np.float64, copy=False).toarray()
+
+
+def _first(X, bad):
+    """(row, column) of the first True of ``bad``: a dense mask of X, or a mask of a CSR
+    matrix's stored values ``X.data``."""
+    if not sp.issparse(X):
+        return tuple(int(v) for v in np.argwhere(bad)[0])
+    k = int(np.flatnonzero(bad)[0])
+    return int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+
+
+def check_matrix(X, who, name="X", accept_sparse=False):
+    """Return ``X`` as a 2-D float matrix, or raise ValueError naming what is wrong.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
     who : str
         The transformer or function asking, named in the message.
     name : str
         What ``X`` is called in the message.
+    accept_sparse : bool
+        Keep a sparse ``X`` sparse (as CSR float64); otherwise it is expanded by
+        :func:`dense_matrix`.
     """
-    try:
-        X = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be numeric for {who}: {err}") from None
+    if sp.issparse(X) and accept_sparse:
+        X = X.tocsr().astype(np.float64, copy=False)
+        if not X.has_canonical_format:  # one stored value per entry, as the steps assume
+            X = X.copy()
+            X.sum_duplicates()
+        values = X.data
+    else:
+        try:
+            X = dense_matrix(X, who)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be numeric for {who}: {err}") from None
+        values = X
     if X.ndim != 2:
         raise ValueError(
             f"{name} has {X.ndim} dimension(s); {who} expects a 2-D samples x features matrix"
         )
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} has shape {X.shape}; {who} needs at least one sample and feature")
-    bad = ~np.isfinite(X)
+    bad = ~np.isfinite(values)
     n_bad = int(bad.sum())
     if n_bad:
-        i, j = np.argwhere(bad)[0]
-        n_nan = int(np.isnan(X).sum())
+        i, j = _first(X, bad)
+        n_nan = int(np.isnan(values).sum())
         raise ValueError(
             f"{name} has {n_bad} non-finite values ({n_nan} NaN, {n_bad - n_nan} inf), the first "
             f"at sample {i}, feature {j}; {who} needs a complete finite matrix"
@@ -58,9 +117,11 @@ class _Transform(TransformerMixin, BaseEstimator):
     """Shared fit/transform plumbing: input checks, ``n_features_in_``, parameter checks.
 
     Subclasses define ``_transform(X)`` on a checked matrix, and ``_fit``/``_check_params``
-    when they learn from samples or have hyperparameters."""
+    when they learn from samples or have hyperparameters. Those whose ``keeps_sparse`` is True
+    get a sparse input as CSR (and must keep it sparse); the others get it expanded."""
 
     learns_from_samples = False
+    keeps_sparse = False
 
     def _check_params(self):
         """Raise ValueError naming a hyperparameter that is out of range (none by default)."""
@@ -69,10 +130,19 @@ class _Transform(TransformerMixin, BaseEstimator):
         """Learn from checked training data ``X`` (nothing by default)."""
 
     def _check(self, X, reset=False):
+        who = type(self).__name__
+        if sp.issparse(X) and not self.keeps_sparse:
+            X = dense_matrix(X, who)
         X = validate_data(
-            self, X, reset=reset, dtype=float, ensure_all_finite=False, ensure_2d=True
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr" if self.keeps_sparse else False,
+            dtype=float,
+            ensure_all_finite=False,
+            ensure_2d=True,
         )
-        return check_matrix(X, type(self).__name__)
+        return check_matrix(X, who, accept_sparse=self.keeps_sparse)
 
     def fit(self, X, y=None):
         """Check the parameters and ``X``; learn from ``X`` if the step learns from samples.
@@ -92,6 +162,24 @@ class _Transform(TransformerMixin, BaseEstimator):
         self._fit(X)
         return self
 
+    def fit_transform(self, X, y=None):
+        """:meth:`fit` then :meth:`transform` of the same ``X``, checked (and, when sparse and
+        the step does not keep it sparse, expanded) once.
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        ndarray or CSR matrix of shape (n_samples, n_features_out)
+        """
+        self._check_params()
+        X = self._check(X, reset=True)
+        self._fit(X)
+        return self._transform(X)
+
     def transform(self, X):
         """Transform ``X`` (samples x features) with what :meth:`fit` learned.
 
@@ -101,7 +189,8 @@ class _Transform(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_out)
+        ndarray or CSR matrix of shape (n_samples, n_features_out)
+            Sparse when ``X`` is sparse and the step ``keeps_sparse``.
         """
         check_is_fitted(self)
         return self._transform(self._check(X))
@@ -130,10 +219,10 @@ class _NonNegative:
 
     def _check(self, X, reset=False):
         X = super()._check(X, reset)
-        negative = X < 0
+        negative = (X.data if sp.issparse(X) else X) < 0
         n_neg = int(negative.sum())
         if n_neg:
-            i, j = np.argwhere(negative)[0]
+            i, j = _first(X, negative)
             raise ValueError(
                 f"Negative values in data: X has {n_neg} (the first at sample {i}, feature {j}); "
                 f"{type(self).__name__} needs non-negative counts"
@@ -188,8 +277,15 @@ class _LearnsWhenTargetSumIsNone:
         return True if obj is None else obj.target_sum is None
 
 
+def _row_sums(X):
+    """Sum of each sample (row) of a dense or sparse matrix, shape (n_samples,)."""
+    return np.asarray(X.sum(axis=1)).ravel()
+
+
 class NormalizeTotal(_NonNegative, _OneToOne):
     """Library-size scaling: every sample scaled to the same total (``scanpy.pp.normalize_total``).
+
+    Keeps a sparse input sparse.
 
     Parameters
     ----------
@@ -209,6 +305,7 @@ class NormalizeTotal(_NonNegative, _OneToOne):
         self.target_sum = target_sum
 
     learns_from_samples = _LearnsWhenTargetSumIsNone()
+    keeps_sparse = True
 
     def _check_params(self):
         if self.target_sum is not None and not self.target_sum > 0:
@@ -216,7 +313,7 @@ class NormalizeTotal(_NonNegative, _OneToOne):
 
     def _check(self, X, reset=False):
         X = super()._check(X, reset)
-        zero = np.flatnonzero(X.sum(axis=1) == 0)
+        zero = np.flatnonzero(_row_sums(X) == 0)
         if zero.size:
             raise ValueError(
                 f"{zero.size} samples have total 0 (the first is sample {zero[0]}); "
@@ -226,7 +323,7 @@ class NormalizeTotal(_NonNegative, _OneToOne):
 
     def _fit(self, X):
         self.target_sum_ = (
-            float(np.median(X.sum(axis=1))) if self.target_sum is None else float(self.target_sum)
+            float(np.median(_row_sums(X))) if self.target_sum is None else float(self.target_sum)
         )
 
     def _transform(self, X):
@@ -235,7 +332,7 @@ class NormalizeTotal(_NonNegative, _OneToOne):
 
         adata = anndata.AnnData(X.copy())
         sc.pp.normalize_total(adata, target_sum=self.target_sum_)
-        return np.asarray(adata.X, dtype=float)
+        return adata.X
 
 
 class MedianOfRatios(_NonNegative, _OneToOne):
@@ -285,6 +382,9 @@ class MedianOfRatios(_NonNegative, _OneToOne):
 class Log(_Stateless):
     """``log_base(x + pseudocount)``, sample-wise.
 
+    With pseudocount 1 a zero stays zero, so a sparse input stays sparse (``scanpy.pp.log1p``);
+    with another pseudocount it is expanded.
+
     Parameters
     ----------
     base : float > 0, != 1
@@ -301,16 +401,24 @@ class Log(_Stateless):
         if not self.pseudocount >= 0:
             raise ValueError(f"Log pseudocount={self.pseudocount!r} must be >= 0")
 
+    @property
+    def keeps_sparse(self):
+        """True when a zero maps to zero (pseudocount 1)."""
+        return self.pseudocount == 1
+
     def _transform(self, X):
         self._check_params()
-        shifted = X + self.pseudocount
-        n_bad = int((shifted <= 0).sum())
+        n_bad = int(((X.data if sp.issparse(X) else X) + self.pseudocount <= 0).sum())
         if n_bad:
             raise ValueError(
                 f"X has {n_bad} values <= -pseudocount ({-self.pseudocount}); Log is undefined "
                 "there (raise the pseudocount or background-correct first)"
             )
-        return np.log(shifted) / np.log(self.base)
+        if sp.issparse(X):
+            import scanpy as sc
+
+            return sc.pp.log1p(X, base=self.base, copy=True)
+        return np.log(X + self.pseudocount) / np.log(self.base)
 
 
 def _tied_mean_lookup(values, reference):
@@ -349,9 +457,11 @@ class QuantileNormalize(_OneToOne):
 
 
 class _Selector(_Transform):
-    """Feature selection: keeps the columns in ``support_`` (a boolean mask)."""
+    """Feature selection: keeps the columns in ``support_`` (a boolean mask); a sparse input
+    stays sparse."""
 
     learns_from_samples = True
+    keeps_sparse = True
 
     def get_support(self, indices=False):
         """Mask (or, with ``indices=True``, sorted integer indices) of the kept features."""
@@ -364,7 +474,7 @@ class _Selector(_Transform):
         return _check_feature_names_in(self, input_features)[self.support_]
 
     def _transform(self, X):
-        return X[:, self.support_]
+        return X[:, np.flatnonzero(self.support_)]
 
 
 class TopGenes(_Selector):
@@ -399,7 +509,11 @@ class TopGenes(_Selector):
     def _fit(self, X):
         if self.n > X.shape[1]:
             raise ValueError(f"TopGenes n={self.n} exceeds the {X.shape[1]} features of X")
-        self.scores_ = X.mean(axis=0) if self.by == "mean" else X.var(axis=0)
+        if sp.issparse(X):
+            mean, var = mean_variance_axis(X, axis=0)
+        else:
+            mean, var = X.mean(axis=0), X.var(axis=0)
+        self.scores_ = mean if self.by == "mean" else var
         keep = np.argsort(-self.scores_, kind="stable")[: self.n]
         self.support_ = np.zeros(X.shape[1], dtype=bool)
         self.support_[keep] = True
@@ -430,7 +544,11 @@ class MaxZeroFraction(_Selector):
             )
 
     def _fit(self, X):
-        self.zero_fraction_ = (X == 0).mean(axis=0)
+        if sp.issparse(X):  # CSR: count the stored nonzeros of each column
+            nonzero = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+            self.zero_fraction_ = 1 - nonzero / X.shape[0]
+        else:
+            self.zero_fraction_ = (X == 0).mean(axis=0)
         self.support_ = self.zero_fraction_ <= self.max_fraction
         if not self.support_.any():
             raise ValueError(
@@ -499,9 +617,16 @@ class RankTransform(_OneToOne):
 
 
 class RoundCounts(_NonNegative, _Stateless):
-    """Round to the nearest integer (int64, half to even) for count models; negative is an error."""
+    """Round to the nearest integer (int64, half to even) for count models; negative is an error.
+    A sparse input stays sparse."""
+
+    keeps_sparse = True
 
     def _transform(self, X):
+        if sp.issparse(X):
+            X = X.copy()
+            X.data = np.rint(X.data)
+            return X.astype(np.int64)
         return np.rint(X).astype(np.int64)
 
     def __sklearn_tags__(self):
@@ -535,7 +660,10 @@ class ZScore(_OneToOne):
 
 
 class UnitLength(_Stateless):
-    """Scale each sample to unit Euclidean norm (paper 003); an all-zero sample stays zero."""
+    """Scale each sample to unit Euclidean norm (paper 003); an all-zero sample stays zero.
+    A sparse input stays sparse."""
+
+    keeps_sparse = True
 
     def _transform(self, X):
         return normalize(X, norm="l2", axis=1)
