@@ -65,9 +65,7 @@ def test_version_has_one_source():
     assert re.fullmatch(r"\d+\.\d+\.\d+", omicsbayes.__version__)
 
 
-# Runs inside the fresh environment; prints one JSON line. The fit is the one line marked below;
-# with omicsbayes.tl it becomes (tl functions return the fitted estimator)
-# est = import_module("omicsbayes.tl").rank_factor(adata, label_key="diagnosis", **MODEL)  # fit
+# Runs inside the fresh environment; prints one JSON line (the fit is a scanpy-style tl call).
 SCRIPT = """
 import json
 from importlib import import_module
@@ -80,13 +78,14 @@ shapes = {name: list(load_demo(name).shape) for name in DEMOS}
 adata = load_demo("breast_cancer_wisconsin")
 y = adata.obs["diagnosis"].to_numpy()
 MODEL = {"n_factors": 3, "max_iter": 30, "random_state": 0}
-est = import_module("omicsbayes.models").RankFactorClassifier(**MODEL).fit(adata.X, y)  # fit
+est = import_module("omicsbayes.tl").rank_factor(adata, label_key="diagnosis", **MODEL)
 print(json.dumps({
     "file": omicsbayes.__file__,
     "version": omicsbayes.__version__,
     "shapes": shapes,
     "accuracy": float(np.mean(est.predict(adata.X) == y)),
     "scores_finite": bool(np.isfinite(est.scores_).all()),
+    "scores_in_obsm": adata.obsm["X_rank_factor"].shape[0] == adata.n_obs,
 }))
 """
 
@@ -157,4 +156,4 @@ def test_wheel_works_outside_the_checkout(tmp_path):
     assert not imported.is_relative_to(REPO)
     assert out["version"] == omicsbayes.__version__
     assert out["shapes"] == DEMO_SHAPES
-    assert out["scores_finite"] and out["accuracy"] > 0.9
+    assert out["scores_finite"] and out["scores_in_obsm"] and out["accuracy"] > 0.9
