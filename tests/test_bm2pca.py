@@ -432,8 +432,8 @@ def test_binary_decision_sign_and_semi_supervised_rows():
     ("params", "match"),
     [
         ({"n_components": 0}, "n_components"),
-        ({"C": -1.0}, "C must"),
-        ({"C": "grid"}, "C must"),
+        ({"C": -1.0}, "'C' parameter"),
+        ({"C": "grid"}, "'C' parameter"),
         ({"a_tau": 0.0}, "a_tau"),
         ({"max_iter": 0}, "max_iter"),
         ({"tol": -1.0}, "tol"),
