@@ -27,7 +27,6 @@ from omicsbayes.io import CohortError, read_cohort
 
 CORPUS = Path(__file__).with_name("bad_inputs")
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.yaml").exists())
-SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 WHOLE_RUN = ("misspelled_config_key", "unknown_model_parameter")  # one schema, one check_config
 
 
@@ -60,16 +59,6 @@ def test_reader_case(name, tmp_path):
     assert set(tmp_path.iterdir()) == before  # nothing written
 
 
-def check_workflow_config(config):
-    """What the workflow checks before any job (workflow/rules/common.smk), in process."""
-    from snakemake.utils import validate
-
-    from omicsbayes.config import check_config
-
-    validate(config, str(SCHEMA))
-    check_config(config)
-
-
 def _workflow_cases(stage):
     return [c for c in CASES if _case(c)["target"] == "workflow" and _case(c)["stage"] == stage]
 
@@ -82,19 +71,19 @@ def test_every_workflow_case_has_a_stage():
 
 
 @pytest.mark.parametrize("name", _workflow_cases("config"))
-def test_config_case_in_process(name):
+def test_config_case_in_process(name, workflow_checks):
     config = yaml.safe_load((CORPUS / name / "config.yaml").read_text())
     with pytest.raises(Exception) as err:  # noqa: B017 (schema: WorkflowError, else ConfigError)
-        check_workflow_config(config)
+        workflow_checks(config)
     assert type(err.value).__name__ in ("WorkflowError", "ConfigError")
     for expected in _case(name)["expect"]:
         assert expected in str(err.value), f"{expected!r} not in {err.value}"
 
 
 @pytest.mark.parametrize("name", _workflow_cases("run"))
-def test_run_case_config_passes_the_checks(name):
+def test_run_case_config_passes_the_checks(name, workflow_checks):
     """The fault of a ``stage: run`` case is in its data: its config alone is fine."""
-    check_workflow_config(yaml.safe_load((CORPUS / name / "config.yaml").read_text()))
+    workflow_checks(yaml.safe_load((CORPUS / name / "config.yaml").read_text()))
 
 
 @pytest.mark.workflow
