@@ -78,13 +78,18 @@ def limit_blas(method):
     """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
 
     For predict-time methods the fitted size matters too (``n_features_in_`` x ``n_samples``
-    of the training data, when the estimator records ``_fit_shape``).
+    of the training data, when the estimator records ``_fit_shape``). An estimator whose
+    products never touch a matrix as large as its input (BM2PCA multiplies X by N x k and
+    d x k factors, then works on k x k blocks) maps each shape to the largest matrix its
+    iterations work on with a ``_blas_shape(shape)`` method.
     """
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
         shapes = [np.shape(a) for a in args[:1] if hasattr(a, "shape")]
         shapes.append(getattr(self, "_fit_shape", ()))
+        if hasattr(self, "_blas_shape"):
+            shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
         limit = blas_threads(*shapes)
         if limit is None:
             return method(self, *args, **kwargs)

@@ -445,6 +445,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         self.gamma_shape_, self.gamma_scale_ = a_gamma, float(s_gamma)
         self.eta_shape_, self.eta_scale_ = a_eta, s_eta
         self._weights = weights
+        self._fit_shape = Z.shape  # predictive variances use the fit's matrices (limit_blas)
         self._store_f(f_state, sign)
         return self
 

@@ -508,6 +508,13 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _blas_shape(self, shape):
+        """BLAS threads follow N x k, not N x d: the products with X are thin (k columns) and
+        the rest are k x k blocks, so one thread is faster unless N k is large
+        (benchmarks/bench_threads.py: two threads 9x slower on 600 x 2000, k = 20, with the
+        other core busy)."""
+        return (shape[0], min(shape[1], int(self.n_components)))
+
     # -- fitting ------------------------------------------------------------------------------
     def _fit_problems(self, X, codes, n_classes, C, rng, label):
         """Fit the one-vs-rest problems for integer ``codes`` (-1 = unlabelled)."""
@@ -658,6 +665,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
     """
 
     capabilities = frozenset({"regressor", "vb"})
+    _blas_shape = BM2PCAClassifier._blas_shape
     _parameter_constraints = {**_CONSTRAINTS, "epsilon": [Interval(Real, 0, np.inf, closed="left")]}
 
     def __init__(
