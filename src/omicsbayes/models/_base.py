@@ -59,9 +59,14 @@ CAPABILITIES = {
     "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",
 }
 
-# Below this many elements in the largest matrix a product touches, one BLAS thread is faster
-# than two whenever the other core is busy (measured in benchmarks/bench_threads.py).
-SMALL_PROBLEM = 1 << 20
+# Below this many elements (2048 x 2048) in the largest matrix a product touches, one BLAS thread.
+# benchmarks/bench_threads.py on the 2-core machine, two threads against one, other core busy:
+# a Cholesky factorisation (BAM's dual q(b, w) step) 35x slower at 724^2, 10x at 1024^2, 5x at
+# 1448^2, 3x at 2048^2; a matrix product 1.3-1.6x faster from 724^2 up; BAM-like iterations
+# (4 N^3 of products, 2 N^3 / 3 of factorisations) are therefore still slower on two threads at
+# 2048^2. 1 << 20 (1024^2) let BPROBIT on a 1100 x 1100 kernel run on two threads. Above 2048^2
+# it is not measured; the process keeps its threads (a Snakemake job's `threads`).
+SMALL_PROBLEM = 1 << 22
 
 
 def blas_threads(*shapes):
