@@ -28,12 +28,16 @@ def test_tiny_run_produces_tables_figures_and_report(tiny_run):
     assert sorted(metrics["split"].unique()) == [0, 1, 2]
     assert (metrics["auroc"] > 0.9).all()  # the Wisconsin set is close to linearly separable
     summary = pd.read_csv(tmp_path / "results/summary.tsv", sep="\t")
-    assert len(summary) == 2
+    assert set(summary["experiment"]) == {"malignant", "digits_ovr", "n2", "n3"}
+    assert set(summary.loc[summary["experiment"] == "malignant", "model"]) == {
+        "logistic",
+        "linear_svm",
+    }
     splits = pd.read_csv(tmp_path / "results/breast_cancer/splits/cv3.tsv", sep="\t")
     tested = splits[splits["role"] == "test"]
     assert tested["sample"].is_unique and len(tested) == 569  # every sample tested exactly once
     assert (tmp_path / "results/malignant/figures/metrics.png").stat().st_size > 1000
-    for log in (tmp_path / "logs/fit").rglob("*.log"):
+    for log in (tmp_path / "logs/fit/malignant").rglob("*.log"):
         assert "fitted and predicted" in log.read_text()
 
     html = (tmp_path / "results/report.html").read_text()
