@@ -349,6 +349,7 @@ def test_labels_probabilities_and_errors():
         model.decision_function(X[:, :3])
 
 
+@pytest.mark.slow
 def test_bam_listwise_auroc_at_least_bprobit_on_imbalanced_problem():
     """10 % positives, a weak shift in 5 of 60 features: the all-negative rule already has the
     best attainable error rate, so error minimisation has little to say about the ranking

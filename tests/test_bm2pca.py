@@ -342,6 +342,7 @@ def _figure1(n, rng, noise_sd=3.0):
     return np.hstack([X2, noise_sd * rng.normal(size=(n, 3))]), y
 
 
+@pytest.mark.slow
 def test_figure1_supervised_subspace_beats_pca():
     gaps = []
     for seed in range(3):
@@ -389,6 +390,7 @@ def test_fixed_seed_identical_and_few_shot_padding():
     np.testing.assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
 
 
+@pytest.mark.slow
 def test_multiclass_one_vs_rest_with_string_labels_and_cv():
     rng = np.random.default_rng(4)
     X, y = _blobs(rng, 12, 3)
