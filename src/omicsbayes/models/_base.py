@@ -22,10 +22,12 @@
 
 import functools
 import importlib
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 from threadpoolctl import threadpool_limits
@@ -35,6 +37,7 @@ from ..preprocess.transforms import check_matrix
 __all__ = [
     "CAPABILITIES",
     "NotFittedError",
+    "RANDOM_STATE",
     "blas_threads",
     "capabilities_of",
     "check_X",
@@ -58,6 +61,10 @@ CAPABILITIES = {
     "mcmc": "draws kept as ArviZ InferenceData in idata_, log_likelihood_ trace, n_chains",
     "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",
 }
+
+#: ``_parameter_constraints`` entry of a ``random_state`` read by :func:`check_rng`: None, any
+#: non-negative int, a legacy ``RandomState`` or a numpy ``Generator``.
+RANDOM_STATE = ["random_state", np.random.Generator, Interval(Integral, 0, None, closed="left")]
 
 # Below this many elements (2048 x 2048) in the largest matrix a product touches, one BLAS thread.
 # benchmarks/bench_threads.py on the 2-core machine, two threads against one, other core busy:

@@ -53,7 +53,7 @@ from tqdm.auto import tqdm
 from ..inference.convergence import check_finite, relative_improvement
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
-from ._base import check_fitted, check_rng, check_X, limit_blas
+from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -332,7 +332,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         "beta_eta": [_POSITIVE],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, np.inf, closed="left")],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE,
         "verbose": ["boolean"],
     }
 

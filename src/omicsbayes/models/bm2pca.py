@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..inference import check_finite, gig_moments, relative_improvement
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
-from ._base import check_fitted, check_rng, check_X, limit_blas, split_labels
+from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
 
 logger = logging.getLogger("omicsbayes")
 
@@ -400,7 +400,7 @@ _CONSTRAINTS = {
     **{name: [_POSITIVE] for name in _HYPER_NAMES},
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, np.inf, closed="left")],
-    "random_state": ["random_state"],
+    "random_state": RANDOM_STATE,
     "verbose": ["boolean"],
 }
 
