@@ -98,23 +98,28 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
         env=env,
     )
     fits = interrupted / "results/malignant/fits"
-    # wait until the blocked job waits and the seven others have finished (deadline: a broken
-    # run fails the test instead of hanging it)
+
+    def complete_fits():
+        """Fit outputs Snakemake has marked complete, with their modification times."""
+        incomplete = _incomplete_outputs(interrupted)
+        return {
+            p: p.stat().st_mtime_ns
+            for p in fits.rglob("split*.tsv")
+            if str(p.relative_to(interrupted)) not in incomplete
+        }
+
+    # wait until the blocked job waits and the seven others are complete (deadline: a broken run
+    # fails the test instead of hanging it)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and process.poll() is None:
-        if blocked.exists() and len(list(fits.rglob("split*.tsv"))) == 7:
+        if blocked.exists() and len(complete_fits()) == 7:
             break
         time.sleep(0.2)
     running = process.poll() is None
     os.killpg(process.pid, signal.SIGKILL)  # Snakemake and every job it started
     process.wait()
     assert running and blocked.exists(), "the run ended or never reached the blocked fit"
-    incomplete = _incomplete_outputs(interrupted)
-    finished = {
-        p: p.stat().st_mtime_ns
-        for p in fits.rglob("split*.tsv")
-        if str(p.relative_to(interrupted)) not in incomplete
-    }
+    finished = complete_fits()
     assert len(finished) == 7, "every fit but the blocked one had finished"
     assert not (fits / "zscore" / "bam" / "split0.tsv").exists()
 
