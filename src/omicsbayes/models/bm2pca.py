@@ -453,8 +453,10 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     ----------
     classes_ : ndarray
         Class labels (empty when fitted without labels).
-    components_ : ndarray, shape (k, n_features) or (n_classes * k, n_features)
-        Posterior mean loadings ``E[W]^T`` (stacked per one-vs-rest problem).
+    loadings_ : ndarray, shape (n_features, k) or (n_features, n_classes * k)
+        Posterior mean loadings ``E[W]`` (side by side per one-vs-rest problem).
+    scores_ : ndarray, shape (n_samples, k) or (n_samples, n_classes * k)
+        Posterior means ``E[z_n]`` of the training samples (same column order).
     lower_bound_ : ndarray or list of ndarray
         Bound history (including the start); one array per class when multi-class.
     n_iter_ : int or ndarray
@@ -533,7 +535,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             vb = _BinaryVB(X, y, k, C, self._hyper, start)
             tag = label if len(targets) == 1 else f"{label} class {i}"
             b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
-            fits.append(vb.summary())
+            fits.append({**vb.summary(), "Z_mean": vb.Zm})
             bounds.append(b)
             iters.append(n_it)
         return fits, bounds, iters
@@ -604,7 +606,8 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.C_, self.cv_results_ = float(self.C), None
         fits, bounds, iters = self._fit_problems(X, codes, n_classes, self.C_, rng, "BM2PCA")
         self.fits_ = fits
-        self.components_ = np.vstack([f["W_mean"].T for f in fits])
+        self.loadings_ = np.hstack([f["W_mean"] for f in fits])
+        self.scores_ = np.hstack([f.pop("Z_mean") for f in fits])
         if len(fits) == 1:
             self.lower_bound_, self.n_iter_ = bounds[0], iters[0]
         else:
@@ -660,7 +663,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    components_, lower_bound_, n_iter_, fits_
+    loadings_, scores_, lower_bound_, n_iter_, fits_
         As for a binary :class:`BM2PCAClassifier`.
     """
 
@@ -726,7 +729,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
             vb, int(self.max_iter), float(self.tol), self.verbose, "BM2PCA regression"
         )
         self.fits_ = [vb.summary()]
-        self.components_ = vb.W_mean.T
+        self.loadings_, self.scores_ = vb.W_mean, vb.Zm
         return self
 
     @limit_blas
