@@ -1,12 +1,13 @@
 # Two commands do everything on a fresh machine with python3 and pip:
 #   make run   -> set up .venv, run the default workflow, write results/report.html
-#   make test  -> set up .venv, run the whole test suite
+#   make test  -> set up .venv, run the whole test suite (what CI runs)
+#   make test-fast -> the library tier: no Snakemake runs, no slow statistical or cohort-scale tests
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: run test lint bench setup browser clean
+.PHONY: run test test-fast lint bench setup browser clean
 
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,9 @@ browser:
 
 test: setup browser
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
+
+test-fast: setup
+	$(BIN)/python -m pytest -n 2 --durations=15 -m "not workflow and not slow and not large" tests
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from omicsbayes.models import BAMClassifier, BayesianProbitClassifier
 from omicsbayes.models.bam import (
@@ -350,6 +349,7 @@ def test_labels_probabilities_and_errors():
         model.decision_function(X[:, :3])
 
 
+@pytest.mark.slow
 def test_bam_listwise_auroc_at_least_bprobit_on_imbalanced_problem():
     """10 % positives, a weak shift in 5 of 60 features: the all-negative rule already has the
     best attainable error rate, so error minimisation has little to say about the ranking
@@ -412,10 +412,3 @@ def test_figure_has_one_panel_per_cohort_kernel_metric_and_prints_means():
     plt.close(fig)
     with pytest.raises(ValueError, match="split"):
         bam_boxplots(table.drop(columns="split"))
-
-
-@parametrize_with_checks(
-    [BayesianProbitClassifier(max_iter=20), BAMClassifier(max_iter=20)],
-)
-def test_scikit_learn_estimator_checks(estimator, check):
-    check(estimator)

@@ -342,6 +342,7 @@ def _figure1(n, rng, noise_sd=3.0):
     return np.hstack([X2, noise_sd * rng.normal(size=(n, 3))]), y
 
 
+@pytest.mark.slow
 def test_figure1_supervised_subspace_beats_pca():
     gaps = []
     for seed in range(3):
@@ -365,10 +366,10 @@ def test_without_labels_is_bayesian_pca():
     X = rng.normal(size=(100, 3)) @ A + 0.05 * rng.normal(size=(100, 10)) + 5
     model = BM2PCAClassifier(n_components=5).fit(X, np.full(100, np.nan))
     assert np.all(np.diff(model.lower_bound_) > -1e-8 * np.abs(model.lower_bound_[1:]))
-    norms = np.sort(np.linalg.norm(model.components_, axis=1))[::-1]
+    norms = np.sort(np.linalg.norm(model.loadings_, axis=0))[::-1]
     assert norms[3] < 0.05 * norms[2]  # ARD switches the two surplus components off
-    top = model.components_[np.argsort(np.linalg.norm(model.components_, axis=1))[-3:]]
-    angles = subspace_angles(top.T, PCA(3).fit(X).components_.T)
+    top = model.loadings_[:, np.argsort(np.linalg.norm(model.loadings_, axis=0))[-3:]]
+    angles = subspace_angles(top, PCA(3).fit(X).components_.T)
     assert np.max(angles) < 1e-3
     assert model.transform(X).shape == (100, 5)
     with pytest.raises(ValueError, match="without labels"):
@@ -389,6 +390,7 @@ def test_fixed_seed_identical_and_few_shot_padding():
     np.testing.assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
 
 
+@pytest.mark.slow
 def test_multiclass_one_vs_rest_with_string_labels_and_cv():
     rng = np.random.default_rng(4)
     X, y = _blobs(rng, 12, 3)
@@ -403,7 +405,7 @@ def test_multiclass_one_vs_rest_with_string_labels_and_cv():
     np.testing.assert_array_equal(model.predict(X[test]), model.classes_[np.argmax(dec, 1)])
     assert np.mean(model.predict(X[test]) == names[test]) > 0.8
     assert model.transform(X[test]).shape == (test.sum(), 9)
-    assert model.components_.shape == (9, X.shape[1])
+    assert model.loadings_.shape == (X.shape[1], 9)
     assert model.n_iter_.shape == (3,)
     for bound in model.lower_bound_:  # one history per one-vs-rest problem
         assert np.all(np.diff(bound) > -1e-8 * np.abs(bound[1:]))
@@ -425,15 +427,15 @@ def test_binary_decision_sign_and_semi_supervised_rows():
     assert np.mean(model.predict(X[::3]) == labels[::3]) > 0.9  # the unlabelled rows
     only_labelled = BM2PCAClassifier(n_components=2, random_state=0)
     only_labelled.fit(X[partial != None], partial[partial != None])  # noqa: E711
-    assert not np.allclose(only_labelled.components_, model.components_)
+    assert not np.allclose(only_labelled.loadings_, model.loadings_)
 
 
 @pytest.mark.parametrize(
     ("params", "match"),
     [
         ({"n_components": 0}, "n_components"),
-        ({"C": -1.0}, "C must"),
-        ({"C": "grid"}, "C must"),
+        ({"C": -1.0}, "'C' parameter"),
+        ({"C": "grid"}, "'C' parameter"),
         ({"a_tau": 0.0}, "a_tau"),
         ({"max_iter": 0}, "max_iter"),
         ({"tol": -1.0}, "tol"),
@@ -512,3 +514,17 @@ def test_regressor_recovers_a_planted_latent_predictor():
     assert model.transform(X[~train]).shape == (40, 3)
     with pytest.raises(ValueError, match="epsilon"):
         BM2PCARegressor(epsilon=-1.0).fit(X, y)
+
+
+def test_loadings_and_scores_follow_the_shared_vocabulary():
+    """loadings_ is features x factors (E[W]), scores_ the training samples' E[z_n]; without
+    labels q(z_n) is the variational projection, so scores_ equals transform of the training
+    data at convergence. Several classes: one block of k columns per one-vs-rest problem."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 8))
+    model = BM2PCAClassifier(n_components=2, tol=1e-12, max_iter=2000).fit(X)
+    assert model.loadings_.shape == (8, 2) and model.scores_.shape == (40, 2)
+    np.testing.assert_allclose(model.scores_, model.transform(X), atol=1e-8)
+    model = BM2PCAClassifier(n_components=2, max_iter=20).fit(X, np.arange(40) % 3)
+    assert model.loadings_.shape == (8, 6) and model.scores_.shape == (40, 6)
+    np.testing.assert_array_equal(model.loadings_[:, 2:4], model.fits_[1]["W_mean"])

@@ -305,18 +305,23 @@ def test_checkpoint_every_out_of_range(value, tmp_path):
 
 
 CHILD = """
-import sys, time
+import signal, sys
 import numpy as np
 from omicsbayes.inference.checkpoint import Checkpoint
 from omicsbayes.models import PoissonFactorAnalysis
 
 original = Checkpoint.save
+saves = 0
 
-def slow_save(*args):
+def save_then_wait(*args):
+    global saves
     original(*args)
-    time.sleep(0.3)  # leave time for the parent to kill between (or during) iterations
+    saves += 1
+    if saves == STOP_AFTER:
+        open(sys.argv[2], "w").close()  # tell the parent, then wait for its SIGKILL
+        signal.pause()
 
-Checkpoint.save = slow_save
+Checkpoint.save = save_then_wait
 X = np.load(sys.argv[1])
 PoissonFactorAnalysis(**KW).fit(X)
 """
@@ -324,27 +329,31 @@ PoissonFactorAnalysis(**KW).fit(X)
 
 def test_sigkill_during_fit_then_resume(tmp_path, caplog):
     """A hard kill (SIGKILL) of a process in the middle of a fit: the next fit resumes from the
-    last checkpoint written and ends with the draws of an uninterrupted chain."""
+    last checkpoint written and ends with the draws of an uninterrupted chain.
+
+    The child signals through a file once its second checkpoint is written and then waits, so the
+    kill lands mid-chain at a known iteration whatever the machine's speed."""
     X, mask = _counts()
     Xtr = np.where(mask, np.nan, X)
     np.save(tmp_path / "X.npy", Xtr)
-    path = tmp_path / "chain.ckpt"
+    path, ready = tmp_path / "chain.ckpt", tmp_path / "ready"
     kw = dict(n_factors=3, n_iter=30, burn_in=10, random_state=9)
     kw_ck = dict(kw, checkpoint=str(path), checkpoint_every=2)
-    script = CHILD.replace("KW", repr(kw_ck))
+    script = CHILD.replace("KW", repr(kw_ck)).replace("STOP_AFTER", "2")
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), str(tmp_path / "X.npy")]
+        [sys.executable, "-c", textwrap.dedent(script), str(tmp_path / "X.npy"), str(ready)]
     )
     try:
-        deadline = time.monotonic() + 60
-        while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+        deadline = time.monotonic() + 300  # a hung child fails the test instead of hanging it
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert path.exists(), "the child wrote no checkpoint"
-        time.sleep(0.4)
+        assert ready.exists(), "the child never reached its second checkpoint"
+        assert proc.poll() is None, "the child finished; it should be waiting to be killed"
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
+    ready.unlink()
     assert proc.returncode == -signal.SIGKILL  # killed, not finished
     assert path.exists()
     with caplog.at_level(logging.INFO, logger="omicsbayes"):

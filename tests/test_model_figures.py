@@ -1,77 +1,23 @@
 """Paper 000's model figures in the real snakemake: a whole-cohort fit saved as tables, then the
 figures and tables drawn from them, all in the report.
 
-The Snakefile used here is built in the test's directory from the repository's own includes plus
-workflow/rules/model_figures.smk (so the test runs whether or not the main Snakefile includes it
-yet), with a rule all asking for ``model_figure_targets()`` only.
+The run is the session's shared tiny run (tests/conftest.py, experiment ``digits_ovr``: digits 3, 5
+and 8 one-vs-rest, a tiny R-L-BSVM and the logistic baseline, which has no factor structure and is
+skipped).
 """
-
-from pathlib import Path
 
 import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-RULES = "workflow/rules/model_figures.smk"
 FIGURES = ("rank_vs_log.png", "coefficients.png", "loadings_heatmap.png", "gene_network.png")
 TABLES = ("loadings.tsv", "coef.tsv", "scores.tsv", "top_genes.tsv", "gene_network_edges.tsv")
 
-pytestmark = pytest.mark.workflow
 
-
-def write_snakefile(directory):
-    lines = (REPO / "Snakefile").read_text().splitlines()
-    includes = [line.split('"')[1] for line in lines if line.startswith("include:")]
-    if RULES not in includes:
-        includes.append(RULES)
-    text = "".join(f'include: "{REPO / path}"\n' for path in includes)
-    text += "\n\nrule all:\n    input:\n        model_figure_targets(),\n"
-    path = Path(directory) / "Snakefile"
-    path.write_text(text)
-    return str(path)
-
-
-def figure_config():
-    """Digits 3, 5 and 8 one-vs-rest (three tasks, pixel features), a tiny factor model."""
-    return {
-        "seed": 3,
-        "cohorts": {
-            "digits": {
-                "format": "demo",
-                "name": "digits",
-                "label": "digit",
-                "keep_labels": ["3", "5", "8"],
-            }
-        },
-        "transforms": {"zscore": {"steps": ["zscore"]}},
-        "protocols": {"cv3": {"type": "stratified_kfold", "n_splits": 3}},
-        "models": {
-            "R-L-BSVM": {
-                "class": "RankFactorClassifier",
-                "variant": "R-L-BSVM",
-                "params": {"n_factors": 3, "max_iter": 10},
-            },
-            "logistic": {"class": "LogisticBaseline"},
-        },
-        "experiments": {
-            "digits_ovr": {
-                "cohort": "digits",
-                "task": {"kind": "one_vs_rest"},
-                "transforms": ["zscore"],
-                "models": ["logistic", "R-L-BSVM"],
-                "protocol": "cv3",
-                "figures": ["R-L-BSVM", "logistic"],  # logistic has no factor structure: skipped
-            }
-        },
-    }
-
-
-def test_model_figures_from_saved_tables_and_in_report(tmp_path, snakemake_run):
-    snakefile = write_snakefile(tmp_path)
-    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "2", config=figure_config())
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.workflow
+def test_model_figures_from_saved_tables_and_in_report(tiny_run):
+    tmp_path = tiny_run
     folder = tmp_path / "results/digits_ovr/model_figures"
     assert sorted(p.name for p in folder.iterdir()) == ["R-L-BSVM"]
     out = folder / "R-L-BSVM"
@@ -110,23 +56,22 @@ def test_model_figures_from_saved_tables_and_in_report(tmp_path, snakemake_run):
     fit_log = (tmp_path / "logs/model_figures/digits_ovr/R-L-BSVM/fit_summary.log").read_text()
     assert "on all 539 samples x 64 features" in fit_log and "fitted in" in fit_log
 
-    report = tmp_path / "results/report.html"
-    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "1", "--report", str(report))
-    assert result.returncode == 0, result.stderr[-3000:]
-    html = report.read_text()
+    html = (tmp_path / "results/report.html").read_text()
     for name in (*FIGURES, *TABLES, "loadings_images.png"):
         assert name in html, f"{name} is not in the report"
     assert "Figure 1 of paper 000" in html and "digits_ovr" in html
 
 
-def test_figures_naming_a_model_outside_the_experiment_stops_the_run(tmp_path, snakemake_run):
-    config = figure_config()
-    config["experiments"]["digits_ovr"]["figures"] = ["R-L-BSVM", "G-L-BSVM"]
-    snakefile = write_snakefile(tmp_path)
-    result = snakemake_run(tmp_path, "-s", snakefile, "--dry-run", "--cores", "1", config=config)
+@pytest.mark.workflow
+def test_figures_naming_a_model_outside_the_experiment_stops_the_run(
+    tmp_path, tiny_config, snakemake_run
+):
+    config = tiny_config
+    config["experiments"]["malignant"]["figures"] = ["logistic", "G-L-BSVM"]
+    result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "experiments.digits_ovr.figures" in output and "G-L-BSVM" in output
+    assert "experiments.malignant.figures" in output and "G-L-BSVM" in output
 
 
 def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():

@@ -18,8 +18,30 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 TABLES = ("results/malignant/metrics.tsv", "results/malignant/summary.tsv", "results/summary.tsv")
 
 
+# Put on PYTHONPATH of the interrupted run: in the fit job of model "bam", split 0, BAM's fit
+# signals through a file and then waits for the kill, so the run is killed mid-job at a known
+# point whatever the machine's speed.
+HOOK = """
+import os, signal, sys
+
+if os.environ.get("OMICSBAYES_TEST_BLOCKED_FIT"):
+    from omicsbayes.models.bam import BAMClassifier
+
+    fit = BAMClassifier.fit
+
+    def fit_or_wait(self, X, y):
+        job = getattr(sys.modules["__main__"], "snakemake", None)
+        if job is not None and job.wildcards.model == "bam" and job.wildcards.split == "0":
+            open(os.environ["OMICSBAYES_TEST_BLOCKED_FIT"], "w").close()
+            signal.pause()
+        return fit(self, X, y)
+
+    BAMClassifier.fit = fit_or_wait
+"""
+
+
 def _slow_config(tiny_config):
-    """The tiny config with a Bayesian model slow enough to be caught mid-fit."""
+    """The tiny config with a Bayesian model (and four splits: eight fit jobs)."""
     config = copy.deepcopy(tiny_config)
     config["protocols"]["cv3"]["n_splits"] = 4
     config["models"]["bam"] = {"class": "BAMClassifier", "params": {"ranking": "pairwise"}}
@@ -62,7 +84,12 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
 
     (interrupted / "config").mkdir(parents=True)
     (interrupted / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    hook, blocked = tmp_path / "hook", tmp_path / "blocked"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=path)
+    env["OMICSBAYES_TEST_BLOCKED_FIT"] = str(blocked)
     process = subprocess.Popen(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(interrupted), "--cores", "2"],
         stdout=subprocess.DEVNULL,
@@ -71,18 +98,30 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
         env=env,
     )
     fits = interrupted / "results/malignant/fits"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(list(fits.rglob("split*.tsv"))) < 3:
+
+    def complete_fits():
+        """Fit outputs Snakemake has marked complete, with their modification times."""
+        incomplete = _incomplete_outputs(interrupted)
+        return {
+            p: p.stat().st_mtime_ns
+            for p in fits.rglob("split*.tsv")
+            if str(p.relative_to(interrupted)) not in incomplete
+        }
+
+    # wait until the blocked job waits and the seven others are complete (deadline: a broken run
+    # fails the test instead of hanging it)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and process.poll() is None:
+        if blocked.exists() and len(complete_fits()) == 7:
+            break
         time.sleep(0.2)
+    running = process.poll() is None
     os.killpg(process.pid, signal.SIGKILL)  # Snakemake and every job it started
     process.wait()
-    incomplete = _incomplete_outputs(interrupted)
-    finished = {
-        p: p.stat().st_mtime_ns
-        for p in fits.rglob("split*.tsv")
-        if str(p.relative_to(interrupted)) not in incomplete
-    }
-    assert 1 <= len(finished) < 8, "the kill should land while fit jobs are running"
+    assert running and blocked.exists(), "the run ended or never reached the blocked fit"
+    finished = complete_fits()
+    assert len(finished) == 7, "every fit but the blocked one had finished"
+    assert not (fits / "zscore" / "bam" / "split0.tsv").exists()
 
     assert snakemake_run(interrupted, "--unlock", "--cores", "1").returncode == 0
     result = snakemake_run(interrupted, "--cores", "2")

@@ -1,111 +1,18 @@
-"""Paper 003's Figures 2-3 as workflow outputs: the real snakemake on a tiny few-shot config.
-
-The Snakefile used is the repository's, with workflow/rules/sweeps.smk included and
-sweep_targets() added to rule all when the repository's does not do so yet.
-"""
+"""Paper 003's Figures 2-3 as workflow outputs: the sweeps of the session's shared tiny run
+(tests/conftest.py: tissue few-shot experiments ``n2`` and ``n3``, PCA+SVM with k = 2 and 4; sweep
+``per_class`` over the experiments, sweep ``components`` over two model entries of one)."""
 
 import copy
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-
-pytestmark = [
-    pytest.mark.workflow,
-    pytest.mark.skipif(
-        "sweeps" not in yaml.safe_load(SCHEMA.read_text())["properties"],
-        reason="workflow/schemas/config.schema.yaml has no `sweeps` property yet",
-    ),
-]
-
-
-def _snakefile(workdir):
-    """The repository's Snakefile with absolute includes, plus the sweeps rule file and targets."""
-    text = (REPO / "Snakefile").read_text()
-    text = text.replace('include: "workflow/', f'include: "{REPO}/workflow/')
-    if "sweeps.smk" not in text:
-        head, rule_all = text.split("rule all:")
-        head += f'include: "{REPO}/workflow/rules/sweeps.smk"\n\n\n'
-        rule_all = rule_all.replace("    input:\n", "    input:\n        sweep_targets(),\n", 1)
-        text = head + "rule all:" + rule_all
-    path = Path(workdir) / "Snakefile"
-    path.write_text(text)
-    return path
-
-
-def _run(workdir, *args, config=None):
-    workdir = Path(workdir)
-    if config is not None:
-        (workdir / "config").mkdir(parents=True, exist_ok=True)
-        (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return subprocess.run(
-        [SNAKEMAKE, "-s", str(_snakefile(workdir)), "-d", str(workdir), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-
-
-def _few_shot(n):
-    return {"type": "few_shot", "n_per_class": n, "n_repeats": 2}
-
-
-CONFIG = {
-    "seed": 3,
-    "cohorts": {"tissue": {"format": "demo", "name": "tissue_gene_expression", "label": "tissue"}},
-    "transforms": {"unit_length": {"steps": ["unit_length"]}},
-    "protocols": {"few2": _few_shot(2), "few3": _few_shot(3)},
-    "models": {
-        "PCA2": {"class": "PCASVM", "params": {"n_components": 2}},
-        "PCA4": {"class": "PCASVM", "params": {"n_components": 4}},
-    },
-    "experiments": {
-        f"n{n}": {
-            "cohort": "tissue",
-            "task": {"kind": "multiclass"},
-            "transforms": ["unit_length"],
-            "models": ["PCA2", "PCA4"],
-            "protocol": f"few{n}",
-        }
-        for n in (2, 3)
-    },
-    "sweeps": {
-        "per_class": {  # one line per model of the experiments
-            "experiments": ["n2", "n3"],
-            "x": "training samples per class",
-            "values": [2, 3],
-            "title": "accuracy against the number of training samples",
-        },
-        "components": {  # one experiment, one line through two model entries
-            "experiments": ["n3", "n3"],
-            "x": "number of components k",
-            "values": [2, 4],
-            "lines": {"PCA+SVM": ["PCA2", "PCA4"]},
-        },
-    },
-}
+pytestmark = pytest.mark.workflow
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    """Workdir of one full run of the tiny config, then its report."""
-    workdir = tmp_path_factory.mktemp("sweeps")
-    result = _run(workdir, "--cores", "2", config=CONFIG)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = workdir / "results" / "report.html"
-    result = _run(workdir, "--cores", "1", "--report", str(report))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return workdir
+def swept(tiny_run):
+    return tiny_run
 
 
 def test_sweep_tables_hold_each_point_of_each_line(swept):
@@ -141,20 +48,50 @@ def test_sweep_figures_and_report(swept):
         assert name in html
 
 
+SWEEP_CONFIG = {
+    "seed": 3,
+    "cohorts": {"tissue": {"format": "demo", "name": "tissue_gene_expression", "label": "tissue"}},
+    "transforms": {"unit_length": {"steps": ["unit_length"]}},
+    "protocols": {"few2": {"type": "few_shot", "n_per_class": 2, "n_repeats": 2}},
+    "models": {
+        "PCA2": {"class": "PCASVM", "params": {"n_components": 2}},
+        "PCA4": {"class": "PCASVM", "params": {"n_components": 4}},
+    },
+    "experiments": {
+        "n2": {
+            "cohort": "tissue",
+            "task": {"kind": "multiclass"},
+            "transforms": ["unit_length"],
+            "models": ["PCA2", "PCA4"],
+            "protocol": "few2",
+        }
+    },
+    "sweeps": {
+        "per_class": {"experiments": ["n2"], "x": "training samples per class", "values": [2]},
+        "components": {
+            "experiments": ["n2", "n2"],
+            "x": "number of components k",
+            "values": [2, 4],
+            "lines": {"PCA+SVM": ["PCA2", "PCA4"]},
+        },
+    },
+}
+
+
 @pytest.mark.parametrize(
     "edit,expected",
     [
-        (lambda s: s["per_class"].update(values=[2]), "sweeps.per_class.values"),
+        (lambda s: s["per_class"].update(values=[2, 3]), "sweeps.per_class.values"),
         (
             lambda s: s["components"]["lines"].update(PCA=["PCA2", "PCA9"]),
             "sweeps.components.lines",
         ),
     ],
 )
-def test_bad_sweep_stops_before_any_job(tmp_path, edit, expected):
-    config = copy.deepcopy(CONFIG)
+def test_bad_sweep_stops_before_any_job(tmp_path, edit, expected, snakemake_run):
+    config = copy.deepcopy(SWEEP_CONFIG)
     edit(config["sweeps"])
-    result = _run(tmp_path, "--cores", "1", config=config)
+    result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
     assert result.returncode != 0
     assert expected in result.stderr + result.stdout
     assert not (tmp_path / "results").exists()

@@ -1,4 +1,5 @@
-"""The real snakemake on the default config (dry run) and on a tiny config (full run + report)."""
+"""The real snakemake on the default config (dry run) and on the session's shared tiny run (full
+run + report, tests/conftest.py); config faults through the workflow's checks in process."""
 
 import copy
 from pathlib import Path
@@ -9,9 +10,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.workflow
 
-
+@pytest.mark.workflow
 def test_default_config_dry_run(tmp_path, snakemake_run):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
@@ -20,44 +20,60 @@ def test_default_config_dry_run(tmp_path, snakemake_run):
         assert rule in result.stdout
 
 
-def test_tiny_run_produces_tables_figures_and_report(tmp_path, tiny_config, snakemake_run):
-    result = snakemake_run(tmp_path, "--cores", "2", config=tiny_config)
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.workflow
+def test_tiny_run_produces_tables_figures_and_report(tiny_run):
+    tmp_path = tiny_run
     metrics = pd.read_csv(tmp_path / "results/malignant/metrics.tsv", sep="\t")
     assert set(metrics["model"]) == {"logistic", "linear_svm"}
     assert sorted(metrics["split"].unique()) == [0, 1, 2]
     assert (metrics["auroc"] > 0.9).all()  # the Wisconsin set is close to linearly separable
     summary = pd.read_csv(tmp_path / "results/summary.tsv", sep="\t")
-    assert len(summary) == 2
+    assert set(summary["experiment"]) == {"malignant", "digits_ovr", "n2", "n3"}
+    assert set(summary.loc[summary["experiment"] == "malignant", "model"]) == {
+        "logistic",
+        "linear_svm",
+    }
     splits = pd.read_csv(tmp_path / "results/breast_cancer/splits/cv3.tsv", sep="\t")
     tested = splits[splits["role"] == "test"]
     assert tested["sample"].is_unique and len(tested) == 569  # every sample tested exactly once
     assert (tmp_path / "results/malignant/figures/metrics.png").stat().st_size > 1000
-    for log in (tmp_path / "logs/fit").rglob("*.log"):
+    for log in (tmp_path / "logs/fit/malignant").rglob("*.log"):
         assert "fitted and predicted" in log.read_text()
 
-    report = tmp_path / "results/report.html"
-    result = snakemake_run(tmp_path, "--cores", "1", "--report", str(report))
-    assert result.returncode == 0, result.stderr[-3000:]
-    html = report.read_text()
+    html = (tmp_path / "results/report.html").read_text()
     for name in ("metrics.tsv", "summary.tsv", "metrics.png"):
         assert name in html
 
 
-@pytest.mark.parametrize(
-    "edit,expected",
-    [
-        (lambda c: c.update(sed=1), "sed"),  # a misspelled top-level key
-        (lambda c: c["models"]["logistic"].update({"class": "Logistik"}), "Logistik"),
-        (
-            lambda c: c["experiments"]["malignant"].update(protocol="cv10"),
-            "experiments.malignant.protocol",
-        ),
-        (lambda c: c["transforms"]["zscore"].update(steps=["zcore"]), "transforms.zscore.steps"),
-        (lambda c: c["protocols"]["cv3"].update(n_splits=1), "n_splits"),
-    ],
-)
-def test_bad_config_stops_before_any_job(tmp_path, tiny_config, edit, expected, snakemake_run):
+BAD_CONFIGS = {
+    "misspelled_top_level_key": (lambda c: c.update(sed=1), "sed"),
+    "unknown_class": (lambda c: c["models"]["logistic"].update({"class": "Logistik"}), "Logistik"),
+    "undefined_protocol": (
+        lambda c: c["experiments"]["malignant"].update(protocol="cv10"),
+        "experiments.malignant.protocol",
+    ),
+    "unknown_step": (
+        lambda c: c["transforms"]["zscore"].update(steps=["zcore"]),
+        "transforms.zscore.steps",
+    ),
+    "one_split": (lambda c: c["protocols"]["cv3"].update(n_splits=1), "n_splits"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_is_refused_in_process(case, tiny_config, workflow_checks):
+    """What the workflow checks before any job (schema, then check_config), in process."""
+    edit, expected = BAD_CONFIGS[case]
+    config = copy.deepcopy(tiny_config)
+    edit(config)
+    with pytest.raises(Exception, match=expected):  # noqa: B017 (WorkflowError or ConfigError)
+        workflow_checks(config)
+
+
+@pytest.mark.workflow
+def test_bad_config_stops_the_real_run_before_any_job(tmp_path, tiny_config, snakemake_run):
+    """One case through the real snakemake: the checks above are what it runs first."""
+    edit, expected = BAD_CONFIGS["undefined_protocol"]
     config = copy.deepcopy(tiny_config)
     edit(config)
     result = snakemake_run(tmp_path, "--cores", "1", config=config)
@@ -66,6 +82,7 @@ def test_bad_config_stops_before_any_job(tmp_path, tiny_config, edit, expected, 
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.workflow
 def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
     """An association list with a disease graph through the disease_gene experiment kind."""
     import numpy as np

@@ -11,10 +11,12 @@ coefficient ``y (1 + 1/lam)``.
 """
 
 import logging
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import special
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .convergence import check_finite, relative_improvement
@@ -161,18 +163,20 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        if self.inference not in ("vb", "gibbs"):
-            raise ValueError(f"inference must be 'vb' or 'gibbs', got {self.inference!r}")
-        for name in ("max_iter", "n_samples", "thin"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if int(self.burn_in) < 0:
-            raise ValueError(f"burn_in must be >= 0, got {self.burn_in}")
-        if self.tol < 0:
-            raise ValueError(f"tol must be >= 0, got {self.tol}")
-        if self.intercept_scale <= 0:
-            raise ValueError(f"intercept_scale must be > 0, got {self.intercept_scale}")
+    _parameter_constraints = {
+        "inference": [StrOptions({"vb", "gibbs"})],
+        "r": [Interval(Real, 0, np.inf, closed="neither")],
+        "s": [Interval(Real, 0, np.inf, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "intercept_scale": [Interval(Real, 0, np.inf, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, np.inf, closed="left")],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "burn_in": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "random_state": [None, np.random.Generator, Interval(Integral, 0, None, closed="left")],
+        "verbose": ["verbose"],
+    }
 
     def _design(self, X):
         X = np.asarray(X, float)
@@ -187,7 +191,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Fit by VB or Gibbs; ``y`` holds any two class labels."""
-        self._check_params()
+        self._validate_params()
         Xd = self._design(X)
         if len(y) != len(Xd):
             raise ValueError(f"X has {len(Xd)} rows but y has {len(y)} labels")

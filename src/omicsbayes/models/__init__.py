@@ -10,8 +10,12 @@ module                 estimators
 ``ibp_factor``         IBPFactorModel (baseline of 002)
 ``bm2pca``             BM2PCAClassifier, BM2PCARegressor (paper 003)
 ``mvgp``               ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF (paper 004)
-``baselines``          scikit-learn baselines used by the workflow
+``baselines``          FullSVM, PCASVM, LDASVM, LogisticBaseline, LinearSVMBaseline
 =====================  ==========================================================
+
+Every class declares ``capabilities`` (:data:`omicsbayes.models._base.CAPABILITIES`);
+``_base.models_with(capability)`` lists the classes that have one, for the config schema and the
+experiment kinds.
 
 Names are imported lazily so that importing one family does not load the others.
 """
@@ -33,6 +37,11 @@ _WHERE = {
     "MVGP": "mvgp",
     "KPMF": "mvgp",
     "PMF": "mvgp",
+    "FullSVM": "baselines",
+    "PCASVM": "baselines",
+    "LDASVM": "baselines",
+    "LogisticBaseline": "baselines",
+    "LinearSVMBaseline": "baselines",
 }
 
 __all__ = sorted(_WHERE)

@@ -10,6 +10,11 @@
   can use; :func:`limit_blas` wraps a method so the whole call runs with that many. Tiny matrix
   products on several threads spin when the cores are busy (36x slower for BPROBIT on a 129 x 129
   kernel with another process on the other core, issue 17), so small problems run on one.
+- **Input checks.** :func:`check_X` (scikit-learn's ``validate_data``: DataFrames keep
+  ``feature_names_in_``, the feature count is checked at predict time; then finiteness),
+  :func:`check_count_X` (non-negative integer counts, NaN = missing), :func:`split_labels`
+  (NaN / None labels = unlabelled rows) and :func:`check_rng` (one numpy ``Generator`` from any
+  ``random_state``).
 - **Capabilities.** Each estimator class declares ``capabilities``, a frozenset of the names in
   :data:`CAPABILITIES`; :func:`models_with` lists the model classes that have one, so the config
   schema and the protocols never keep their own lists.
@@ -17,35 +22,58 @@
 
 import functools
 import importlib
+from numbers import Integral
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 from threadpoolctl import threadpool_limits
+
+from ..preprocess.transforms import check_matrix
 
 __all__ = [
     "CAPABILITIES",
     "NotFittedError",
+    "RANDOM_STATE",
     "blas_threads",
     "capabilities_of",
+    "check_X",
+    "check_count_X",
     "check_fitted",
+    "check_rng",
     "limit_blas",
     "models_with",
+    "split_labels",
 ]
 
 CAPABILITIES = {
     "classifier": "fit(X, y) with class labels; decision_function and predict",
+    "regressor": "fit(X, y) with real-valued targets; predict",
     "multi_task": "fit(X, Y) with one column of binary labels per task, all tasks in one model",
     "heldout_scoring": "fit(X) with NaN entries missing; log_likelihood(X, mask) scores them",
     "counts": "takes non-negative integer counts (perplexity is defined on held-out counts)",
-    "matrix_completion": "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)",
+    "matrix_completion": (
+        "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)"
+    ),
     "mcmc": "draws kept as ArviZ InferenceData in idata_, log_likelihood_ trace, n_chains",
     "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",
 }
 
-# Below this many elements in the largest matrix a product touches, one BLAS thread is faster
-# than two whenever the other core is busy (measured in benchmarks/bench_threads.py).
-SMALL_PROBLEM = 1 << 20
+#: ``_parameter_constraints`` entry of a ``random_state`` read by :func:`check_rng`: None, any
+#: non-negative int, a legacy ``RandomState`` or a numpy ``Generator``.
+RANDOM_STATE = ["random_state", np.random.Generator, Interval(Integral, 0, None, closed="left")]
+
+# Below this many elements (2048 x 2048) in the largest matrix a product touches, one BLAS thread.
+# benchmarks/bench_threads.py on the 2-core machine, two threads against one, other core busy:
+# a Cholesky factorisation (BAM's dual q(b, w) step) 35x slower at 724^2, 10x at 1024^2, 5x at
+# 1448^2, 3x at 2048^2; a matrix product 1.3-1.6x faster from 724^2 up; BAM-like iterations
+# (4 N^3 of products, 2 N^3 / 3 of factorisations) are therefore still slower on two threads at
+# 2048^2. 1 << 20 (1024^2) let BPROBIT on a 1100 x 1100 kernel run on two threads. Above 2048^2
+# it is not measured; the process keeps its threads (a Snakemake job's `threads`).
+SMALL_PROBLEM = 1 << 22
 
 
 def blas_threads(*shapes):
@@ -62,13 +90,18 @@ def limit_blas(method):
     """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
 
     For predict-time methods the fitted size matters too (``n_features_in_`` x ``n_samples``
-    of the training data, when the estimator records ``_fit_shape``).
+    of the training data, when the estimator records ``_fit_shape``). An estimator whose
+    products never touch a matrix as large as its input (BM2PCA multiplies X by N x k and
+    d x k factors, then works on k x k blocks) maps each shape to the largest matrix its
+    iterations work on with a ``_blas_shape(shape)`` method.
     """
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
         shapes = [np.shape(a) for a in args[:1] if hasattr(a, "shape")]
         shapes.append(getattr(self, "_fit_shape", ()))
+        if hasattr(self, "_blas_shape"):
+            shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
         limit = blas_threads(*shapes)
         if limit is None:
             return method(self, *args, **kwargs)
@@ -81,6 +114,77 @@ def limit_blas(method):
 def check_fitted(estimator, attributes=None):
     """Raise ``NotFittedError`` (a ValueError) unless ``estimator`` has been fitted."""
     check_is_fitted(estimator, attributes)
+
+
+def check_rng(random_state):
+    """A numpy ``Generator`` from None, an int seed, a ``Generator`` or a legacy ``RandomState``.
+
+    A ``Generator`` is used as it is (draws continue its stream); a ``RandomState`` seeds a new
+    ``Generator`` from one of its integers, so a scikit-learn caller's state still decides every
+    draw.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31))
+    return np.random.default_rng(random_state)
+
+
+def check_X(estimator, X, *, reset, allow_nan=False):
+    """``X`` as a float64 samples x features array, checked the scikit-learn way.
+
+    ``validate_data`` rejects sparse, complex, empty and 1-D input, records ``n_features_in_``
+    and ``feature_names_in_`` (DataFrame columns) when ``reset`` and checks them otherwise; then
+    every value must be finite (``allow_nan``: NaN marks a missing entry, infinity is refused).
+    """
+    who = type(estimator).__name__
+    X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+    if not allow_nan:
+        return check_matrix(X, who)
+    n_inf = int(np.isinf(X).sum())
+    if n_inf:
+        raise ValueError(
+            f"X has {n_inf} infinite values; {who} needs finite values (NaN = missing)"
+        )
+    if np.isnan(X).all():
+        raise ValueError(f"X has only NaN values; {who} needs some observed entries")
+    return X
+
+
+def check_count_X(estimator, X, *, reset, allow_nan=True):
+    """``(X, missing)``: :func:`check_X`, then non-negative integer counts (NaN = missing)."""
+    who = type(estimator).__name__
+    X = check_X(estimator, X, reset=reset, allow_nan=allow_nan)
+    missing = np.isnan(X)
+    observed = X[~missing]
+    n_neg = int((observed < 0).sum())
+    if n_neg:
+        raise ValueError(f"X has {n_neg} negative values; {who} needs non-negative integer counts")
+    n_frac = int((observed != np.round(observed)).sum())
+    if n_frac:
+        raise ValueError(f"X has {n_frac} non-integer values; {who} needs integer counts")
+    return X, missing
+
+
+def split_labels(y, who, n_samples):
+    """``(y, labelled)``: 1-D labels and the mask of rows whose label is not NaN / None.
+
+    Raises ValueError when ``y`` is None, its length differs from ``n_samples``, or the labelled
+    part is not class labels (a continuous target).
+    """
+    if y is None:
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
+    y = column_or_1d(y, warn=True)
+    if y.dtype.kind in "OUS":
+        y = y.astype(object)
+    if len(y) != n_samples:
+        raise ValueError(f"y has {len(y)} labels but X has {n_samples} rows")
+    labelled = ~np.asarray(pd.isna(y), dtype=bool)
+    if labelled.any():
+        kind = type_of_target(y[labelled], input_name="y")
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"Unknown label type: {kind}; {who} needs class labels")
+    return y, labelled
 
 
 def capabilities_of(cls):

@@ -39,18 +39,21 @@ Where the paper's text and its model disagree (each derived again from the model
 
 import logging
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg, special
 from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import column_or_1d
 from tqdm.auto import tqdm
 
 from ..inference.convergence import check_finite, relative_improvement
+from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
-from ..preprocess.transforms import check_matrix
+from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -278,17 +281,6 @@ class _GaussianWeights:
         return np.maximum(np.einsum("ij,ij->i", Z_new @ self.cov, Z_new), 0.0)
 
 
-def _gamma_log_prior(e_x, e_log_x, shape0, scale0):
-    """E_q[log G(x; shape0, scale0)] (shape-scale) from E[x] and E[log x]."""
-    return (
-        (shape0 - 1.0) * e_log_x - e_x / scale0 - special.gammaln(shape0) - shape0 * np.log(scale0)
-    )
-
-
-def _gamma_entropy(shape, scale):
-    return shape + np.log(scale) + special.gammaln(shape) + (1.0 - shape) * special.digamma(shape)
-
-
 def weights_bound(prior, posterior, e_bw2, logdet):
     """The terms of the lower bound that do not involve f.
 
@@ -308,13 +300,14 @@ def weights_bound(prior, posterior, e_bw2, logdet):
     """
     alpha_gamma, beta_gamma, alpha_eta, beta_eta = prior
     a_gamma, s_gamma, a_eta, s_eta = posterior
-    e_gamma, log_gamma = a_gamma * s_gamma, special.digamma(a_gamma) + np.log(s_gamma)
-    e_eta, log_eta = a_eta * s_eta, special.digamma(a_eta) + np.log(s_eta)
+    # the shared gamma helpers are shape-rate: rate = 1 / scale
+    e_gamma, log_gamma = gamma_moments(a_gamma, 1.0 / s_gamma)
+    e_eta, log_eta = gamma_moments(a_eta, 1.0 / s_eta)
     hyper = (
-        _gamma_log_prior(e_gamma, log_gamma, alpha_gamma, beta_gamma)
-        + _gamma_entropy(a_gamma, s_gamma)
-        + np.sum(_gamma_log_prior(e_eta, log_eta, alpha_eta, beta_eta))
-        + np.sum(_gamma_entropy(a_eta, s_eta))
+        gamma_expected_log_pdf(alpha_gamma, 1.0 / beta_gamma, e_gamma, log_gamma)
+        + gamma_entropy(a_gamma, 1.0 / s_gamma)
+        + np.sum(gamma_expected_log_pdf(alpha_eta, 1.0 / beta_eta, e_eta, log_eta))
+        + np.sum(gamma_entropy(a_eta, 1.0 / s_eta))
     )
     # E[log N(b; 0, 1/gamma)] + sum_d E[log N(w_d; 0, 1/eta_d)] + H[q(b, w)]: the log(2 pi)
     # terms of the priors and of the Gaussian entropy cancel.
@@ -325,39 +318,39 @@ def weights_bound(prior, posterior, e_bw2, logdet):
 # ----------------------------------------------------------------------------------------------
 # Estimators
 # ----------------------------------------------------------------------------------------------
+_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
+
+
 class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
     """Shared fit loop: q(gamma), q(eta), q(b, w) (eqs. 4-7), then the model's q(f)."""
 
-    def _check_params(self):
-        for name in ("alpha_gamma", "beta_gamma", "alpha_eta", "beta_eta"):
-            value = getattr(self, name)
-            if not np.isscalar(value) or not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name}={value!r}; expected a positive finite number")
-        if not isinstance(self.max_iter, int | np.integer) or self.max_iter < 1:
-            raise ValueError(f"max_iter={self.max_iter!r}; expected an integer >= 1")
-        if not np.isscalar(self.tol) or not self.tol >= 0:
-            raise ValueError(f"tol={self.tol!r}; expected a number >= 0")
+    capabilities = frozenset({"classifier", "vb"})
+    _parameter_constraints = {
+        "alpha_gamma": [_POSITIVE],
+        "beta_gamma": [_POSITIVE],
+        "alpha_eta": [_POSITIVE],
+        "beta_eta": [_POSITIVE],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, np.inf, closed="left")],
+        "random_state": RANDOM_STATE,
+        "verbose": ["boolean"],
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _check_X(self, X, reset):
-        """scikit-learn's checks (sparse, complex, empty, feature count), then finiteness."""
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
-        return check_matrix(X, type(self).__name__)
-
     def _validate_predict(self, X):
-        check_is_fitted(self, "coef_")
-        return self._check_X(X, reset=False)
+        check_fitted(self, "coef_")
+        return check_X(self, X, reset=False)
 
     def _validate_fit(self, X, y):
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        X = self._check_X(X, reset=True)
+        X = check_X(self, X, reset=True)
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(
@@ -374,12 +367,13 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
             )
         return X, y, classes
 
+    @limit_blas
     def fit(self, X, y):
         """Run variational inference until the lower bound improves by less than ``tol``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or DataFrame of shape (n_samples, n_features)
             Inputs (for the paper's experiments, the empirical kernel map of the training
             samples, :class:`omicsbayes.preprocess.EmpiricalKernelMap`).
         y : array-like of shape (n_samples,)
@@ -389,13 +383,13 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
         X, y, classes = self._validate_fit(X, y)
         self.classes_ = classes
         t = np.where(y == classes[1], 1.0, -1.0)
         sign = self._orientation(t)
         t = sign * t
-        rng = np.random.default_rng(self.random_state)
+        rng = check_rng(self.random_state)
         Z = np.hstack([np.ones((X.shape[0], 1)), X])
         weights = _GaussianWeights(Z)
         e_bw2 = rng.normal(size=Z.shape[1]) ** 2 + 1.0
@@ -451,6 +445,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         self.gamma_shape_, self.gamma_scale_ = a_gamma, float(s_gamma)
         self.eta_shape_, self.eta_scale_ = a_eta, s_eta
         self._weights = weights
+        self._fit_shape = Z.shape  # predictive variances use the fit's matrices (limit_blas)
         self._store_f(f_state, sign)
         return self
 
@@ -461,6 +456,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         X = self._validate_predict(X)
         return X @ self.coef_ + self.intercept_, X
 
+    @limit_blas
     def decision_function(self, X):
         """Predictive mean E[w^T x + b] under q(b, w); larger means ``classes_[1]``.
 
@@ -521,10 +517,10 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        super()._check_params()
-        if not np.isscalar(self.nu) or not np.isfinite(self.nu) or self.nu < 0:
-            raise ValueError(f"nu={self.nu!r}; expected a finite margin >= 0")
+    _parameter_constraints = {
+        **_BayesianLinearVB._parameter_constraints,
+        "nu": [Interval(Real, 0, np.inf, closed="left")],
+    }
 
     def _init_f(self, t, rng):
         return {"e_f": t * (np.abs(rng.normal(size=t.size)) + self.nu)}
@@ -546,6 +542,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
     def _store_f(self, state, sign):
         self.f_mean_ = sign * state["e_f"]
 
+    @limit_blas
     def predict_proba(self, X):
         """Class probabilities from the predictive distribution.
 
@@ -564,6 +561,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         p = special.expit(log_pos - log_neg)
         return np.column_stack([1.0 - p, p])
 
+    @limit_blas
     def predict(self, X):
         """The class with predictive probability above one half."""
         positive = self.predict_proba(X)[:, 1] > 0.5
@@ -620,10 +618,10 @@ class BAMClassifier(_BayesianLinearVB):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        super()._check_params()
-        if self.ranking not in RANKINGS:
-            raise ValueError(f"ranking={self.ranking!r}; expected one of {RANKINGS}")
+    _parameter_constraints = {
+        **_BayesianLinearVB._parameter_constraints,
+        "ranking": [StrOptions(set(RANKINGS))],
+    }
 
     def _orientation(self, t):
         if self.ranking == "listwise" and np.sum(t > 0) > np.sum(t < 0):
@@ -660,6 +658,7 @@ class BAMClassifier(_BayesianLinearVB):
         self.f_mean_ = sign * state["e_f"]
         self.f_var_ = state["var"]
 
+    @limit_blas
     def predict(self, X):
         """``classes_[1]`` where the decision function is positive, else ``classes_[0]``."""
         positive = self.decision_function(X) > 0

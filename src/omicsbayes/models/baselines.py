@@ -19,56 +19,26 @@ NaN / None are unlabelled: PCASVM uses them to learn its projection (as the pape
 baseline, which sees the test samples), the others ignore them.
 """
 
+from numbers import Integral, Real
+
 import numpy as np
-import pandas as pd
-from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils._param_validation import Interval
+
+from ._base import check_fitted, check_X, limit_blas, split_labels
 
 __all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
 
-
-def check_matrix(X, who, n_features=None):
-    """Dense float64 2-D ``X`` without NaN/inf, with ``n_features`` columns when given."""
-    if sparse.issparse(X):
-        raise ValueError(f"{who} does not accept sparse input; pass X as a dense array")
-    X = check_array(X, dtype=np.float64, ensure_all_finite=False)
-    n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
-    if n_bad:
-        raise ValueError(f"X has {n_bad} NaN or infinite values; {who} needs a complete matrix")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {who} is expecting {n_features} features as input"
-        )
-    return X
-
-
-def split_labels(y, who, n_samples):
-    """``(y, labelled)``: 1-D labels and the mask of rows whose label is not NaN/None.
-
-    Raises ValueError for a length mismatch or a continuous (regression) target.
-    """
-    if y is None:
-        raise ValueError(f"{who} requires y to be passed, but the target y is None")
-    y = column_or_1d(y, warn=True)
-    if y.dtype.kind in "OUS":
-        y = y.astype(object)
-    if len(y) != n_samples:
-        raise ValueError(f"y has {len(y)} labels but X has {n_samples} rows")
-    labelled = ~np.asarray(pd.isna(y), dtype=bool)
-    if labelled.any():
-        kind = type_of_target(y[labelled], input_name="y")
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"Unknown label type: {kind}; {who} needs class labels")
-    return y, labelled
-
-
-__all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
+_CONSTRAINTS = {
+    "C": [Interval(Real, 0, np.inf, closed="neither")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "random_state": ["random_state"],
+}
+_N_COMPONENTS = {"n_components": [Interval(Integral, 1, None, closed="left")]}
 
 
 def _crammer_singer(C, max_iter, random_state):
@@ -81,15 +51,26 @@ class _Baseline(ClassifierMixin, BaseEstimator):
     """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows."""
 
     uses_unlabelled = False
+    capabilities = frozenset({"classifier"})
+    _parameter_constraints = _CONSTRAINTS
 
     def _projection(self, n_classes, max_dim):
         """The projection before the classifier (None: original features); at most
         ``max_dim`` = min(rows it is fitted on, features) dimensions."""
         return None
 
+    @limit_blas
     def fit(self, X, y):
+        """Fit the projection and the classifier; rows whose label is NaN / None are unlabelled.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        """
+        self._validate_params()
         who = type(self).__name__
-        X = check_matrix(X, who)
+        X = check_X(self, X, reset=True)
         y, labelled = split_labels(y, who, len(X))
         self.classes_ = np.unique(y[labelled])
         if len(self.classes_) < 2:
@@ -97,7 +78,6 @@ class _Baseline(ClassifierMixin, BaseEstimator):
                 f"{who} needs labels of at least two classes, got {len(self.classes_)} class"
             )
         codes = np.searchsorted(self.classes_, y[labelled])
-        self.n_features_in_ = X.shape[1]
         Xl = X[labelled]
         n_rows = len(X) if self.uses_unlabelled else len(Xl)
         self.projection_ = self._projection(len(self.classes_), min(n_rows, X.shape[1]))
@@ -112,15 +92,19 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         return self
 
     def _features(self, X):
-        check_is_fitted(self, "classifier_")
-        X = check_matrix(X, type(self).__name__, self.n_features_in_)
+        check_fitted(self, "classifier_")
+        X = check_X(self, X, reset=False)
         return X if self.projection_ is None else self.projection_.transform(X)
 
+    @limit_blas
     def decision_function(self, X):
+        """The classifier's decision values on the (projected) features."""
         features = self._features(X)
         return self.classifier_.decision_function(features)
 
+    @limit_blas
     def predict(self, X):
+        """The class with the largest decision value."""
         features = self._features(X)
         return self.classes_[self.classifier_.predict(features)]
 
@@ -142,6 +126,7 @@ class PCASVM(_Baseline):
     linear SVM (paper 003's PCA)."""
 
     uses_unlabelled = True
+    _parameter_constraints = {**_CONSTRAINTS, **_N_COMPONENTS}
 
     def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None):
         self.n_components = n_components
@@ -159,6 +144,8 @@ class PCASVM(_Baseline):
 class LDASVM(_Baseline):
     """LDA projection to ``min(n_components, n_classes - 1)`` dimensions, then the
     Crammer-Singer linear SVM (paper 003's LDA)."""
+
+    _parameter_constraints = {**_CONSTRAINTS, **_N_COMPONENTS}
 
     def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None):
         self.n_components = n_components
@@ -186,7 +173,9 @@ class LogisticBaseline(_Baseline):
     def _classifier(self):
         return LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
 
+    @limit_blas
     def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes)."""
         features = self._features(X)
         return self.classifier_.predict_proba(features)
 

@@ -21,36 +21,25 @@ Departures from the printed paper (ERRATA 003): the label term of ``mu_z^(n)`` i
 
 import logging
 import time
+from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg, special
+from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import column_or_1d
 from tqdm.auto import tqdm
 
-from omicsbayes.inference import check_finite, gig_moments, relative_improvement
-from omicsbayes.models.baselines import check_matrix, split_labels
+from ..inference import check_finite, gig_moments, relative_improvement
+from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
+from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
 
 logger = logging.getLogger("omicsbayes")
 
 _LOG_2PI = np.log(2 * np.pi)
 _U2_FLOOR = 1e-12  # floor on E[u_n^2] (|hinge residual| floored at 1e-6)
 C_GRID = (10, 20, 30, 40)  # the paper's candidate set for C="cv"
-
-
-def _gamma_expectations(shape, rate):
-    """``(E[x], E[log x])`` of Gamma(shape, rate)."""
-    return shape / rate, special.digamma(shape) - np.log(rate)
-
-
-def _gamma_prior_term(a, b, mean, mean_log):
-    """``E[log Gamma(x | a, b)]`` under q, given E[x] and E[log x]."""
-    return a * np.log(b) - special.gammaln(a) + (a - 1) * mean_log - b * mean
-
-
-def _gamma_entropy(shape, rate):
-    return shape - np.log(rate) + special.gammaln(shape) + (1 - shape) * special.digamma(shape)
 
 
 def _pca_start(X, k, rng):
@@ -314,8 +303,8 @@ class _BinaryVB:
     def lower_bound(self):
         """Closed-form evidence lower bound of the regularised objective (eq. 3 with eq. 4)."""
         h, n, d, k = self.h, self.n, self.d, self.k
-        tau, log_tau = _gamma_expectations(self.tau_shape, self.tau_rate)
-        r, log_r = _gamma_expectations(self.r_shape, self.r_rate)
+        tau, log_tau = gamma_moments(self.tau_shape, self.tau_rate)
+        r, log_r = gamma_moments(self.r_shape, self.r_rate)
         ezz = self.ezz()
         t_sq = float(self.t_mean @ self.t_mean) + d * self.t_var
         w_sq = np.sum(self.W_mean**2, axis=0) + d * np.diag(self.W_cov)
@@ -324,23 +313,23 @@ class _BinaryVB:
         value += -n * k / 2 * _LOG_2PI - np.trace(ezz) / 2
         value += d / 2 * (np.log(h["delta"]) - _LOG_2PI) - h["delta"] / 2 * t_sq
         value += d / 2 * np.sum(log_r) - d * k / 2 * _LOG_2PI - float(r @ w_sq) / 2
-        value += np.sum(_gamma_prior_term(h["a_r"], h["b_r"], r, log_r))
-        value += _gamma_prior_term(h["a_tau"], h["b_tau"], tau, log_tau)
+        value += np.sum(gamma_expected_log_pdf(h["a_r"], h["b_r"], r, log_r))
+        value += gamma_expected_log_pdf(h["a_tau"], h["b_tau"], tau, log_tau)
         # entropies of q(Z), q(t), q(W), q(r), q(tau)
         _, logdet_v = np.linalg.slogdet(self.V)
         value += n * k / 2 * (1 + _LOG_2PI) + n * logdet_v + np.sum(np.log(self.Dz)) / 2
         value += d / 2 * (1 + _LOG_2PI + np.log(self.t_var))
         value += d * k / 2 * (1 + _LOG_2PI) + d / 2 * np.linalg.slogdet(self.W_cov)[1]
-        value += np.sum(_gamma_entropy(self.r_shape, self.r_rate))
-        value += _gamma_entropy(self.tau_shape, self.tau_rate)
+        value += np.sum(gamma_entropy(self.r_shape, self.r_rate))
+        value += gamma_entropy(self.tau_shape, self.tau_rate)
         if self.supervised:
             C, lab = self.C, self.lab
-            nu, log_nu = _gamma_expectations(self.nu_shape, self.nu_rate)
+            nu, log_nu = gamma_moments(self.nu_shape, self.nu_rate)
             eta_sq = self.eta_mean @ self.eta_mean + np.trace(self.eta_cov)
             value += (k + 1) / 2 * (log_nu - _LOG_2PI) - nu / 2 * eta_sq
-            value += _gamma_prior_term(h["a_nu"], h["b_nu"], nu, log_nu)
+            value += gamma_expected_log_pdf(h["a_nu"], h["b_nu"], nu, log_nu)
             value += (k + 1) / 2 * (1 + _LOG_2PI) + np.linalg.slogdet(self.eta_cov)[1] / 2
-            value += _gamma_entropy(self.nu_shape, self.nu_rate)
+            value += gamma_entropy(self.nu_shape, self.nu_rate)
             u, u2 = self.hinge_moments()
             chi, s = self.lam_chi[lab], self.lam_inv[lab]
             value += np.sum(-C * u[lab] - (C**2 * u2[lab] - chi) * s / 2 - np.sqrt(chi))
@@ -403,40 +392,28 @@ def _run_vb(vb, max_iter, tol, verbose, label):
     return np.asarray(bounds), n_iter
 
 
-def _check_positive(name, value):
-    if not np.isscalar(value) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-
-
 _HYPER_NAMES = ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")
+_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
+_CONSTRAINTS = {
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "C": [_POSITIVE],
+    **{name: [_POSITIVE] for name in _HYPER_NAMES},
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, np.inf, closed="left")],
+    "random_state": RANDOM_STATE,
+    "verbose": ["boolean"],
+}
 
 
-def _check_common(est, allow_cv):
-    """Validate the hyperparameters BM2PCAClassifier and BM2PCARegressor share."""
-    k = est.n_components
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"n_components must be an integer >= 1, got {k!r}")
-    if not (allow_cv and isinstance(est.C, str) and est.C == "cv"):
-        if isinstance(est.C, str):
-            expected = "a positive number or 'cv'" if allow_cv else "a positive number"
-            raise ValueError(f"C must be {expected}, got {est.C!r}")
-        _check_positive("C", est.C)
-    for name in _HYPER_NAMES:
-        _check_positive(name, getattr(est, name))
-    if not isinstance(est.max_iter, int | np.integer) or est.max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {est.max_iter!r}")
-    if not np.isscalar(est.tol) or not est.tol >= 0:
-        raise ValueError(f"tol must be a number >= 0, got {est.tol!r}")
-    return {name: float(getattr(est, name)) for name in _HYPER_NAMES}
-
-
-def _check_training_matrix(est, X):
-    X = check_matrix(X, type(est).__name__)
+def _check_fit(est, X):
+    """Validate the parameters and the training matrix; return ``X`` and the prior dict."""
+    est._validate_params()
+    X = check_X(est, X, reset=True)
     if est.n_components > X.shape[1]:
         raise ValueError(
             f"n_components={est.n_components} exceeds the number of features ({X.shape[1]})"
         )
-    return X
+    return X, {name: float(getattr(est, name)) for name in _HYPER_NAMES}
 
 
 class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -476,8 +453,10 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     ----------
     classes_ : ndarray
         Class labels (empty when fitted without labels).
-    components_ : ndarray, shape (k, n_features) or (n_classes * k, n_features)
-        Posterior mean loadings ``E[W]^T`` (stacked per one-vs-rest problem).
+    loadings_ : ndarray, shape (n_features, k) or (n_features, n_classes * k)
+        Posterior mean loadings ``E[W]`` (side by side per one-vs-rest problem).
+    scores_ : ndarray, shape (n_samples, k) or (n_samples, n_classes * k)
+        Posterior means ``E[z_n]`` of the training samples (same column order).
     lower_bound_ : ndarray or list of ndarray
         Bound history (including the start); one array per class when multi-class.
     n_iter_ : int or ndarray
@@ -497,6 +476,9 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     ``X^T E[Z]``) dominate; the N per-sample ``k x k`` inverses reduce to one generalised
     eigen-decomposition because they differ only by the scalar ``E[1/lambda_n]``.
     """
+
+    capabilities = frozenset({"classifier", "vb"})
+    _parameter_constraints = {**_CONSTRAINTS, "C": [_POSITIVE, StrOptions({"cv"})]}
 
     def __init__(
         self,
@@ -528,6 +510,13 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _blas_shape(self, shape):
+        """BLAS threads follow N x k, not N x d: the products with X are thin (k columns) and
+        the rest are k x k blocks, so one thread is faster unless N k is large
+        (benchmarks/bench_threads.py: two threads 9x slower on 600 x 2000, k = 20, with the
+        other core busy)."""
+        return (shape[0], min(shape[1], int(self.n_components)))
+
     # -- fitting ------------------------------------------------------------------------------
     def _fit_problems(self, X, codes, n_classes, C, rng, label):
         """Fit the one-vs-rest problems for integer ``codes`` (-1 = unlabelled)."""
@@ -546,7 +535,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             vb = _BinaryVB(X, y, k, C, self._hyper, start)
             tag = label if len(targets) == 1 else f"{label} class {i}"
             b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
-            fits.append(vb.summary())
+            fits.append({**vb.summary(), "Z_mean": vb.Zm})
             bounds.append(b)
             iters.append(n_it)
         return fits, bounds, iters
@@ -581,6 +570,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         best = max(C_GRID, key=lambda c: (scores[c], -c))
         return float(best), scores
 
+    @limit_blas
     def fit(self, X, y=None):
         """Fit by mean-field VB.
 
@@ -592,10 +582,9 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             (or all missing) fits plain Bayesian PCA.
         """
         who = type(self).__name__
-        self._hyper = _check_common(self, allow_cv=True)
-        X = _check_training_matrix(self, X)
+        X, self._hyper = _check_fit(self, X)
         n, d = X.shape
-        rng = np.random.default_rng(self.random_state)
+        rng = check_rng(self.random_state)
         y, labelled = split_labels(np.full(n, np.nan) if y is None else y, who, n)
         missing = ~labelled
         self.classes_ = np.unique(y[labelled]) if np.any(labelled) else np.array([])
@@ -608,7 +597,6 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         codes = np.full(n, -1)
         if n_classes:
             codes[~missing] = np.searchsorted(self.classes_, y[~missing])
-        self.n_features_in_ = d
         if isinstance(self.C, str):
             if n_classes:
                 self.C_, self.cv_results_ = self._select_C(X, codes, n_classes, rng)
@@ -618,7 +606,8 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.C_, self.cv_results_ = float(self.C), None
         fits, bounds, iters = self._fit_problems(X, codes, n_classes, self.C_, rng, "BM2PCA")
         self.fits_ = fits
-        self.components_ = np.vstack([f["W_mean"].T for f in fits])
+        self.loadings_ = np.hstack([f["W_mean"] for f in fits])
+        self.scores_ = np.hstack([f.pop("Z_mean") for f in fits])
         if len(fits) == 1:
             self.lower_bound_, self.n_iter_ = bounds[0], iters[0]
         else:
@@ -626,25 +615,28 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self
 
     # -- prediction ---------------------------------------------------------------------------
+    @limit_blas
     def transform(self, X):
         """Latent means by the single-step variational projection.
 
         ``Sigma = (I + E[tau] E[W^T W])^{-1}``, ``mu = Sigma E[tau] E[W]^T (x - E[t])``; for
         several classes the per-class projections are concatenated, shape (n, n_classes * k).
         """
-        check_is_fitted(self, "fits_")
-        X = check_matrix(X, type(self).__name__, self.n_features_in_)
+        check_fitted(self, "fits_")
+        X = check_X(self, X, reset=False)
         return np.hstack([_project(f, X) for f in self.fits_])
 
+    @limit_blas
     def decision_function(self, X):
         """``E[eta]^T [mu_new; 1]``: shape (n,) for two classes (positive = classes_[1]),
         (n, n_classes) for more."""
-        check_is_fitted(self, "fits_")
+        check_fitted(self, "fits_")
         if len(self.classes_) == 0:
             raise ValueError("BM2PCAClassifier was fitted without labels; only transform works")
-        X = check_matrix(X, type(self).__name__, self.n_features_in_)
+        X = check_X(self, X, reset=False)
         return _decision(self.fits_, X)
 
+    @limit_blas
     def predict(self, X):
         dec = self.decision_function(X)
         if dec.ndim == 1:
@@ -671,9 +663,13 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    components_, lower_bound_, n_iter_, fits_
+    loadings_, scores_, lower_bound_, n_iter_, fits_
         As for a binary :class:`BM2PCAClassifier`.
     """
+
+    capabilities = frozenset({"regressor", "vb"})
+    _blas_shape = BM2PCAClassifier._blas_shape
+    _parameter_constraints = {**_CONSTRAINTS, "epsilon": [Interval(Real, 0, np.inf, closed="left")]}
 
     def __init__(
         self,
@@ -707,13 +703,11 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    @limit_blas
     def fit(self, X, y):
         """Fit by mean-field VB; NaN targets mark unlabelled samples (PCA part only)."""
         who = type(self).__name__
-        hyper = _check_common(self, allow_cv=False)
-        if not np.isscalar(self.epsilon) or not self.epsilon >= 0:
-            raise ValueError(f"epsilon must be a number >= 0, got {self.epsilon!r}")
-        X = _check_training_matrix(self, X)
+        X, hyper = _check_fit(self, X)
         if y is None:
             raise ValueError(f"{who} requires y to be passed, but the target y is None")
         y = column_or_1d(np.asarray(y, dtype=float), warn=True)
@@ -721,7 +715,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"y has {len(y)} targets but X has {len(X)} rows")
         if np.any(np.isinf(y)) or np.all(np.isnan(y)):
             raise ValueError(f"y must hold finite targets (NaN = unlabelled, not all); {who}")
-        rng = np.random.default_rng(self.random_state)
+        rng = check_rng(self.random_state)
         vb = _BinaryVB(
             X,
             y,
@@ -734,17 +728,18 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         self.lower_bound_, self.n_iter_ = _run_vb(
             vb, int(self.max_iter), float(self.tol), self.verbose, "BM2PCA regression"
         )
-        self.n_features_in_ = X.shape[1]
         self.fits_ = [vb.summary()]
-        self.components_ = vb.W_mean.T
+        self.loadings_, self.scores_ = vb.W_mean, vb.Zm
         return self
 
+    @limit_blas
     def transform(self, X):
         """Latent means by the single-step variational projection, shape (n, k)."""
-        check_is_fitted(self, "fits_")
-        return _project(self.fits_[0], check_matrix(X, type(self).__name__, self.n_features_in_))
+        check_fitted(self, "fits_")
+        return _project(self.fits_[0], check_X(self, X, reset=False))
 
+    @limit_blas
     def predict(self, X):
         """``E[eta]^T [mu_new; 1]``."""
-        check_is_fitted(self, "fits_")
-        return _decision(self.fits_, check_matrix(X, type(self).__name__, self.n_features_in_))
+        check_fitted(self, "fits_")
+        return _decision(self.fits_, check_X(self, X, reset=False))

@@ -1,0 +1,106 @@
+"""The shared estimator conventions of models/_base.py: input checks written once, and DataFrames
+with feature names through every estimator that uses them (issue 16)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from omicsbayes.models import (
+    PCASVM,
+    BAMClassifier,
+    BayesianProbitClassifier,
+    BM2PCAClassifier,
+    BM2PCARegressor,
+    LinearSVMBaseline,
+)
+from omicsbayes.models._base import check_count_X, check_fitted, check_rng, check_X, split_labels
+
+
+class _Plain(BaseEstimator):
+    pass
+
+
+def test_check_rng_from_every_kind_of_random_state():
+    g = np.random.default_rng(3)
+    assert check_rng(g) is g  # a Generator's stream continues
+    assert check_rng(5).random() == np.random.default_rng(5).random()
+    a = check_rng(np.random.RandomState(7)).random()
+    b = check_rng(np.random.RandomState(7)).random()
+    assert a == b  # a legacy RandomState decides the draws too
+    assert isinstance(check_rng(None), np.random.Generator)
+
+
+def test_check_x_records_and_checks_features():
+    est = _Plain()
+    frame = pd.DataFrame(np.ones((3, 2)), columns=["g1", "g2"])
+    X = check_X(est, frame, reset=True)
+    assert X.dtype == np.float64 and est.n_features_in_ == 2
+    assert list(est.feature_names_in_) == ["g1", "g2"]
+    with (
+        pytest.warns(UserWarning, match="does not have valid feature names"),
+        pytest.raises(ValueError, match="X has 3 features, but _Plain is expecting 2"),
+    ):
+        check_X(est, np.ones((2, 3)), reset=False)
+    bad = np.ones((3, 2))
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"1 non-finite values \(1 NaN, 0 inf\).*sample 1"):
+        check_X(est, bad, reset=True)
+    assert np.isnan(check_X(est, bad, reset=True, allow_nan=True)[1, 0])
+    bad[0, 1] = np.inf
+    with pytest.raises(ValueError, match="1 infinite values; _Plain"):
+        check_X(est, bad, reset=True, allow_nan=True)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        from scipy import sparse
+
+        check_X(est, sparse.csr_matrix(np.ones((2, 2))), reset=True)
+
+
+def test_check_count_x():
+    est = _Plain()
+    X, missing = check_count_X(est, [[1, np.nan], [0, 4]], reset=True)
+    assert missing.tolist() == [[False, True], [False, False]]
+    with pytest.raises(ValueError, match="1 negative values; _Plain"):
+        check_count_X(est, [[1, -2]], reset=True)
+    with pytest.raises(ValueError, match="1 non-integer values; _Plain"):
+        check_count_X(est, [[1, 2.5]], reset=True)
+    with pytest.raises(ValueError, match="NaN"):
+        check_count_X(est, [[1, np.nan]], reset=True, allow_nan=False)
+
+
+def test_split_labels():
+    y, labelled = split_labels(np.array(["a", None, "b"], dtype=object), "who", 3)
+    assert labelled.tolist() == [True, False, True]
+    with pytest.raises(ValueError, match="Unknown label type: continuous; who"):
+        split_labels(np.array([0.5, 1.5, 2.25]), "who", 3)
+    with pytest.raises(ValueError, match="y has 2 labels but X has 3 rows"):
+        split_labels([0, 1], "who", 3)
+
+
+def test_check_fitted_raises_not_fitted_error():
+    with pytest.raises(NotFittedError):
+        check_fitted(BAMClassifier(), "coef_")
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        BayesianProbitClassifier(max_iter=5),
+        BAMClassifier(max_iter=5),
+        BM2PCAClassifier(n_components=2, max_iter=5),
+        BM2PCARegressor(n_components=2, max_iter=5),
+        LinearSVMBaseline(),
+        PCASVM(n_components=2),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_dataframe_fit_keeps_feature_names(estimator):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(20, 4)), columns=["TP53", "BRCA1", "MYC", "EGFR"])
+    y = np.arange(20) % 2
+    estimator.fit(frame, y)
+    assert list(estimator.feature_names_in_) == list(frame.columns)
+    assert np.all(np.isfinite(np.asarray(estimator.predict(frame), dtype=float)))
+    with pytest.raises(ValueError, match="feature names"):
+        estimator.predict(frame.rename(columns={"MYC": "MYCN"}))
