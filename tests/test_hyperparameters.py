@@ -61,6 +61,14 @@ def sweep_values(constraints):
     return values
 
 
+def _case_id(value):
+    """A test id that is the same in every process (pytest-xdist workers must collect identical
+    ids, so no object reprs carrying memory addresses)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    return type(value).__name__
+
+
 def _init_params(cls):
     return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
@@ -83,7 +91,7 @@ def _cases():
             continue
         for param in _init_params(cls):
             for value in sweep_values(constraints.get(param, [])):
-                yield pytest.param(name, param, value, id=f"{name}-{param}={value!r}")
+                yield pytest.param(name, param, value, id=f"{name}-{param}={_case_id(value)}")
 
 
 def tiny_problem(cls, rng):

@@ -131,7 +131,7 @@ def test_bm2pca_semi_supervised_and_unsupervised():
     adata.obs.loc[adata.obs_names[::3], "partial"] = np.nan
     est = tl.bm2pca(adata, "partial", n_components=2, max_iter=30)
     assert adata.obsm["X_bm2pca"].shape == (60, 2)
-    np.testing.assert_allclose(adata.varm["bm2pca_loadings"], est.components_.T)
+    np.testing.assert_allclose(adata.varm["bm2pca_loadings"], est.loadings_)
     y = (adata.obs["group"] == "g1").to_numpy()
     assert roc_auc_score(y, adata.obs["bm2pca_decision"]) > 0.9  # unlabelled samples too
     tl.bm2pca(adata, None, n_components=2, max_iter=10, key_added="bpca")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
+
+from omicsbayes.preprocess.transforms import dense_matrix
 
 __all__ = [
     "fitted",
@@ -128,8 +129,7 @@ def matrix_of(adata, layer=None, mask_var=None, who="tl"):
     X = values_of(adata, layer, who)
     mask = _var_mask(adata, mask_var, who)
     X = X[:, mask] if not mask.all() else X
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    return np.asarray(X, dtype=float), mask
+    return dense_matrix(X, who), mask
 
 
 def values_of(adata, layer, who):
