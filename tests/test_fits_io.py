@@ -84,6 +84,14 @@ for _name, _est in (
     ("PMF", models.PMF(rank=2, max_iter=50, random_state=0)),
 ):
     CASES[_name] = (_est, ENTRIES, [("predict", (Q_ROWS, Q_COLS)), ("predict_rows", ())])
+for _name, _est in (
+    ("LogisticBaseline", models.LogisticBaseline()),
+    ("LinearSVMBaseline", models.LinearSVMBaseline()),
+    ("FullSVM", models.FullSVM()),
+    ("PCASVM", models.PCASVM(n_components=2)),
+    ("LDASVM", models.LDASVM()),
+):
+    CASES[_name] = (_est, (X_TRAIN, Y3), _x_calls("decision_function", "predict"))
 
 
 def test_every_model_has_a_round_trip_case():
@@ -135,14 +143,46 @@ def test_version_mismatch_and_foreign_files_are_refused(tmp_path, monkeypatch):
 def test_workflow_saves_the_whole_cohort_fit_draws_and_diagnostics(tmp_path, snakemake_run):
     import anndata as ad
     import pandas as pd
-    from test_model_figures import figure_config, write_snakefile
 
-    config = figure_config()
-    config["models"]["R-L-BSVM"]["params"].update(
-        inference="gibbs", n_samples=20, burn_in=10, max_iter=5
-    )
-    snakefile = write_snakefile(tmp_path)
-    result = snakemake_run(tmp_path, "-s", snakefile, "--cores", "2", config=config)
+    config = {
+        "seed": 3,
+        "cohorts": {
+            "digits": {
+                "format": "demo",
+                "name": "digits",
+                "label": "digit",
+                "keep_labels": ["3", "5", "8"],
+            }
+        },
+        "transforms": {"zscore": {"steps": ["zscore"]}},
+        "protocols": {"cv3": {"type": "stratified_kfold", "n_splits": 3}},
+        "models": {
+            "R-L-BSVM": {
+                "class": "RankFactorClassifier",
+                "variant": "R-L-BSVM",
+                "params": {
+                    "n_factors": 3,
+                    "inference": "gibbs",
+                    "n_samples": 20,
+                    "burn_in": 10,
+                    "max_iter": 5,
+                },
+            },
+        },
+        "experiments": {
+            "digits_ovr": {
+                "cohort": "digits",
+                "task": {"kind": "one_vs_rest"},
+                "transforms": ["zscore"],
+                "models": ["R-L-BSVM"],
+                "protocol": "cv3",
+                "figures": ["R-L-BSVM"],
+            }
+        },
+    }
+    folder = "results/digits_ovr/model_figures/R-L-BSVM"
+    targets = [f"{folder}/trace.png", f"{folder}/draws.nc", "results/digits_ovr/diagnostics.tsv"]
+    result = snakemake_run(tmp_path, "--cores", "2", *targets, config=config)
     assert result.returncode == 0, result.stderr[-3000:]
     out = tmp_path / "results/digits_ovr/model_figures/R-L-BSVM"
     fitted = ad.read_h5ad(out / "fit.h5ad")

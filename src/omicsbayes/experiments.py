@@ -29,6 +29,7 @@ from sklearn.base import clone
 from . import models
 from .evaluate import metrics
 from .models import baselines
+from .models.rflvm import COUNT_LIKELIHOODS
 from .preprocess.transforms import dense_matrix
 
 MULTI_TASK_MODELS = frozenset({"RankFactorClassifier", "PFAClassifier"})
@@ -239,7 +240,6 @@ def score_predictions(predictions):
 
 
 HELDOUT_MODELS = frozenset({"RFLVM", "IBPFactorModel", "PoissonFactorAnalysis"})
-COUNT_LIKELIHOODS = frozenset({"poisson", "negative_binomial", "multinomial", "bernoulli"})
 
 
 def heldout_mask(shape, split_table):

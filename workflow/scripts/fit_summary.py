@@ -57,9 +57,7 @@ def main(smk):
     )
     start = time.perf_counter()
     if fold_steps:
-        X = build_pipeline(fold_steps).fit_transform(
-            dense_matrix(adata.X, "the whole-cohort fit")
-        )
+        X = build_pipeline(fold_steps).fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
         if X.shape[1] != adata.n_vars:
             raise ValueError(
                 f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
