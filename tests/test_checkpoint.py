@@ -55,7 +55,7 @@ def _pfa_result(m, X, mask):
         "log_likelihood_": m.log_likelihood_,
     }
     out.update({f"draws_{k}": v for k, v in m._draws.items()})
-    out["heldout"] = np.array(m.heldout_log_likelihood(X, mask))
+    out["heldout"] = np.array(m.log_likelihood(X, mask))
     out["transform"] = m.transform(X[:4])  # seeded from the Generator after the last sweep
     return out
 
