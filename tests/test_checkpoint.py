@@ -38,7 +38,7 @@ def _gauss(seed=0):
 
 
 def _rflvm_result(m, Y, mask):
-    out = {"latent_": m.latent_, "log_lik_": m.log_lik_, "n_active_": m.n_active_}
+    out = {"latent_": m.latent_, "log_likelihood_": m.log_likelihood_, "n_active_": m.n_active_}
     for s, d in enumerate(m.draws_):
         out.update({f"draw{s}_{k}": v for k, v in d.items()})
     out["idata_X"] = m.idata_.posterior["X"].values

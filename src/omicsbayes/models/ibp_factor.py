@@ -480,7 +480,9 @@ class IBPFactorModel(BaseEstimator):
                 "sigma_a": [1.0 / np.sqrt(c.traces["tau"][keep]) for c in chains],
                 "noise_precision": [np.stack([d["lam"] for d in c.draws]) for c in chains],
             },
-            sample_stats={"log_likelihood": [c.traces["log_likelihood"][keep] for c in chains]},
+            sample_stats={
+                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains]
+            },
             dims={"noise_precision": ["feature"]},
         )
         return self

@@ -452,7 +452,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.idata_ = chains_to_idata(
             posterior={k: [c[k] for c in per_chain] for k in names},
             sample_stats={
-                "log_likelihood": [c.traces["log_likelihood"][keep] for c in chains],
+                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
                 # expected total count of each sample (phi_k sums to one): identifiable
                 "predictive_mean": [c["theta"].sum(2) for c in per_chain],
             },
