@@ -70,7 +70,6 @@ the collapsed steps condition on them, the row-wise steps, the slice sweep and e
 likelihood use the observed entries only.
 """
 
-import logging
 import time
 from numbers import Integral
 
@@ -103,9 +102,7 @@ from ..inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ..models._base import MCMC_CONSTRAINTS, check_rng
-
-logger = logging.getLogger("omicsbayes")
+from ._base import MCMC_CONSTRAINTS, check_rng
 
 LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson")
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
