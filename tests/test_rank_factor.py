@@ -361,11 +361,11 @@ def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
     gibbs = RankFactorClassifier.from_variant(
         name, n_factors=2, inference="gibbs", n_samples=600, burn_in=200, random_state=0
     ).fit(W, y)
-    post = gibbs.inference_data_.posterior
+    post = gibbs.idata_.posterior
     assert post["train_decision"].shape == (1, 600, 100, 1)
     assert post["coef"].shape == (1, 600, 1, 2)
     draws = post["train_decision"].values[0, :, :, 0]
-    mcse = az.mcse(gibbs.inference_data_, var_names=["train_decision"])["train_decision"]
+    mcse = az.mcse(gibbs.idata_, var_names=["train_decision"])["train_decision"]
     diff = vb_f.mean(axis=0) - draws.mean(axis=0)
     z = diff / np.sqrt(mcse.values[:, 0] ** 2 + vb_se**2)
     assert np.mean(np.abs(z) < 3) >= 0.85
