@@ -596,7 +596,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         The draws of ``pfa_``.
     """
 
-    capabilities = frozenset({"classifier", "multi_task", "mcmc"})
+    capabilities = frozenset({"classifier", "multi_task", "counts", "mcmc"})
 
     def __init__(
         self,

@@ -1079,7 +1079,7 @@ class RFLVM(BaseEstimator):
     dispersion_prior : (float, float)
         Gamma(shape, rate) prior of the negative-binomial dispersions r_j.
     max_shrink : int
-        Largest number of bracket shrinks in one elliptical slice step.
+        Largest number of bracket shrinks in one elliptical slice step (at least 20).
     x_sweeps : int
         Gaussian likelihood: alternations of (row-wise ESS of X, beta and sigma^2 Gibbs) per
         iteration before the collapsed whole-matrix step (cheap; X and beta are coupled).
@@ -1193,13 +1193,15 @@ class RFLVM(BaseEstimator):
             for name in (
                 "n_random_features",
                 "n_latent",
-                "max_shrink",
                 "x_sweeps",
                 "n_x_proposals",
                 "hmc_leapfrog",
             )
         },
         "hmc_moves": [Interval(Integral, 0, None, closed="left")],
+        # an elliptical slice step shrinks its bracket geometrically; a few shrinks are not
+        # enough for every row of a chain (1 fails on the sweep's tiny problem)
+        "max_shrink": [Interval(Integral, 20, None, closed="left")],
         **{name: [tuple, list] for name in PRIORS},
     }
     _parameter_constraints.pop("thin")
