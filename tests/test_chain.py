@@ -177,7 +177,7 @@ def test_rhat_flags_chains_started_apart_and_cut_short():
     assert table.loc["log_likelihood_observed", "r_hat"] > 1.05
 
 
-def test_several_chains_of_every_sampler():
+def test_several_chains_of_every_sampler(tmp_path):
     X = _counts(2, n=12, d=5)
     y = np.arange(12) % 2
     clf = PFAClassifier(n_factors=2, n_iter=6, n_chains=2, svm_max_iter=10, random_state=0)
@@ -193,3 +193,7 @@ def test_several_chains_of_every_sampler():
     assert gibbs.idata_.posterior["train_decision"].shape[:2] == (2, 5)
     assert gibbs.log_likelihood_.shape == (10,)
     assert np.all(np.isfinite(gibbs.decision_function(Y)))
+    for i, model in enumerate((clf, ibp, rf, gibbs)):  # savable (workflow's draws.nc)
+        path = tmp_path / f"draws{i}.nc"
+        model.idata_.to_netcdf(path)
+        assert az.from_netcdf(path).posterior.sizes["chain"] == 2

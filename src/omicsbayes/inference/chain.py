@@ -35,8 +35,10 @@ from .progress import Progress
 __all__ = [
     "ChainResult",
     "burn_in_of",
-    "chains_to_idata",
+    "chain_checkpoint",
     "chain_rngs",
+    "chains_to_idata",
+    "check_burn_in",
     "run_chain",
     "run_vb",
     "sample_chains",
