@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 from scipy.stats import poisson
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from omicsbayes.inference import NumericalError
 from omicsbayes.inference import chain as chain_mod
@@ -197,3 +197,17 @@ def test_several_chains_of_every_sampler(tmp_path):
         path = tmp_path / f"draws{i}.nc"
         model.idata_.to_netcdf(path)
         assert az.from_netcdf(path).posterior.sizes["chain"] == 2
+
+
+def test_unfitted_samplers_raise_not_fitted_error():
+    X = _counts(3, n=4, d=3)
+    mask = np.ones(X.shape, bool)
+    for call in (
+        lambda: PoissonFactorAnalysis().log_likelihood(X, mask),
+        lambda: PoissonFactorAnalysis().transform(X),
+        lambda: PFAClassifier().transform(X),
+        lambda: IBPFactorModel().log_likelihood(X, mask),
+        lambda: RFLVM().log_likelihood(X, mask),
+    ):
+        with pytest.raises(NotFittedError):
+            call()

@@ -42,7 +42,7 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, check_fitted, check_rng
 
 _LOG_2PI = np.log(2 * np.pi)
 _POSITIVE = Interval(Real, 0, np.inf, closed="neither")
@@ -493,8 +493,7 @@ class IBPFactorModel(BaseEstimator):
         ``sum_ij log( (1/S) sum_s N(y_ij; (z_i x_i)^s w_j^s, 1/lambda_j^s) )`` over the S retained
         draws; ``Y`` is the full matrix with the true held-out values.
         """
-        if not hasattr(self, "latent_"):
-            raise ValueError("this IBPFactorModel is not fitted yet; call fit first")
+        check_fitted(self, "latent_")
         Y = np.asarray(Y, dtype=float)
         mask = np.asarray(mask, dtype=bool)
         shape = (self._n_samples, self.n_features_in_)

@@ -44,7 +44,7 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, check_fitted, check_rng
 
 logger = logging.getLogger("omicsbayes")
 
@@ -472,8 +472,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         return self.fit(X).scores_
 
     def _check_fitted_counts(self, X, who):
-        if not hasattr(self, "components_"):
-            raise ValueError(f"this PoissonFactorAnalysis is not fitted yet; call fit before {who}")
+        check_fitted(self, "components_")
         X, missing = check_counts(X, f"PoissonFactorAnalysis.{who}")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -508,8 +507,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     def _heldout_pointwise(self, X, mask):
         X = np.asarray(X, dtype=float)
         mask = np.asarray(mask, dtype=bool)
-        if not hasattr(self, "components_"):
-            raise ValueError("this PoissonFactorAnalysis is not fitted yet; call fit first")
+        check_fitted(self, "components_")
         if X.shape != self.scores_.shape[:1] + (self.n_features_in_,) or mask.shape != X.shape:
             raise ValueError(
                 f"X {X.shape} and mask {mask.shape} must both have the training shape "
@@ -717,8 +715,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
 
     def transform(self, X):
         """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
-        if not hasattr(self, "pfa_"):
-            raise ValueError("this PFAClassifier is not fitted yet; call fit first")
+        check_fitted(self, "pfa_")
         return self.pfa_.transform(self._round(X))
 
     def decision_function(self, X):

@@ -102,7 +102,7 @@ from ..inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._base import MCMC_CONSTRAINTS, check_rng
+from ._base import MCMC_CONSTRAINTS, check_fitted, check_rng
 
 LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson")
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
@@ -1332,8 +1332,7 @@ class RFLVM(BaseEstimator):
 
     # ------------------------------------------------------------------ evaluation
     def _check_heldout(self, Y, mask):
-        if not hasattr(self, "draws_"):
-            raise ValueError("this RFLVM is not fitted yet; call fit(Y) first")
+        check_fitted(self, "draws_")
         Y = self._check_Y(Y)
         mask = np.asarray(mask, bool)
         if Y.shape != (self.n_samples_fit_, self.n_features_in_) or mask.shape != Y.shape:
