@@ -160,17 +160,13 @@ def sample_chains(run, rng, n_chains):
 
 
 def chains_to_idata(posterior, sample_stats=None, dims=None, coords=None):
-    """ArviZ ``InferenceData`` from per-chain lists: ``posterior[name]`` is a list (one entry
-    per chain) of arrays whose first axis is the draw. Chains of unequal length are cut to the
-    shortest."""
+    """ArviZ ``InferenceData`` from per-chain lists: ``posterior[name]`` (and
+    ``sample_stats[name]``) is a list, one entry per chain, of arrays whose first axis is the
+    draw."""
     import arviz as az
 
     def stack(groups):
-        out = {}
-        for key, per_chain in (groups or {}).items():
-            n = min(len(v) for v in per_chain)
-            out[key] = np.stack([np.asarray(v)[:n] for v in per_chain])
-        return out
+        return {key: np.stack(per_chain) for key, per_chain in (groups or {}).items()}
 
     return az.from_dict(
         posterior=stack(posterior), sample_stats=stack(sample_stats), dims=dims, coords=coords
