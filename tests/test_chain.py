@@ -211,3 +211,33 @@ def test_unfitted_samplers_raise_not_fitted_error():
     ):
         with pytest.raises(NotFittedError):
             call()
+
+
+def test_each_chain_checkpoints_to_its_own_file(tmp_path, monkeypatch):
+    """Chain 1 interrupted after its 6th sweep resumes from ``<checkpoint>.chain1``; chain 0,
+    finished, starts over from its seed: the fit equals an uninterrupted one."""
+    from omicsbayes.inference.checkpoint import Checkpoint
+
+    monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    X = _counts(4, n=10, d=4)
+    path = tmp_path / "pfa.ckpt"
+    kw = {"n_factors": 2, "n_iter": 12, "n_chains": 2, "random_state": 7}
+    reference = PoissonFactorAnalysis(**kw).fit(X)
+    original = Checkpoint.save
+
+    def save(ck, iteration, state, key, rng):
+        original(ck, iteration, state, key, rng)
+        if ck.path.endswith(".chain1") and iteration == 6:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "save", save)
+    with pytest.raises(KeyboardInterrupt):
+        PoissonFactorAnalysis(checkpoint=path, checkpoint_every=3, **kw).fit(X)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pfa.ckpt.chain1"]
+    monkeypatch.setattr(Checkpoint, "save", original)
+    resumed = PoissonFactorAnalysis(checkpoint=path, checkpoint_every=3, **kw).fit(X)
+    assert list(tmp_path.iterdir()) == []
+    for name in ("theta", "phi"):
+        np.testing.assert_array_equal(
+            resumed.idata_.posterior[name].values, reference.idata_.posterior[name].values
+        )
