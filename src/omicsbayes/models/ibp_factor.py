@@ -295,6 +295,8 @@ class _IBPSampler:
             "W": self.ibp.W.copy(),
             "lam": self.lam,
             "ids": self.ibp.ids,
+            # each sample's fitted value averaged over features: identified (unlike Z, X, W)
+            "predictive_mean": self.X @ self.ibp.W.mean(axis=1),
         }
 
     def state(self):
@@ -354,7 +356,8 @@ class IBPFactorModel(BaseEstimator):
         Log likelihood of the observed entries after each sweep (first chain).
     idata_ : arviz.InferenceData
         Retained draws of every chain: alpha, n_active, sigma_a and the noise precisions, and
-        the log likelihood (sample_stats).
+        the log likelihood and each sample's fitted value averaged over features
+        ``predictive_mean`` (sample_stats; identifiable, for R-hat and ESS).
     n_iter_ : int
     """
 
@@ -481,9 +484,12 @@ class IBPFactorModel(BaseEstimator):
                 "noise_precision": [np.stack([d["lam"] for d in c.draws]) for c in chains],
             },
             sample_stats={
-                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains]
+                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
+                "predictive_mean": [
+                    np.stack([d["predictive_mean"] for d in c.draws]) for c in chains
+                ],
             },
-            dims={"noise_precision": ["feature"]},
+            dims={"noise_precision": ["feature"], "predictive_mean": ["row"]},
         )
         return self
 

@@ -1035,7 +1035,10 @@ class _Chain:
         return {"log_likelihood": self.ll, "n_active": self.D}
 
     def draw(self):
-        return self.snapshot(), (self.alpha, self.eta, self.D, self.labels.max() + 1, self.ll)
+        # each sample's linear predictor averaged over features: identified (unlike X, W, beta)
+        mean = rff(self.XZ, self.W) @ self.beta.mean(axis=1)
+        stats = (self.alpha, self.eta, self.D, self.labels.max() + 1, self.ll)
+        return self.snapshot(), stats, mean
 
     def final(self):
         return {
@@ -1117,7 +1120,8 @@ class RFLVM(BaseEstimator):
         Retained draws of every chain (XZ, W, beta, theta), for the held-out predictive.
     idata_ : arviz.InferenceData
         Retained draws of every chain: alpha, eta, n_active, n_clusters and X * Z (posterior),
-        the log likelihood (sample_stats ``log_likelihood_observed``).
+        the log likelihood (``log_likelihood_observed``) and each sample's linear predictor
+        averaged over features (``predictive_mean``) in sample_stats, both identifiable.
     acceptance_rate_ : float
         Acceptance rate of the frequency Metropolis-Hastings step.
     hmc_acceptance_ : float
@@ -1291,7 +1295,7 @@ class RFLVM(BaseEstimator):
         self.n_iter_ = self.n_iter
         self.n_active_ = first.traces["n_active"]
         self.log_likelihood_ = first.traces["log_likelihood"]
-        self.draws_ = [snap for c in chains for snap, _ in c.draws]
+        self.draws_ = [snap for c in chains for snap, _, _ in c.draws]
         self.acceptance_rate_ = first.final["acceptance_rate"]
         self.hmc_acceptance_ = first.final["hmc_acceptance"]
         self.hmc_step_size_ = first.final["hmc_step_size"]
@@ -1300,16 +1304,16 @@ class RFLVM(BaseEstimator):
         self.row_totals_ = first.final["row_totals"]
         self.n_features_in_ = Y.shape[1]
         self.n_samples_fit_ = Y.shape[0]
-        d_max = max(max(snap["XZ"].shape[1] for snap, _ in c.draws) for c in chains)
+        d_max = max(max(snap["XZ"].shape[1] for snap, _, _ in c.draws) for c in chains)
         d_max = max(d_max, 1)
         Xs = []
         for c in chains:
             x = np.zeros((len(c.draws), Y.shape[0], d_max))
-            for s, (snap, _) in enumerate(c.draws):
+            for s, (snap, _, _) in enumerate(c.draws):
                 x[s, :, : snap["XZ"].shape[1]] = snap["XZ"]
             Xs.append(x)
         self.latent_ = Xs[0].mean(axis=0)  # latent dimensions are identified only within a chain
-        stats = [np.asarray([st for _, st in c.draws], float) for c in chains]
+        stats = [np.asarray([st for _, st, _ in c.draws], float) for c in chains]
         post = {
             "alpha": [st[:, 0] for st in stats],
             "eta": [st[:, 1] for st in stats],
@@ -1321,8 +1325,11 @@ class RFLVM(BaseEstimator):
             del post["alpha"]
         self.idata_ = chains_to_idata(
             posterior=post,
-            sample_stats={"log_likelihood_observed": [st[:, 4] for st in stats]},
-            dims={"X": ["sample", "latent_dim"]},
+            sample_stats={
+                "log_likelihood_observed": [st[:, 4] for st in stats],
+                "predictive_mean": [np.stack([m for _, _, m in c.draws]) for c in chains],
+            },
+            dims={"X": ["sample", "latent_dim"], "predictive_mean": ["sample"]},
         )
         return self
 
