@@ -23,7 +23,7 @@
 import functools
 import importlib
 import os
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ __all__ = [
     "CAPABILITIES",
     "MCMC_CONSTRAINTS",
     "NotFittedError",
+    "POSITIVE",
     "RANDOM_STATE",
     "blas_threads",
     "capabilities_of",
@@ -67,6 +68,9 @@ CAPABILITIES = {
 #: ``_parameter_constraints`` entry of a ``random_state`` read by :func:`check_rng`: None, any
 #: non-negative int, a legacy ``RandomState`` or a numpy ``Generator``.
 RANDOM_STATE = ["random_state", np.random.Generator, Interval(Integral, 0, None, closed="left")]
+
+#: ``_parameter_constraints`` entry of a positive real (prior shapes, rates, scales).
+POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 
 #: ``_parameter_constraints`` of the chain settings every MCMC estimator shares (driven by
 #: :func:`omicsbayes.inference.chain.run_chain`; ``burn_in=None`` means ``n_iter // 2``).

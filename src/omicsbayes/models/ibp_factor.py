@@ -26,7 +26,7 @@ Gibbs sampler, one sweep:
 Missing entries (NaN) are left out of every likelihood term: the sampler never reads them.
 """
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from numba import njit
@@ -42,10 +42,9 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, check_fitted, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
 _LOG_2PI = np.log(2 * np.pi)
-_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 
 
 @njit(cache=True)
@@ -399,7 +398,7 @@ class IBPFactorModel(BaseEstimator):
 
     _parameter_constraints = {
         **MCMC_CONSTRAINTS,
-        **{name: [_POSITIVE] for name in ("alpha", "sigma_x", "sigma_a")},
+        **{name: [POSITIVE] for name in ("alpha", "sigma_x", "sigma_a")},
         **{name: [None, tuple, list] for name in ("alpha_prior", "noise_prior", "loading_prior")},
         "n_init_features": [Interval(Integral, 0, None, closed="left")],
     }

@@ -44,12 +44,11 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, check_fitted, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
 logger = logging.getLogger("omicsbayes")
 
 _TINY = 1e-300
-_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 
 
 def check_counts(X, who, allow_missing=True):
@@ -406,7 +405,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     _parameter_constraints = {
         **MCMC_CONSTRAINTS,
         "n_factors": [Interval(Integral, 1, None, closed="left")],
-        **{name: [_POSITIVE] for name in ("a0", "b0", "c0", "eta")},
+        **{name: [POSITIVE] for name in ("a0", "b0", "c0", "eta")},
         "eps0": [None, Interval(Real, 0, 1, closed="neither")],
         "n_transform_iter": [Interval(Integral, 1, None, closed="left")],
     }

@@ -86,7 +86,7 @@ from ..inference.stick_breaking import (
 )
 from ..inference.tpbn import TPBNShrinkage
 from ..inference.truncnorm import sample_truncnorm, truncnorm_moments
-from ._base import MCMC_CONSTRAINTS, check_rng
+from ._base import MCMC_CONSTRAINTS, POSITIVE, check_rng
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -1091,7 +1091,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         },
         **{name: [Interval(Real, 0, None, closed="left")] for name in ("epsilon", "tol")},
         **{
-            name: [Interval(Real, 0, None, closed="neither")]
+            name: [POSITIVE]
             for name in (
                 "r_a",
                 "s_a",
