@@ -148,7 +148,7 @@ def test_bayesian_svm_separates_toy_problem(inference):
     # the informative coefficient dominates the shrunk noise coefficients
     assert abs(clf.coef_[0]) > 2.5 * np.abs(clf.coef_[1:]).max()
     if inference == "gibbs":
-        assert clf.inference_data_.posterior["coef"].shape == (1, 200, 5)
+        assert clf.idata_.posterior["coef"].shape == (1, 200, 5)
     else:
         assert np.all(np.isfinite(clf.lower_bound_))
 

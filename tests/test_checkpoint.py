@@ -38,7 +38,7 @@ def _gauss(seed=0):
 
 
 def _rflvm_result(m, Y, mask):
-    out = {"latent_": m.latent_, "log_lik_": m.log_lik_, "n_active_": m.n_active_}
+    out = {"latent_": m.latent_, "log_likelihood_": m.log_likelihood_, "n_active_": m.n_active_}
     for s, d in enumerate(m.draws_):
         out.update({f"draw{s}_{k}": v for k, v in d.items()})
     out["idata_X"] = m.idata_.posterior["X"].values
@@ -55,7 +55,7 @@ def _pfa_result(m, X, mask):
         "log_likelihood_": m.log_likelihood_,
     }
     out.update({f"draws_{k}": v for k, v in m._draws.items()})
-    out["heldout"] = np.array(m.heldout_log_likelihood(X, mask))
+    out["heldout"] = np.array(m.log_likelihood(X, mask))
     out["transform"] = m.transform(X[:4])  # seeded from the Generator after the last sweep
     return out
 

@@ -36,7 +36,7 @@ CASES = {
         (np.where(MASK, np.nan, COUNTS),),
         [
             ("transform", (COUNTS_NEW,)),
-            ("heldout_log_likelihood", (COUNTS, MASK)),
+            ("log_likelihood", (COUNTS, MASK)),
             ("perplexity", (COUNTS, MASK)),
         ],
     ),

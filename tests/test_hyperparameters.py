@@ -94,10 +94,13 @@ def _cases():
                 yield pytest.param(name, param, value, id=f"{name}-{param}={_case_id(value)}")
 
 
-def tiny_problem(cls, rng):
+def tiny_problem(cls, rng, params=None):
     """``(args, check)``: fit arguments for a tiny problem the class can take (by its
-    capabilities), and a function of the fitted estimator returning its outputs to check."""
+    capabilities and, for a ``likelihood`` parameter, the data type it names), and a function of
+    the fitted estimator returning its outputs to check."""
     caps = capabilities_of(cls)
+    if (params or {}).get("likelihood") == "bernoulli":
+        caps = caps - {"counts"} | {"binary"}
     X = rng.normal(size=(N_SAMPLES, N_FEATURES))
     if "matrix_completion" in caps:
         shape = (10, 8)
@@ -119,6 +122,8 @@ def tiny_problem(cls, rng):
     if "heldout_scoring" in caps:
         if "counts" in caps:
             X = rng.poisson(3.0, size=X.shape).astype(float)
+        if "binary" in caps:
+            X = (X > 0).astype(float)
         mask = rng.random(X.shape) < 0.1
         observed = np.where(mask, np.nan, X)
         return (observed,), lambda est: est.log_likelihood(X, mask)
@@ -136,7 +141,7 @@ def test_one_hyperparameter_changed_alone_fits(name, param, value):
     params = {} if param in TINY else {k: v for k, v in TINY.items() if k in accepted}
     params[param] = value
     estimator = cls(**params)
-    args, outputs = tiny_problem(cls, np.random.default_rng(0))
+    args, outputs = tiny_problem(cls, np.random.default_rng(0), params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # a few iterations by design
         assert estimator.fit(*args) is estimator

@@ -105,7 +105,7 @@ def test_poisson_factor_analysis_finite_or_clear_error(data):
     mask[0, 0] = True
     model = PoissonFactorAnalysis(n_factors=2, n_iter=6, burn_in=3, random_state=0)
     _finite_or_clear_error(
-        lambda: model.fit(np.where(mask, np.nan, counts)).heldout_log_likelihood(counts, mask)
+        lambda: model.fit(np.where(mask, np.nan, counts)).log_likelihood(counts, mask)
     )
 
 

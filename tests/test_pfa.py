@@ -192,7 +192,7 @@ def test_heldout_entries_are_never_seen():
     # The posterior predictive prefers the true held-out values to shuffled ones.
     shuffled = X.copy()
     shuffled[mask] = rng.permutation(X[mask])
-    assert fit_a.heldout_log_likelihood(X, mask) > fit_a.heldout_log_likelihood(shuffled, mask)
+    assert fit_a.log_likelihood(X, mask) > fit_a.log_likelihood(shuffled, mask)
     assert fit_a.perplexity(X, mask) < fit_a.perplexity(shuffled, mask)
     # Perplexity is at most the number of features (uniform shares) on informative data.
     assert 1 < fit_a.perplexity(X, mask) < X.shape[1]
@@ -286,7 +286,7 @@ def test_heldout_metrics_against_direct_formulas():
         dens = [stats.poisson.pmf(X[i, j], t[i] @ p[j]) for t, p in draws]
         loglik += np.log(np.mean(dens))
         logf += X[i, j] * np.log(np.mean([t[i] @ p[j] / t[i].sum() for t, p in draws]))
-    np.testing.assert_allclose(model.heldout_log_likelihood(X, mask), loglik, rtol=1e-10)
+    np.testing.assert_allclose(model.log_likelihood(X, mask), loglik, rtol=1e-10)
     np.testing.assert_allclose(model.perplexity(X, mask), np.exp(-logf / X[mask].sum()), rtol=1e-10)
 
 

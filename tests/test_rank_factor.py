@@ -365,7 +365,7 @@ def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
     gibbs = RankFactorClassifier.from_variant(
         name, n_factors=2, inference="gibbs", n_samples=600, burn_in=200, random_state=0
     ).fit(W, y)
-    post = gibbs.inference_data_.posterior
+    post = gibbs.idata_.posterior
     assert post["train_decision"].shape == (1, 600, 100, 1)
     assert post["coef"].shape == (1, 600, 1, 2)
     draws = post["train_decision"].values[0, :, :, 0]

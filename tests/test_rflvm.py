@@ -482,8 +482,8 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
     Y, mask = _toy_matrix(likelihood, rng, 30, 8)
     Ytr = np.where(mask, np.nan, Y)
     m = RFLVM(likelihood=likelihood, n_random_features=6, n_iter=4, random_state=1).fit(Ytr)
-    assert np.all(np.isfinite(m.log_lik_))
-    assert np.isclose(m.log_lik_[-1], _observed_loglik(m, Y, ~mask), rtol=1e-8)
+    assert np.all(np.isfinite(m.log_likelihood_))
+    assert np.isclose(m.log_likelihood_[-1], _observed_loglik(m, Y, ~mask), rtol=1e-8)
     assert np.isfinite(m.log_likelihood(Y, mask))
     if likelihood in ("negative_binomial", "poisson", "multinomial"):
         assert m.perplexity(Y, mask) > 1.0

@@ -227,9 +227,10 @@ def test_gibbs_fit_stores_its_draws_trace_and_diagnostics():
         adata, "group", variant="G-L-BSVM", n_factors=2, inference="gibbs", n_samples=12, burn_in=6
     )
     uns = adata.uns["rank_factor"]
-    assert uns["trace_name"] == "draws_log_likelihood"
+    assert uns["trace_name"] == "log_likelihood"
+    np.testing.assert_array_equal(uns["trace"], est.log_likelihood_)
     np.testing.assert_array_equal(
-        uns["trace"], est.inference_data_.sample_stats["log_pseudo_likelihood"].values[0]
+        est.log_likelihood_[6:], est.idata_.sample_stats["log_pseudo_likelihood"].values[0]
     )
     table = uns["diagnostics"]
     assert {"train_decision", "log_pseudo_likelihood"} <= set(table.index)

@@ -19,9 +19,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .convergence import check_finite, relative_improvement
+from .chain import chains_to_idata, run_chain, run_vb
 from .gig import sample_invgauss
-from .progress import Progress
 from .tpbn import TPBNShrinkage
 
 logger = logging.getLogger("omicsbayes")
@@ -108,6 +107,35 @@ def binary_labels(y, name):
     return classes, np.where(y == classes[1], 1.0, -1.0)
 
 
+class _BSVMGibbs:
+    """The Gibbs chain of :class:`BayesianSVM` (Polson & Scott 2011) for
+    :func:`~omicsbayes.inference.chain.run_chain`: lambda, beta, then the TPBN scales."""
+
+    def __init__(self, Xd, ypm, shrink, fixed_prec, rng):
+        self.Xd, self.ypm, self.shrink, self.fixed_prec, self.rng = Xd, ypm, shrink, fixed_prec, rng
+        self.beta = np.zeros(Xd.shape[1])
+        self.prior = np.concatenate([shrink.prior_precision.ravel(), fixed_prec])
+
+    def sweep(self, it):
+        Xd, ypm, rng = self.Xd, self.ypm, self.rng
+        n_coef = Xd.shape[1] - self.fixed_prec.size
+        inv_lam = sample_inv_lambda(1.0 - ypm * (Xd @ self.beta), rng)
+        mean, cov = bsvm_coef_posterior(Xd, ypm, inv_lam, self.prior)
+        self.beta = rng.multivariate_normal(mean, cov, method="cholesky")
+        scales = self.shrink.update_gibbs(self.beta[None, None, :n_coef], rng).ravel()
+        self.prior = np.concatenate([scales, self.fixed_prec])
+        return {"log_likelihood": -2.0 * np.maximum(0.0, 1.0 - ypm * (Xd @ self.beta)).sum()}
+
+    def draw(self):
+        return self.beta.copy()
+
+    def state(self):
+        raise NotImplementedError("BayesianSVM does not checkpoint its Gibbs chain")
+
+    def final(self):
+        return None
+
+
 class BayesianSVM(ClassifierMixin, BaseEstimator):
     """Bayesian linear SVM (Polson & Scott 2011) with a TPBN / horseshoe prior on coefficients.
 
@@ -132,7 +160,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     ----------
     classes_, coef_ (n_features,), intercept_ (float), coef_cov_ (VB), n_iter_,
     lower_bound_ (VB: expected log pseudo-likelihood under a Gaussian approximation of the
-    residual, minus KL(q(beta) || prior); a monitoring quantity), inference_data_ (Gibbs).
+    residual, minus KL(q(beta) || prior); a monitoring quantity), idata_ and
+    log_likelihood_ (Gibbs: draws and the log pseudo-likelihood of every sweep).
     """
 
     def __init__(
@@ -209,62 +238,53 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
 
     def _fit_vb(self, Xd, ypm, shrink, fixed_prec):
         n_coef = self.n_features_in_
-        inv_lam = np.ones(len(Xd))
         prior = np.concatenate([shrink.prior_precision.ravel(), fixed_prec])
-        self.lower_bound_ = []
-        progress = Progress(self.max_iter, "BayesianSVM VB", self.verbose)
-        previous = None
-        for it in range(self.max_iter):
-            mean, cov = bsvm_coef_posterior(Xd, ypm, inv_lam, prior)
+        state = {"inv_lam": np.ones(len(Xd)), "prior": prior}
+
+        def step(it):
+            mean, cov = bsvm_coef_posterior(Xd, ypm, state["inv_lam"], state["prior"])
             f = Xd @ mean
             var_f = np.einsum("nk,kl,nl->n", Xd, cov, Xd)
-            inv_lam = expected_inv_lambda((1.0 - ypm * f) ** 2 + var_f)
             second = mean[:n_coef] ** 2 + np.diag(cov)[:n_coef]
-            prior = np.concatenate([shrink.update_vb(second[None, None]).ravel(), fixed_prec])
-            bound = -2.0 * expected_hinge(1.0 - ypm * f, var_f).sum() - _gauss_kl(mean, cov, prior)
-            check_finite(bound, "BayesianSVM VB update", it)
-            self.lower_bound_.append(float(bound))
-            progress.step(it, bound)
-            self.n_iter_ = it + 1
-            if it > 0 and abs(relative_improvement(previous, bound)) < self.tol:
-                break
-            previous = bound
-        progress.close()
+            state.update(
+                inv_lam=expected_inv_lambda((1.0 - ypm * f) ** 2 + var_f),
+                prior=np.concatenate([shrink.update_vb(second[None, None]).ravel(), fixed_prec]),
+                mean=mean,
+                cov=cov,
+            )
+            return -2.0 * expected_hinge(1.0 - ypm * f, var_f).sum() - _gauss_kl(
+                mean, cov, state["prior"]
+            )
+
+        self.lower_bound_, self.n_iter_, _ = run_vb(
+            step, max_iter=self.max_iter, tol=self.tol, name="BayesianSVM VB", verbose=self.verbose
+        )
+        mean, cov = state["mean"], state["cov"]
         self._set_coef(mean)
         self.coef_cov_ = cov
 
     def _fit_gibbs(self, Xd, ypm, shrink, fixed_prec, rng):
-        import arviz as az
-
         n_coef = self.n_features_in_
         total = int(self.burn_in) + int(self.n_samples) * int(self.thin)
-        beta = np.zeros(Xd.shape[1])
-        prior = np.concatenate([shrink.prior_precision.ravel(), fixed_prec])
-        draws = []
-        loglik = []
-        progress = Progress(total, "BayesianSVM Gibbs", self.verbose)
-        for it in range(total):
-            inv_lam = sample_inv_lambda(1.0 - ypm * (Xd @ beta), rng)
-            mean, cov = bsvm_coef_posterior(Xd, ypm, inv_lam, prior)
-            beta = rng.multivariate_normal(mean, cov, method="cholesky")
-            prior = np.concatenate(
-                [shrink.update_gibbs(beta[None, None, :n_coef], rng).ravel(), fixed_prec]
-            )
-            ll = -2.0 * np.maximum(0.0, 1.0 - ypm * (Xd @ beta)).sum()
-            check_finite(ll, "BayesianSVM Gibbs sweep", it)
-            progress.step(it, ll, "log pseudo-lik")
-            if it >= self.burn_in and (it - self.burn_in) % self.thin == 0:
-                draws.append(beta.copy())
-                loglik.append(ll)
-        progress.close()
-        draws = np.asarray(draws)
+        chain = run_chain(
+            lambda state: _BSVMGibbs(Xd, ypm, shrink, fixed_prec, rng),
+            rng,
+            n_iter=total,
+            burn_in=int(self.burn_in),
+            thin=self.thin,
+            name="BayesianSVM Gibbs",
+            verbose=self.verbose,
+        )
+        draws = np.asarray(chain.draws)
         self.n_iter_ = total
+        self.log_likelihood_ = chain.traces["log_likelihood"]
         self._set_coef(draws.mean(axis=0))
-        posterior = {"coef": draws[None, :, :n_coef]}
+        posterior = {"coef": [draws[:, :n_coef]]}
         if self.fit_intercept:
-            posterior["intercept"] = draws[None, :, -1]
-        self.inference_data_ = az.from_dict(
-            posterior=posterior, sample_stats={"log_pseudo_likelihood": np.asarray(loglik)[None]}
+            posterior["intercept"] = [draws[:, -1]]
+        keep = slice(int(self.burn_in), None, self.thin)
+        self.idata_ = chains_to_idata(
+            posterior, sample_stats={"log_pseudo_likelihood": [self.log_likelihood_[keep]]}
         )
 
     def _set_coef(self, mean):

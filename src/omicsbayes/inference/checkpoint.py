@@ -22,7 +22,7 @@ import numpy as np
 
 logger = logging.getLogger("omicsbayes")
 
-FORMAT = 1
+FORMAT = 2
 """Version of the checkpoint layout; part of every fingerprint."""
 
 NOT_FINGERPRINTED = ("checkpoint", "checkpoint_every", "verbose")

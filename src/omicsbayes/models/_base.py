@@ -22,7 +22,8 @@
 
 import functools
 import importlib
-from numbers import Integral
+import os
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,9 @@ from ..preprocess.transforms import check_matrix
 
 __all__ = [
     "CAPABILITIES",
+    "MCMC_CONSTRAINTS",
     "NotFittedError",
+    "POSITIVE",
     "RANDOM_STATE",
     "blas_threads",
     "capabilities_of",
@@ -65,6 +68,22 @@ CAPABILITIES = {
 #: ``_parameter_constraints`` entry of a ``random_state`` read by :func:`check_rng`: None, any
 #: non-negative int, a legacy ``RandomState`` or a numpy ``Generator``.
 RANDOM_STATE = ["random_state", np.random.Generator, Interval(Integral, 0, None, closed="left")]
+
+#: ``_parameter_constraints`` entry of a positive real (prior shapes, rates, scales).
+POSITIVE = Interval(Real, 0, np.inf, closed="neither")
+
+#: ``_parameter_constraints`` of the chain settings every MCMC estimator shares (driven by
+#: :func:`omicsbayes.inference.chain.run_chain`; ``burn_in=None`` means ``n_iter // 2``).
+MCMC_CONSTRAINTS = {
+    "n_iter": [Interval(Integral, 1, None, closed="left")],
+    "burn_in": [None, Interval(Integral, 0, None, closed="left")],
+    "thin": [Interval(Integral, 1, None, closed="left")],
+    "n_chains": [Interval(Integral, 1, None, closed="left")],
+    "random_state": RANDOM_STATE,
+    "verbose": ["boolean"],
+    "checkpoint": [None, str, os.PathLike],
+    "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
+}
 
 # Below this many elements (2048 x 2048) in the largest matrix a product touches, one BLAS thread.
 # benchmarks/bench_threads.py on the 2-core machine, two threads against one, other core busy:

@@ -37,8 +37,6 @@ Where the paper's text and its model disagree (each derived again from the model
   with zeta at its optimum (10)-(11) for the current q(f), which keeps it non-decreasing.
 """
 
-import logging
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -48,9 +46,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
-from tqdm.auto import tqdm
 
-from ..inference.convergence import check_finite, relative_improvement
+from ..inference.chain import run_vb
+from ..inference.convergence import check_finite
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
 from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas
@@ -66,7 +64,6 @@ __all__ = [
     "weights_bound",
 ]
 
-logger = logging.getLogger("omicsbayes")
 
 _LOG2PI = np.log(2.0 * np.pi)
 RANKINGS = ("pairwise", "listwise")
@@ -397,49 +394,37 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
 
         a_gamma = self.alpha_gamma + 0.5
         a_eta = self.alpha_eta + 0.5
-        history = []
-        converged = False
-        start = time.perf_counter()
-        report_every = max(1, self.max_iter // 10)
-        with tqdm(total=self.max_iter, disable=not self.verbose, desc=type(self).__name__) as bar:
-            for iteration in range(1, self.max_iter + 1):
-                # (4), (5): q(gamma), q(eta), shape-scale
-                s_gamma = 1.0 / (1.0 / self.beta_gamma + 0.5 * e_bw2[0])
-                s_eta = 1.0 / (1.0 / self.beta_eta + 0.5 * e_bw2[1:])
-                e_gamma, e_eta = a_gamma * s_gamma, a_eta * s_eta
-                # (6), (7): q(b, w)
-                mean, e_bw2, logdet, m, v = weights.update(
-                    np.concatenate([[e_gamma], e_eta]), f_state["e_f"]
-                )
-                check_finite(mean, "q(b, w) update (eqs. 6-7)", iteration)
-                f_state = self._update_f(f_state, m, t, iteration)
-                check_finite(f_state["e_f"], "q(f) update", iteration)
-                bound = weights_bound(
-                    (self.alpha_gamma, self.beta_gamma, self.alpha_eta, self.beta_eta),
-                    (a_gamma, s_gamma, a_eta, s_eta),
-                    e_bw2,
-                    logdet,
-                ) + self._f_bound(f_state, m, v, t)
-                check_finite(bound, "lower bound", iteration)
-                history.append(float(bound))
-                bar.update(1)
-                if iteration % report_every == 0:
-                    elapsed = time.perf_counter() - start
-                    logger.info(
-                        "%s iteration %d: lower bound %.6f, %.2f s elapsed, at most %.2f s left",
-                        type(self).__name__,
-                        iteration,
-                        bound,
-                        elapsed,
-                        elapsed / iteration * (self.max_iter - iteration),
-                    )
-                if len(history) > 1 and relative_improvement(history[-2], history[-1]) < self.tol:
-                    converged = True
-                    break
+        state = {"e_bw2": e_bw2, "f": f_state}
 
-        self.lower_bound_ = np.asarray(history)
-        self.n_iter_ = iteration
-        self.converged_ = converged
+        def step(it):
+            iteration = it + 1
+            # (4), (5): q(gamma), q(eta), shape-scale
+            s_gamma = 1.0 / (1.0 / self.beta_gamma + 0.5 * state["e_bw2"][0])
+            s_eta = 1.0 / (1.0 / self.beta_eta + 0.5 * state["e_bw2"][1:])
+            e_gamma, e_eta = a_gamma * s_gamma, a_eta * s_eta
+            # (6), (7): q(b, w)
+            mean, e_bw2, logdet, m, v = weights.update(
+                np.concatenate([[e_gamma], e_eta]), state["f"]["e_f"]
+            )
+            check_finite(mean, "q(b, w) update (eqs. 6-7)", iteration)
+            f_state = self._update_f(state["f"], m, t, iteration)
+            check_finite(f_state["e_f"], "q(f) update", iteration)
+            state.update(e_bw2=e_bw2, f=f_state, mean=mean, s_gamma=s_gamma, s_eta=s_eta)
+            return weights_bound(
+                (self.alpha_gamma, self.beta_gamma, self.alpha_eta, self.beta_eta),
+                (a_gamma, s_gamma, a_eta, s_eta),
+                e_bw2,
+                logdet,
+            ) + self._f_bound(f_state, m, v, t)
+
+        self.lower_bound_, self.n_iter_, self.converged_ = run_vb(
+            step,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            name=type(self).__name__,
+            verbose=self.verbose,
+        )
+        mean, s_gamma, s_eta, f_state = state["mean"], state["s_gamma"], state["s_eta"], state["f"]
         self.intercept_ = float(sign * mean[0])
         self.coef_ = sign * mean[1:]
         self.gamma_shape_, self.gamma_scale_ = a_gamma, float(s_gamma)

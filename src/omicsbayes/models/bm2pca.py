@@ -20,7 +20,6 @@ Departures from the printed paper (ERRATA 003): the label term of ``mu_z^(n)`` i
 """
 
 import logging
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -29,9 +28,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import column_or_1d
-from tqdm.auto import tqdm
 
-from ..inference import check_finite, gig_moments, relative_improvement
+from ..inference import gig_moments
+from ..inference.chain import run_vb
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
 
@@ -364,32 +363,17 @@ def _decision(fits, X):
 
 
 def _run_vb(vb, max_iter, tol, verbose, label):
-    """Iterate ``vb.sweep`` until the relative bound change is below ``tol``."""
-    bounds = [check_finite(vb.lower_bound(), f"{label}: initial lower bound", 0)]
-    start = time.perf_counter()
-    step = max(1, max_iter // 10)
-    bar = tqdm(total=max_iter, desc=label, disable=not verbose, leave=False)
-    n_iter = 0
-    for it in range(1, max_iter + 1):
+    """Iterate ``vb.sweep`` until the relative bound change is below ``tol`` (the shared VB loop;
+    the history starts with the bound at the start)."""
+
+    def step(it):
         vb.sweep()
-        bound = check_finite(vb.lower_bound(), f"{label}: lower bound after VB sweep", it)
-        bounds.append(bound)
-        n_iter = it
-        bar.update(1)
-        if it % step == 0:
-            elapsed = time.perf_counter() - start
-            logger.info(
-                "%s iteration %d: lower bound %.6g, %.1f s elapsed, <= %.1f s left",
-                label,
-                it,
-                bound,
-                elapsed,
-                elapsed / it * (max_iter - it),
-            )
-        if abs(relative_improvement(bounds[-2], bound)) < tol:
-            break
-    bar.close()
-    return np.asarray(bounds), n_iter
+        return vb.lower_bound()
+
+    bounds, n_iter, _ = run_vb(
+        step, max_iter=max_iter, tol=tol, name=label, verbose=verbose, initial=vb.lower_bound()
+    )
+    return bounds, n_iter
 
 
 _HYPER_NAMES = ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")

@@ -26,16 +26,23 @@ Gibbs sampler, one sweep:
 Missing entries (NaN) are left out of every likelihood term: the sampler never reads them.
 """
 
-import arviz as az
+from numbers import Integral
+
 import numpy as np
 from numba import njit
 from scipy import special
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
 
-from omicsbayes.inference import check_finite
-from omicsbayes.inference.checkpoint import Checkpoint, fingerprint
-from omicsbayes.inference.progress import Progress
-from omicsbayes.models.pfa import _rng
+from omicsbayes.inference.chain import (
+    chain_checkpoint,
+    chains_to_idata,
+    check_burn_in,
+    run_chain,
+    sample_chains,
+)
+from omicsbayes.inference.checkpoint import fingerprint
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -237,17 +244,81 @@ def sample_alpha(k_plus, n, prior, rng):
     return rng.gamma(a + k_plus) / (b + np.sum(1.0 / np.arange(1, n + 1)))
 
 
+class _IBPSampler:
+    """One Gibbs chain of the IBP factor model for
+    :func:`~omicsbayes.inference.chain.run_chain` (steps 1-3 of the module docstring)."""
+
+    def __init__(self, est, Y, missing, rng, state=None):
+        self.est, self.rng = est, rng
+        self.O = (~missing).astype(float)
+        self.Yc = np.where(missing, 0.0, Y)
+        self.n_obs = self.O.sum(0)
+        if state is not None:
+            (self.ibp, self.E, self.alpha, self.lam, self.tau) = state
+            self.X = self.ibp.latent
+            return
+        n, d = Y.shape
+        self.alpha = float(est.alpha)
+        self.lam = np.full(d, 1.0 / est.sigma_x**2)
+        self.tau = 1.0 / est.sigma_a**2
+        k0 = est.n_init_features
+        Z = (rng.uniform(size=(n, k0)) < 0.5).astype(np.int64)
+        S = rng.standard_normal((n, k0)) * Z
+        self.ibp = IBPState(Z, S, np.zeros((k0, d)), np.arange(k0), k0)
+        self.ibp.W = sample_loadings(self.ibp.latent, self.Yc, self.O, self.lam, self.tau, rng)
+        self.E = (self.Yc - self.ibp.latent @ self.ibp.W) * self.O
+        self.X = self.ibp.latent
+
+    def sweep(self, it):
+        est, rng, st = self.est, self.rng, self.ibp
+        st = self.ibp = z_step(st, self.O, self.E, self.lam, 1.0 / self.tau, self.alpha, rng)
+        self.X = st.latent
+        st.W = sample_loadings(self.X, self.Yc, self.O, self.lam, self.tau, rng)
+        self.E = (self.Yc - self.X @ st.W) * self.O
+        k_plus = self.X.shape[1]
+        if est.noise_prior is not None:
+            self.lam = sample_noise_precision(self.E, self.n_obs, est.noise_prior, rng)
+        if est.loading_prior is not None:
+            self.tau = sample_loading_precision(st.W, est.loading_prior, rng)
+        if est.alpha_prior is not None:
+            self.alpha = sample_alpha(k_plus, self.X.shape[0], est.alpha_prior, rng)
+        lam = self.lam
+        ll = float(
+            -0.5 * np.sum(self.n_obs * (_LOG_2PI - np.log(lam))) - 0.5 * np.sum(lam * self.E**2)
+        )
+        return {"log_likelihood": ll, "n_active": k_plus, "alpha": self.alpha, "tau": self.tau}
+
+    def draw(self):
+        return {
+            "latent": self.X.copy(),
+            "W": self.ibp.W.copy(),
+            "lam": self.lam,
+            "ids": self.ibp.ids,
+            # each sample's fitted value averaged over features: identified (unlike Z, X, W)
+            "predictive_mean": self.X @ self.ibp.W.mean(axis=1),
+        }
+
+    def state(self):
+        return self.ibp, self.E, self.alpha, self.lam, self.tau
+
+    def final(self):
+        return {"ids": self.ibp.ids, "W": self.ibp.W}
+
+
 class IBPFactorModel(BaseEstimator):
     """Linear sparse factor model with an IBP prior, Gibbs sampling (paper 002, equation 6).
 
     Parameters
     ----------
     n_iter : int
-        Gibbs sweeps in total.
-    burn_in : int
-        Sweeps discarded before draws are kept.
+        Gibbs sweeps in total, per chain.
+    burn_in : int or None
+        Sweeps discarded before draws are kept; None means ``n_iter // 2``.
     thin : int
         Keep every ``thin``-th sweep after burn-in.
+    n_chains : int
+        Independent chains, each seeded from ``random_state``, run in parallel processes where
+        cores allow; :meth:`log_likelihood` averages over the draws of all of them.
     alpha : float
         Initial IBP concentration (fixed when ``alpha_prior`` is None).
     sigma_x : float
@@ -267,23 +338,25 @@ class IBPFactorModel(BaseEstimator):
         ``fit`` resumes from it when it was written for the same parameters and data, and gives
         the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
     checkpoint_every : int
-        Sweeps between checkpoints.
+        Sweeps between checkpoints (one file per chain, ``<checkpoint>.chain<c>``, for several).
 
     Attributes
     ----------
     latent_ : ndarray, shape (n_samples, n_features_final)
-        Posterior mean of ``Z * X`` over the retained draws for the features alive at the end
-        (a feature keeps its identity across sweeps; absent counts as zero).
+        Posterior mean of ``Z * X`` over the first chain's retained draws for the features alive
+        at its end (a feature keeps its identity across sweeps; absent counts as zero).
     loadings_ : ndarray, shape (n_features_final, n_outputs)
-        Loadings of the final draw.
+        Loadings of the first chain's final draw.
     n_active_ : ndarray of int, shape (n_iter,)
-        Number of active features after each sweep.
+        Number of active features after each sweep (first chain).
     alpha_ : ndarray, shape (n_iter,)
-        IBP concentration after each sweep.
+        IBP concentration after each sweep (first chain).
     log_likelihood_ : ndarray, shape (n_iter,)
-        Log likelihood of the observed entries after each sweep.
+        Log likelihood of the observed entries after each sweep (first chain).
     idata_ : arviz.InferenceData
-        Retained draws of alpha, n_active, sigma_a and the noise precisions.
+        Retained draws of every chain: alpha, n_active, sigma_a and the noise precisions, and
+        the log likelihood and each sample's fitted value averaged over features
+        ``predictive_mean`` (sample_stats; identifiable, for R-hat and ESS).
     n_iter_ : int
     """
 
@@ -292,8 +365,9 @@ class IBPFactorModel(BaseEstimator):
     def __init__(
         self,
         n_iter=200,
-        burn_in=100,
+        burn_in=None,
         thin=1,
+        n_chains=1,
         alpha=1.0,
         sigma_x=1.0,
         sigma_a=1.0,
@@ -309,6 +383,7 @@ class IBPFactorModel(BaseEstimator):
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.thin = thin
+        self.n_chains = n_chains
         self.alpha = alpha
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
@@ -321,27 +396,23 @@ class IBPFactorModel(BaseEstimator):
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
 
-    def _check_params(self):
-        for name in ("n_iter", "thin"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        if not isinstance(self.burn_in, (int, np.integer)) or not 0 <= self.burn_in < self.n_iter:
-            raise ValueError(
-                f"burn_in must be an integer in [0, n_iter={self.n_iter}); got {self.burn_in!r}"
-            )
-        for name in ("alpha", "sigma_x", "sigma_a"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be positive; got {value!r}")
+    _parameter_constraints = {
+        **MCMC_CONSTRAINTS,
+        **{name: [POSITIVE] for name in ("alpha", "sigma_x", "sigma_a")},
+        **{name: [None, tuple, list] for name in ("alpha_prior", "noise_prior", "loading_prior")},
+        "n_init_features": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def _validate_params(self):
+        """scikit-learn's checks, then each gamma prior a (shape, rate) pair of positive numbers."""
+        super()._validate_params()
         for name in ("alpha_prior", "noise_prior", "loading_prior"):
             value = getattr(self, name)
-            if value is not None and (len(value) != 2 or min(value) <= 0):
-                raise ValueError(f"{name} must be None or a (shape, rate) pair > 0; got {value!r}")
-        if not isinstance(self.n_init_features, (int, np.integer)) or self.n_init_features < 0:
-            raise ValueError(
-                f"n_init_features must be a non-negative integer; got {self.n_init_features!r}"
-            )
+            if value is not None and (len(value) != 2 or not min(value) > 0):
+                raise ValueError(
+                    f"The {name!r} parameter of IBPFactorModel must be None or a (shape, rate) "
+                    f"pair of positive numbers. Got {value!r} instead."
+                )
 
     @staticmethod
     def _check_Y(Y, who):
@@ -360,96 +431,65 @@ class IBPFactorModel(BaseEstimator):
         return Y, missing
 
     def fit(self, Y, y=None):
-        """Run the Gibbs sampler on Y (samples x features, NaN = missing)."""
-        self._check_params()
-        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "IBPFactorModel")
+        """Run ``n_chains`` Gibbs chains on Y (samples x features, NaN = missing)."""
+        self._validate_params()
+        burn = check_burn_in(self.burn_in, self.n_iter, "IBPFactorModel")
         Y, missing = self._check_Y(Y, "IBPFactorModel")
         key = fingerprint(self, Y)
-        rng = _rng(self.random_state)
-        n, d = Y.shape
-        O = (~missing).astype(float)
-        Yc = np.where(missing, 0.0, Y)
-        n_obs = O.sum(0)
-        keep = np.arange(self.burn_in, self.n_iter, self.thin)
-        n_keep = keep.size
 
-        saved = ckpt.load(key, rng)
-        if saved is None:
-            start, slot = 0, 0
-            alpha = float(self.alpha)
-            lam = np.full(d, 1.0 / self.sigma_x**2)
-            tau = 1.0 / self.sigma_a**2
-            k0 = self.n_init_features
-            Z = (rng.uniform(size=(n, k0)) < 0.5).astype(np.int64)
-            S = rng.standard_normal((n, k0)) * Z
-            state = IBPState(Z, S, np.zeros((k0, d)), np.arange(k0), k0)
-            state.W = sample_loadings(state.latent, Yc, O, lam, tau, rng)
-            E = (Yc - state.latent @ state.W) * O
-            self._draws = {"latent": [], "W": [], "lam": np.empty((n_keep, d))}
-            latent_sum = {}
-            n_active = np.empty(self.n_iter, dtype=int)
-            alphas = np.empty(self.n_iter)
-            taus = np.empty(self.n_iter)
-            history = np.empty(self.n_iter)
-        else:
-            start, chk = saved
-            state = IBPState(*(chk[k] for k in ("Z", "S", "W", "ids", "next_id")))
-            E, alpha, lam, tau = chk["E"], chk["alpha"], chk["lam"], chk["tau"]
-            self._draws, latent_sum, slot = chk["draws"], chk["latent_sum"], chk["slot"]
-            n_active, alphas = chk["n_active"], chk["alphas"]
-            taus, history = chk["taus"], chk["history"]
-        progress = Progress(self.n_iter, "IBPFactorModel", self.verbose, first=start)
-        for it in range(start, self.n_iter):
-            state = z_step(state, O, E, lam, 1.0 / tau, alpha, rng)
-            X = state.latent
-            state.W = sample_loadings(X, Yc, O, lam, tau, rng)
-            E = (Yc - X @ state.W) * O
-            k_plus = X.shape[1]
-            if self.noise_prior is not None:
-                lam = sample_noise_precision(E, n_obs, self.noise_prior, rng)
-            if self.loading_prior is not None:
-                tau = sample_loading_precision(state.W, self.loading_prior, rng)
-            if self.alpha_prior is not None:
-                alpha = sample_alpha(k_plus, n, self.alpha_prior, rng)
-            ll = float(-0.5 * np.sum(n_obs * (_LOG_2PI - np.log(lam))) - 0.5 * np.sum(lam * E**2))
-            check_finite(ll, "IBP factor model Gibbs sweep (observed log likelihood)", it)
-            history[it], n_active[it], alphas[it], taus[it] = ll, k_plus, alpha, tau
-            if slot < n_keep and it == keep[slot]:
-                self._draws["latent"].append(X.copy())
-                self._draws["W"].append(state.W.copy())
-                self._draws["lam"][slot] = lam
-                for col, fid in enumerate(state.ids):
-                    latent_sum[fid] = latent_sum.get(fid, 0.0) + X[:, col]
-                slot += 1
-            progress.step(it, ll, "loglik")
-            if ckpt.due(it, self.n_iter):
-                chk = dict(vars(state), E=E, alpha=alpha, lam=lam, tau=tau, slot=slot)
-                chk.update(draws=self._draws, latent_sum=latent_sum, n_active=n_active)
-                chk.update(alphas=alphas, taus=taus, history=history)
-                ckpt.save(it + 1, chk, key, rng)
-        progress.close()
+        def run(rng, chain):
+            return run_chain(
+                lambda state: _IBPSampler(self, Y, missing, rng, state),
+                rng,
+                n_iter=self.n_iter,
+                burn_in=burn,
+                thin=self.thin,
+                name="IBPFactorModel",
+                verbose=self.verbose,
+                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
+                checkpoint_every=self.checkpoint_every,
+                fingerprint=key,
+            )
 
-        self.latent_ = np.zeros((n, state.ids.size))
-        for col, fid in enumerate(state.ids):
-            self.latent_[:, col] = latent_sum.get(fid, 0.0) / n_keep
-        self.loadings_ = state.W
-        self.n_active_ = n_active
-        self.alpha_ = alphas
-        self.log_likelihood_ = history
+        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        first = chains[0]  # features are identified only within a chain
+        latent_sum = {}
+        for d in first.draws:
+            for col, fid in enumerate(d["ids"]):
+                latent_sum[fid] = latent_sum.get(fid, 0.0) + d["latent"][:, col]
+        ids = first.final["ids"]
+        self.latent_ = np.zeros((Y.shape[0], ids.size))
+        for col, fid in enumerate(ids):
+            self.latent_[:, col] = latent_sum.get(fid, 0.0) / len(first.draws)
+        self.loadings_ = first.final["W"]
+        self.n_active_ = first.traces["n_active"]
+        self.alpha_ = first.traces["alpha"]
+        self.log_likelihood_ = first.traces["log_likelihood"]
         self.n_iter_ = self.n_iter
-        self.n_features_in_ = d
-        self._n_samples = n
-        self.idata_ = az.from_dict(
+        self.n_features_in_ = Y.shape[1]
+        self._n_samples = Y.shape[0]
+        draws = [d for c in chains for d in c.draws]
+        self._draws = {
+            "latent": [d["latent"] for d in draws],
+            "W": [d["W"] for d in draws],
+            "lam": np.stack([d["lam"] for d in draws]),
+        }
+        keep = slice(burn, None, self.thin)
+        self.idata_ = chains_to_idata(
             posterior={
-                "alpha": alphas[keep][None],
-                "n_active": n_active[keep][None],
-                "sigma_a": (1.0 / np.sqrt(taus[keep]))[None],
-                "noise_precision": self._draws["lam"][None],
+                "alpha": [c.traces["alpha"][keep] for c in chains],
+                "n_active": [c.traces["n_active"][keep] for c in chains],
+                "sigma_a": [1.0 / np.sqrt(c.traces["tau"][keep]) for c in chains],
+                "noise_precision": [np.stack([d["lam"] for d in c.draws]) for c in chains],
             },
-            sample_stats={"log_likelihood_observed": history[keep][None]},
-            dims={"noise_precision": ["feature"]},
+            sample_stats={
+                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
+                "predictive_mean": [
+                    np.stack([d["predictive_mean"] for d in c.draws]) for c in chains
+                ],
+            },
+            dims={"noise_precision": ["feature"], "predictive_mean": ["row"]},
         )
-        ckpt.remove()
         return self
 
     def log_likelihood(self, Y, mask):
@@ -458,8 +498,7 @@ class IBPFactorModel(BaseEstimator):
         ``sum_ij log( (1/S) sum_s N(y_ij; (z_i x_i)^s w_j^s, 1/lambda_j^s) )`` over the S retained
         draws; ``Y`` is the full matrix with the true held-out values.
         """
-        if not hasattr(self, "latent_"):
-            raise ValueError("this IBPFactorModel is not fitted yet; call fit first")
+        check_fitted(self, "latent_")
         Y = np.asarray(Y, dtype=float)
         mask = np.asarray(mask, dtype=bool)
         shape = (self._n_samples, self.n_features_in_)

@@ -26,27 +26,29 @@ observed entries are the only data the sampler sees.
 """
 
 import logging
+from functools import partial
+from numbers import Integral, Real
 
-import arviz as az
 import numpy as np
 from scipy import special
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from omicsbayes.inference import NumericalError, check_finite
+from omicsbayes.inference import NumericalError
 from omicsbayes.inference.bsvm import BayesianSVM
-from omicsbayes.inference.checkpoint import Checkpoint, fingerprint
-from omicsbayes.inference.progress import Progress
+from omicsbayes.inference.chain import (
+    chain_checkpoint,
+    chains_to_idata,
+    check_burn_in,
+    run_chain,
+    sample_chains,
+)
+from omicsbayes.inference.checkpoint import fingerprint
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
 logger = logging.getLogger("omicsbayes")
 
 _TINY = 1e-300
-
-
-def _rng(random_state):
-    """A numpy Generator from None, an int seed or a Generator."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
 
 
 def check_counts(X, who, allow_missing=True):
@@ -261,6 +263,53 @@ def _completed_entries(index, theta, phi, rng):
     return counts, rows, cols
 
 
+class _PFASampler:
+    """One PFA Gibbs chain for :func:`~omicsbayes.inference.chain.run_chain` (sweep order of
+    Zhou et al. 2012, section 4: allocate, phi, p, r, theta)."""
+
+    def __init__(self, est, X, missing, eps0, rng, state=None):
+        self.est, self.X, self.missing, self.eps0, self.rng = est, X, missing, eps0, rng
+        self.index = _entry_index(X, missing)
+        self.log_fact = float(special.gammaln(X[~missing] + 1).sum())
+        if state is not None:
+            self.r, self.p, self.phi, self.theta = state
+            return
+        n, d = X.shape
+        K = est.n_factors
+        # Start from r = 1, p = 1/2 and a random simplex per factor; theta from the per-sample
+        # totals so that the first allocation is on the right scale.
+        self.r = np.ones(K)
+        self.p = np.full(K, 0.5)
+        self.phi = rng.dirichlet(np.ones(d), size=K).T
+        n_seen = np.maximum((~missing).sum(1), 1)
+        row_mean = np.where(missing, 0.0, X).sum(1) / n_seen * d
+        self.theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
+
+    def sweep(self, it):
+        est, rng = self.est, self.rng
+        counts, rows, cols = _completed_entries(self.index, self.theta, self.phi, rng)
+        per_sample, per_feature = allocate_counts(counts, rows, cols, self.theta, self.phi, rng)
+        self.phi = sample_phi(per_feature, est.eta, rng)
+        self.p = sample_p(per_sample, self.r, est.c0, self.eps0, rng)
+        self.r = sample_r(self.r, per_sample, self.p, est.a0, est.b0, rng, it)
+        self.theta = sample_theta(per_sample, self.r, self.p, rng)
+        rate = self.theta @ self.phi.T
+        obs = ~self.missing
+        y = self.X[obs]
+        ll = float(np.sum(special.xlogy(y, rate[obs]) - rate[obs]) - self.log_fact)
+        return {"log_likelihood": ll}
+
+    def draw(self):
+        return {"theta": self.theta, "phi": self.phi, "r": self.r, "p": self.p}
+
+    def state(self):
+        return self.r, self.p, self.phi, self.theta
+
+    def final(self):
+        """The seed of :meth:`PoissonFactorAnalysis.transform`, drawn after the chain."""
+        return int(self.rng.integers(2**63 - 1))
+
+
 class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     """Poisson factor analysis with a Gibbs sampler (Zhou et al. 2012; paper 002, equation 2).
 
@@ -269,17 +318,21 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     n_factors : int
         Number of factors K (a truncation; the beta prior on ``p_k`` switches off unused ones).
     n_iter : int
-        Gibbs sweeps in total.
-    burn_in : int
-        Sweeps discarded before draws are kept.
+        Gibbs sweeps in total, per chain.
+    burn_in : int or None
+        Sweeps discarded before draws are kept; None means ``n_iter // 2``.
     thin : int
         Keep every ``thin``-th sweep after burn-in.
+    n_chains : int
+        Independent chains, each seeded from ``random_state``, run in parallel processes where
+        cores allow.
     a0, b0 : float
         Gamma(shape a0, rate b0) prior on the score shapes ``r_k``.
     c0 : float
         Beta concentration of ``p_k ~ Beta(c0 eps0, c0 (1 - eps0))``.
     eps0 : float or None
-        Beta mean of ``p_k``; None means ``1 / n_factors`` (Zhou et al.'s choice).
+        Beta mean of ``p_k``; None means ``1 / n_factors`` (Zhou et al.'s choice; 1/2 for one
+        factor).
     eta : float
         Dirichlet concentration of each loading simplex ``phi_k``.
     n_transform_iter : int
@@ -291,21 +344,25 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         File to write the sampler state to every ``checkpoint_every`` sweeps (atomically);
         ``fit`` resumes from it when it was written for the same parameters and data, and gives
         the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
+        With several chains, one file per chain (``<checkpoint>.chain<c>``).
     checkpoint_every : int
         Sweeps between checkpoints.
 
     Attributes
     ----------
     components_ : ndarray, shape (n_factors, n_features)
-        Posterior mean of the loadings (each row sums to one).
+        Posterior mean of the loadings (each row sums to one), over the first chain's draws
+        (factors are identified only up to permutation, so chains are not pooled here).
     scores_ : ndarray, shape (n_samples, n_factors)
-        Posterior mean of the training scores theta.
+        Posterior mean of the training scores theta (first chain).
     r_, p_ : ndarray, shape (n_factors,)
-        Posterior means of the score shapes and of ``p_k``.
+        Posterior means of the score shapes and of ``p_k`` (first chain).
     log_likelihood_ : ndarray, shape (n_iter,)
-        Log likelihood of the observed entries after each sweep.
+        Log likelihood of the observed entries after each sweep (first chain).
     idata_ : arviz.InferenceData
-        Retained draws of theta, phi, r and p.
+        Retained draws of every chain: theta, phi, r and p (posterior), the log likelihood and
+        each sample's expected total count ``predictive_mean`` (sample_stats, identifiable:
+        R-hat and ESS are computed on them).
     n_iter_ : int
     """
 
@@ -315,8 +372,9 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self,
         n_factors=20,
         n_iter=200,
-        burn_in=100,
+        burn_in=None,
         thin=1,
+        n_chains=1,
         a0=1.0,
         b0=1.0,
         c0=1.0,
@@ -332,6 +390,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.thin = thin
+        self.n_chains = n_chains
         self.a0 = a0
         self.b0 = b0
         self.c0 = c0
@@ -343,109 +402,68 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
 
-    def _check_params(self):
-        for name in ("n_factors", "n_iter", "thin", "n_transform_iter"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        if not isinstance(self.burn_in, (int, np.integer)) or not 0 <= self.burn_in < self.n_iter:
-            raise ValueError(
-                f"burn_in must be an integer in [0, n_iter={self.n_iter}); got {self.burn_in!r}"
-            )
-        for name in ("a0", "b0", "c0", "eta"):
-            if not np.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
-        eps0 = 1.0 / self.n_factors if self.eps0 is None else self.eps0
-        if not 0 < eps0 < 1:
-            raise ValueError(f"eps0 must lie in (0, 1); got {self.eps0!r}")
-        return eps0
-
-    def _log_likelihood(self, X, missing, theta, phi):
-        rate = theta @ phi.T
-        obs = ~missing
-        y = X[obs]
-        return float(np.sum(special.xlogy(y, rate[obs]) - rate[obs]) - self._log_fact)
+    _parameter_constraints = {
+        **MCMC_CONSTRAINTS,
+        "n_factors": [Interval(Integral, 1, None, closed="left")],
+        **{name: [POSITIVE] for name in ("a0", "b0", "c0", "eta")},
+        "eps0": [None, Interval(Real, 0, 1, closed="neither")],
+        "n_transform_iter": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def fit(self, X, y=None):
-        """Run the Gibbs sampler on a samples x features count matrix (NaN = missing)."""
-        eps0 = self._check_params()
-        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "PoissonFactorAnalysis")
+        """Run ``n_chains`` Gibbs chains on a samples x features count matrix (NaN = missing)."""
+        self._validate_params()
+        burn = check_burn_in(self.burn_in, self.n_iter, "PoissonFactorAnalysis")
+        eps0 = min(1.0 / self.n_factors, 0.5) if self.eps0 is None else self.eps0
         X, missing = check_counts(X, "PoissonFactorAnalysis")
         key = fingerprint(self, X)
-        rng = _rng(self.random_state)
-        n, d = X.shape
-        K = self.n_factors
-        index = _entry_index(X, missing)
-        self._log_fact = float(special.gammaln(X[~missing] + 1).sum())
-        keep = np.arange(self.burn_in, self.n_iter, self.thin)
-        n_keep = keep.size
+        sampler = partial(_PFASampler, self, X, missing, eps0)
 
-        saved = ckpt.load(key, rng)
-        if saved is None:
-            start, slot = 0, 0
-            # Start from r = 1, p = 1/2 and a random simplex per factor; theta from the
-            # per-sample totals so that the first allocation is on the right scale.
-            r = np.ones(K)
-            p = np.full(K, 0.5)
-            phi = rng.dirichlet(np.ones(d), size=K).T
-            n_seen = np.maximum((~missing).sum(1), 1)
-            row_mean = np.where(missing, 0.0, X).sum(1) / n_seen * d
-            theta = np.maximum(row_mean[:, None] / K * rng.gamma(1.0, 1.0, size=(n, K)), 1e-6)
-            draws = {
-                "theta": np.empty((n_keep, n, K)),
-                "phi": np.empty((n_keep, d, K)),
-                "r": np.empty((n_keep, K)),
-                "p": np.empty((n_keep, K)),
-            }
-            history = np.empty(self.n_iter)
-        else:
-            start, state = saved
-            r, p, phi, theta = state["r"], state["p"], state["phi"], state["theta"]
-            draws, history, slot = state["draws"], state["history"], state["slot"]
-        progress = Progress(self.n_iter, "PoissonFactorAnalysis", self.verbose, first=start)
-        for it in range(start, self.n_iter):
-            counts, rows, cols = _completed_entries(index, theta, phi, rng)
-            per_sample, per_feature = allocate_counts(counts, rows, cols, theta, phi, rng)
-            phi = sample_phi(per_feature, self.eta, rng)
-            p = sample_p(per_sample, r, self.c0, eps0, rng)
-            r = sample_r(r, per_sample, p, self.a0, self.b0, rng, it)
-            theta = sample_theta(per_sample, r, p, rng)
-            ll = self._log_likelihood(X, missing, theta, phi)
-            check_finite(ll, "PFA Gibbs sweep (observed log likelihood)", it)
-            history[it] = ll
-            if slot < n_keep and it == keep[slot]:
-                for name, value in zip(("theta", "phi", "r", "p"), (theta, phi, r, p)):
-                    draws[name][slot] = value
-                slot += 1
-            progress.step(it, ll, "loglik")
-            if ckpt.due(it, self.n_iter):
-                state = {"r": r, "p": p, "phi": phi, "theta": theta}
-                state.update(draws=draws, history=history, slot=slot)
-                ckpt.save(it + 1, state, key, rng)
-        progress.close()
+        def run(rng, chain):
+            return run_chain(
+                lambda state: sampler(rng, state),
+                rng,
+                n_iter=self.n_iter,
+                burn_in=burn,
+                thin=self.thin,
+                name="PoissonFactorAnalysis",
+                verbose=self.verbose,
+                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
+                checkpoint_every=self.checkpoint_every,
+                fingerprint=key,
+            )
 
-        self.log_likelihood_ = history
+        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        names = ("theta", "phi", "r", "p")
+        per_chain = [{k: np.stack([d[k] for d in c.draws]) for k in names} for c in chains]
+        first = per_chain[0]  # factors are identified only within a chain
+        self.log_likelihood_ = chains[0].traces["log_likelihood"]
         self.n_iter_ = self.n_iter
-        self.scores_ = draws["theta"].mean(0)
-        phi_mean = draws["phi"].mean(0)
+        self.scores_ = first["theta"].mean(0)
+        phi_mean = first["phi"].mean(0)
         self.components_ = (phi_mean / phi_mean.sum(0, keepdims=True)).T
-        self.r_ = draws["r"].mean(0)
-        self.p_ = draws["p"].mean(0)
-        self.n_features_in_ = d
-        self._draws = draws
-        self._transform_seed = int(rng.integers(2**63 - 1))
-        self.idata_ = az.from_dict(
-            posterior={k: v[None] for k, v in draws.items()},
-            sample_stats={"log_likelihood_observed": history[keep][None]},
-            coords={"factor": np.arange(K)},
+        self.r_ = first["r"].mean(0)
+        self.p_ = first["p"].mean(0)
+        self.n_features_in_ = X.shape[1]
+        self._draws = {k: np.concatenate([c[k] for c in per_chain]) for k in names}
+        self._transform_seed = chains[0].final
+        keep = slice(burn, None, self.thin)
+        self.idata_ = chains_to_idata(
+            posterior={k: [c[k] for c in per_chain] for k in names},
+            sample_stats={
+                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
+                # expected total count of each sample (phi_k sums to one): identifiable
+                "predictive_mean": [c["theta"].sum(2) for c in per_chain],
+            },
+            coords={"factor": np.arange(self.n_factors)},
             dims={
                 "theta": ["row", "factor"],
                 "phi": ["feature", "factor"],
                 "r": ["factor"],
                 "p": ["factor"],
+                "predictive_mean": ["row"],
             },
         )
-        ckpt.remove()
         return self
 
     def fit_transform(self, X, y=None):
@@ -453,8 +471,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         return self.fit(X).scores_
 
     def _check_fitted_counts(self, X, who):
-        if not hasattr(self, "components_"):
-            raise ValueError(f"this PoissonFactorAnalysis is not fitted yet; call fit before {who}")
+        check_fitted(self, "components_")
         X, missing = check_counts(X, f"PoissonFactorAnalysis.{who}")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -489,8 +506,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     def _heldout_pointwise(self, X, mask):
         X = np.asarray(X, dtype=float)
         mask = np.asarray(mask, dtype=bool)
-        if not hasattr(self, "components_"):
-            raise ValueError("this PoissonFactorAnalysis is not fitted yet; call fit first")
+        check_fitted(self, "components_")
         if X.shape != self.scores_.shape[:1] + (self.n_features_in_,) or mask.shape != X.shape:
             raise ValueError(
                 f"X {X.shape} and mask {mask.shape} must both have the training shape "
@@ -505,7 +521,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         )
         return y, rows, rate, theta
 
-    def heldout_log_likelihood(self, X, mask):
+    def log_likelihood(self, X, mask):
         """Posterior predictive log likelihood of the held-out entries (mask True).
 
         ``sum_ij log( (1/S) sum_s Poisson(y_ij; sum_k phi^s_jk theta^s_ik) )`` over the S retained
@@ -555,8 +571,8 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_factors, n_iter, burn_in, thin, a0, b0, c0, eps0, eta, n_transform_iter
-        Passed to :class:`PoissonFactorAnalysis`.
+    n_factors, n_iter, burn_in, thin, n_chains, a0, b0, c0, eps0, eta, n_transform_iter
+        Passed to :class:`PoissonFactorAnalysis` (the SVMs use its first chain's scores).
     svm_inference : {"vb", "gibbs"}
         Inference of the Bayesian SVMs.
     svm_max_iter : int
@@ -573,6 +589,8 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray (one task) or list of ndarray (several)
     scores_ : ndarray, shape (n_samples, n_factors)
         Training factor scores (posterior means, before standardisation).
+    idata_ : arviz.InferenceData
+        The draws of ``pfa_``.
     """
 
     capabilities = frozenset({"classifier", "multi_task", "counts", "mcmc"})
@@ -581,8 +599,9 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self,
         n_factors=20,
         n_iter=200,
-        burn_in=100,
+        burn_in=None,
         thin=1,
+        n_chains=1,
         a0=1.0,
         b0=1.0,
         c0=1.0,
@@ -600,6 +619,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.thin = thin
+        self.n_chains = n_chains
         self.a0 = a0
         self.b0 = b0
         self.c0 = c0
@@ -612,6 +632,18 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self.svm_burn_in = svm_burn_in
         self.random_state = random_state
         self.verbose = verbose
+
+    _parameter_constraints = {
+        **{
+            k: v
+            for k, v in PoissonFactorAnalysis._parameter_constraints.items()
+            if k not in ("checkpoint", "checkpoint_every")
+        },
+        "svm_inference": [StrOptions({"vb", "gibbs"})],
+        "svm_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "svm_n_samples": [Interval(Integral, 1, None, closed="left")],
+        "svm_burn_in": [Interval(Integral, 0, None, closed="left")],
+    }
 
     @staticmethod
     def _round(X):
@@ -635,14 +667,16 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         ``y`` has shape (n_samples,) with two class labels, or (n_samples, n_tasks) with NaN or
         None where a sample has no label for that task.
         """
+        self._validate_params()
         X = self._round(X)
         Y = _task_matrix(y, X.shape[0])
-        rng = _rng(self.random_state)
+        rng = check_rng(self.random_state)
         self.pfa_ = PoissonFactorAnalysis(
             n_factors=self.n_factors,
             n_iter=self.n_iter,
             burn_in=self.burn_in,
             thin=self.thin,
+            n_chains=self.n_chains,
             a0=self.a0,
             b0=self.b0,
             c0=self.c0,
@@ -675,12 +709,12 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = [s.classes_ for s in self.svms_] if self._multi else self.svms_[0].classes_
         self.n_features_in_ = X.shape[1]
         self.n_iter_ = self.pfa_.n_iter_
+        self.idata_ = self.pfa_.idata_
         return self
 
     def transform(self, X):
         """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
-        if not hasattr(self, "pfa_"):
-            raise ValueError("this PFAClassifier is not fitted yet; call fit first")
+        check_fitted(self, "pfa_")
         return self.pfa_.transform(self._round(X))
 
     def decision_function(self, X):

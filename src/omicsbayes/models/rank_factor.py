@@ -58,10 +58,13 @@ Errata applied (ERRATA.md, 000) and found here:
   training and not at prediction.
 """
 
+from numbers import Integral, Real
+
 import numpy as np
 from numba import njit, prange
 from scipy import linalg, special, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
@@ -71,8 +74,8 @@ from ..inference.bsvm import (
     expected_inv_lambda,
     sample_inv_lambda,
 )
-from ..inference.convergence import check_finite, relative_improvement
-from ..inference.progress import Progress
+from ..inference.chain import chains_to_idata, run_chain, run_vb, sample_chains
+from ..inference.convergence import check_finite
 from ..inference.stick_breaking import (
     alpha_posterior,
     expected_log_1m_nu,
@@ -83,6 +86,7 @@ from ..inference.stick_breaking import (
 )
 from ..inference.tpbn import TPBNShrinkage
 from ..inference.truncnorm import sample_truncnorm, truncnorm_moments
+from ._base import MCMC_CONSTRAINTS, POSITIVE, check_rng
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -889,6 +893,55 @@ def _encode_targets(y, n):
     return "multitask", classes, Y, observed.astype(float)
 
 
+class _GibbsSampler:
+    """One Gibbs chain of :class:`RankFactorClassifier` for
+    :func:`~omicsbayes.inference.chain.run_chain`: the sweep is ``_iterate``; each kept draw
+    adds to running sums of the moments prediction reads and returns the draws of ``idata_``."""
+
+    def __init__(self, est, eng):
+        self.est, self.eng = est, eng
+        self.sums, self.count = {}, 0
+        self.keep_loadings = est.n_features_in_ * est.n_factors * est.n_samples <= 5_000_000
+
+    @staticmethod
+    def current(est, eng):
+        """The moments prediction reads, at the engine's current state."""
+        out = {"Ea": eng.Ea, "EAA": eng.EAA, "Ez": eng.Ez, "Eb": eng.Eb, "EBB": eng.EBB}
+        out["W"] = est._train_w(eng)
+        if est.mixture:
+            out.update(Emu=eng.Emu, Epsi=eng.Epsi, Elogpsi=eng.Elogpsi, Elogq=eng.Elogq, R=eng.R)
+        return out
+
+    def sweep(self, it):
+        return {"log_likelihood": self.est._iterate(self.eng, it)}
+
+    def draw(self):
+        eng, k = self.eng, self.est.n_factors
+        current = self.current(self.est, eng)
+        if self.est.mixture:
+            current["q"] = np.exp(current.pop("Elogq"))
+        for key, val in current.items():
+            self.sums[key] = self.sums.get(key, 0.0) + val
+        self.count += 1
+        ezt = np.hstack([eng.Ez, np.ones((len(eng.Ez), 1))])
+        return {
+            "coef": eng.Eb[..., :k],
+            "intercept": eng.Eb[..., k],
+            "train_decision": np.einsum("nk,tck,nc->nt", ezt, eng.Eb, eng.R),
+            "scores": eng.Ez,
+            "loadings": eng.Ea if self.keep_loadings else None,
+        }
+
+    def state(self):
+        raise NotImplementedError("RankFactorClassifier does not checkpoint its Gibbs chain")
+
+    def final(self):
+        means = {key: val / self.count for key, val in self.sums.items()}
+        if self.est.mixture:
+            means["Elogq"] = np.log(np.maximum(means.pop("q"), 1e-300))
+        return {"means": means, "engine": self.eng}
+
+
 # --------------------------------------------------------------------------- estimator
 class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     """Discriminative factor model of paper 000 (Yuan, Henao et al., ICML 2015).
@@ -922,7 +975,12 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         The local classifiers of the DP mixture have no intercept.
     inference : {"vb", "gibbs"}
     max_iter, tol : VB iterations and relative-change stopping rule of the monitoring bound.
-    n_samples, burn_in, thin : Gibbs settings.
+    n_samples, burn_in, thin : Gibbs settings: draws kept, sweeps discarded first (None: as many
+        as are kept, ``n_samples * thin``, i.e. half of the chain) and the thinning interval.
+    n_chains : int
+        Gibbs: independent chains, each seeded from ``random_state``, in parallel processes where
+        cores allow. Prediction uses the first chain's posterior means (factors are identified
+        only within a chain); ``idata_`` holds every chain for R-hat / ESS.
     transform_iter : int
         At most this many iterations of the z_* update for new samples (it stops when z_*
         changes by less than 1e-3 of its mean magnitude).
@@ -942,10 +1000,11 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         form and its mean is a Robbins-Monro average of draws (Monte Carlo within VB): the
         objective then leaves out the pseudo-likelihood and entropy of q(W), fluctuates with the
         draws and is not monotone; the stopping rule uses its change over 20 iterations
-    inference_data_ : Gibbs draws (arviz.InferenceData, one chain): ``coef``, ``intercept``,
-        ``train_decision`` (the identifiable decision function on the training samples; use it
-        for R-hat / ESS, e.g. over several seeds joined with ``arviz.concat(..., dim="chain")``),
-        ``scores`` and, when small enough, ``loadings`` (both only up to rotation and scale).
+    idata_ : Gibbs draws (arviz.InferenceData, one entry of ``chain`` per chain): ``coef``,
+        ``intercept``, ``train_decision`` (the identifiable decision function on the training
+        samples, for R-hat / ESS), ``scores`` and, when small enough, ``loadings`` (both only up
+        to rotation and scale); the log pseudo-likelihood in sample_stats.
+    log_likelihood_ : Gibbs: log pseudo-likelihood after each sweep (first chain).
     n_iter_ : int
     """
 
@@ -973,8 +1032,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         max_iter=100,
         tol=1e-4,
         n_samples=200,
-        burn_in=200,
+        burn_in=None,
         thin=1,
+        n_chains=1,
         transform_iter=50,
         random_state=None,
         verbose=False,
@@ -1001,6 +1061,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         self.n_samples = n_samples
         self.burn_in = burn_in
         self.thin = thin
+        self.n_chains = n_chains
         self.transform_iter = transform_iter
         self.random_state = random_state
         self.verbose = verbose
@@ -1018,31 +1079,37 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return cls(**fixed, **kwargs)
 
     # ----------------------------------------------------------------- validation
-    def _check_params(self):
-        choices = {
-            "likelihood": ("gaussian", "rank", "maxmargin_rank"),
-            "classifier": ("probit", "bsvm"),
-            "inference": ("vb", "gibbs"),
-            "maxmargin_form": ("latent", "exact"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        positive = ("n_factors", "n_components", "max_iter", "n_samples", "thin", "transform_iter")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if not isinstance(self.burn_in, int | np.integer) or self.burn_in < 0:
-            raise ValueError(f"burn_in must be an integer >= 0, got {self.burn_in!r}")
-        for name in ("epsilon", "tol"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("r_a", "s_a", "r_beta", "s_beta", "psi_s", "psi_r", "alpha_s", "alpha_r"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not self.intercept_scale > 0:
-            raise ValueError(f"intercept_scale must be > 0, got {self.intercept_scale!r}")
+    _parameter_constraints = {
+        "likelihood": [StrOptions({"gaussian", "rank", "maxmargin_rank"})],
+        "classifier": [StrOptions({"probit", "bsvm"})],
+        "mixture": ["boolean"],
+        "inference": [StrOptions({"vb", "gibbs"})],
+        "maxmargin_form": [StrOptions({"latent", "exact"})],
+        **{
+            name: [Interval(Integral, 1, None, closed="left")]
+            for name in ("n_factors", "n_components", "max_iter", "n_samples", "transform_iter")
+        },
+        **{name: [Interval(Real, 0, None, closed="left")] for name in ("epsilon", "tol")},
+        **{
+            name: [POSITIVE]
+            for name in (
+                "r_a",
+                "s_a",
+                "r_beta",
+                "s_beta",
+                "psi_s",
+                "psi_r",
+                "alpha_s",
+                "alpha_r",
+                "intercept_scale",
+            )
+        },
+        **{
+            k: v
+            for k, v in MCMC_CONSTRAINTS.items()
+            if k not in ("n_iter", "checkpoint", "checkpoint_every")
+        },
+    }
 
     def _check_X(self, X, fitting):
         X = np.asarray(X, dtype=float)
@@ -1066,17 +1133,16 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- fit
     def fit(self, X, y):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (1-D, or 2-D with NaN)."""
-        self._check_params()
+        self._validate_params()
         X = self._check_X(X, fitting=True)
         self._mode, self.classes_, Y, O = _encode_targets(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
         self.n_tasks_ = Y.shape[1]
-        rng = np.random.default_rng(self.random_state)
-        gibbs = self.inference == "gibbs"
-        eng = _Engine(self, X, Y, O, rng, gibbs)
-        if gibbs:
-            self._fit_gibbs(eng)
+        rng = check_rng(self.random_state)
+        if self.inference == "gibbs":
+            eng = self._fit_gibbs(X, Y, O, rng)
         else:
+            eng = _Engine(self, X, Y, O, rng, False)
             self._fit_vb(eng)
         self._finish(eng)
         return self
@@ -1102,33 +1168,19 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return check_finite(value, what, it)
 
     def _fit_vb(self, eng):
-        self.lower_bound_ = []
-        progress = Progress(self.max_iter, "RankFactorClassifier VB", self.verbose)
         # The Monte Carlo estimate of q(W) in the latent max-margin form makes the objective
         # fluctuate: there the change is taken over the last `lag` iterations, per iteration.
         lag = 20 if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent" else 1
-        for it in range(self.max_iter):
-            bound = self._iterate(eng, it)
-            self.lower_bound_.append(float(bound))
-            progress.step(it, bound)
-            self.n_iter_ = it + 1
-            if it >= 9 + lag:
-                change = relative_improvement(self.lower_bound_[-1 - lag], bound) / lag
-                if abs(change) < self.tol:
-                    break
-        progress.close()
-        self.lower_bound_ = np.asarray(self.lower_bound_)
-        self._means = {
-            "Ea": eng.Ea,
-            "EAA": eng.EAA,
-            "Ez": eng.Ez,
-            "Eb": eng.Eb,
-            "EBB": eng.EBB,
-            "W": self._train_w(eng),
-        }
-        if self.mixture:
-            self._means.update(Emu=eng.Emu, Epsi=eng.Epsi, Elogpsi=eng.Elogpsi, Elogq=eng.Elogq)
-            self._means["R"] = eng.R
+        self.lower_bound_, self.n_iter_, _ = run_vb(
+            lambda it: self._iterate(eng, it),
+            max_iter=self.max_iter,
+            tol=self.tol,
+            name="RankFactorClassifier VB",
+            verbose=self.verbose,
+            lag=lag,
+            min_iter=10 + lag,
+        )
+        self._means = _GibbsSampler.current(self, eng)
 
     def _train_w(self, eng):
         if self.likelihood == "rank":
@@ -1137,62 +1189,42 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             return eng.H.copy()
         return eng.Ez @ eng.Ea.T
 
-    def _fit_gibbs(self, eng):
-        import arviz as az
+    def _fit_gibbs(self, X, Y, O, rng):
+        """``n_chains`` Gibbs chains through :func:`~omicsbayes.inference.chain.run_chain`;
+        returns the first chain's engine (its posterior means predict: factors are identified
+        only within a chain)."""
+        burn = self.n_samples * self.thin if self.burn_in is None else int(self.burn_in)
+        total = burn + int(self.n_samples) * int(self.thin)
 
-        total = int(self.burn_in) + int(self.n_samples) * int(self.thin)
-        progress = Progress(total, "RankFactorClassifier Gibbs", self.verbose)
-        sums = {}
-        draws = {"coef": [], "intercept": [], "train_decision": [], "scores": [], "loadings": []}
-        keep_loadings = self.n_features_in_ * self.n_factors * self.n_samples <= 5_000_000
-        loglik = []
-        k = self.n_factors
-        for it in range(total):
-            value = self._iterate(eng, it)
-            progress.step(it, value, "log pseudo-lik")
-            if it < self.burn_in or (it - self.burn_in) % self.thin:
-                continue
-            current = {
-                "Ea": eng.Ea,
-                "EAA": eng.EAA,
-                "Ez": eng.Ez,
-                "Eb": eng.Eb,
-                "EBB": eng.EBB,
-                "W": self._train_w(eng),
-            }
-            if self.mixture:
-                current.update(
-                    Emu=eng.Emu,
-                    Epsi=eng.Epsi,
-                    Elogpsi=eng.Elogpsi,
-                    q=np.exp(eng.Elogq),
-                    R=eng.R,
-                )
-            for key, val in current.items():
-                sums[key] = sums.get(key, 0.0) + val
-            draws["coef"].append(eng.Eb[..., :k])
-            draws["intercept"].append(eng.Eb[..., k])
-            ezt = np.hstack([eng.Ez, np.ones((len(eng.Ez), 1))])
-            f = np.einsum("nk,tck,nc->nt", ezt, eng.Eb, eng.R)
-            draws["train_decision"].append(f)
-            draws["scores"].append(eng.Ez)
-            if keep_loadings:
-                draws["loadings"].append(eng.Ea)
-            loglik.append(value)
-        progress.close()
+        def run(rng, chain):
+            return run_chain(
+                lambda state: _GibbsSampler(self, _Engine(self, X, Y, O, rng, True)),
+                rng,
+                n_iter=total,
+                burn_in=burn,
+                thin=self.thin,
+                name="RankFactorClassifier Gibbs",
+                verbose=self.verbose,
+            )
+
+        chains = sample_chains(run, rng, self.n_chains)
+        first = chains[0]
         self.n_iter_ = total
-        m = int(self.n_samples)
-        self._means = {key: val / m for key, val in sums.items()}
-        if self.mixture:
-            self._means["Elogq"] = np.log(np.maximum(self._means.pop("q"), 1e-300))
-        posterior = {key: np.asarray(val)[None] for key, val in draws.items() if len(val) > 0}
+        self.log_likelihood_ = first.traces["log_likelihood"]
+        self._means = first.final["means"]
+        names = [k for k in first.draws[0] if first.draws[0][k] is not None]
+        posterior = {k: [np.stack([d[k] for d in c.draws]) for c in chains] for k in names}
         if not self.mixture:
-            posterior["coef"] = posterior["coef"][:, :, :, 0]
-            posterior["intercept"] = posterior["intercept"][:, :, :, 0]
-        self.inference_data_ = az.from_dict(
+            for k in ("coef", "intercept"):
+                posterior[k] = [v[:, :, 0] for v in posterior[k]]
+        keep = slice(burn, None, self.thin)
+        self.idata_ = chains_to_idata(
             posterior=posterior,
-            sample_stats={"log_pseudo_likelihood": np.asarray(loglik)[None]},
+            sample_stats={
+                "log_pseudo_likelihood": [c.traces["log_likelihood"][keep] for c in chains]
+            },
         )
+        return first.final["engine"]
 
     def _finish(self, eng):
         means = self._means

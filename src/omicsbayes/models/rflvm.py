@@ -70,18 +70,27 @@ the collapsed steps condition on them, the row-wise steps, the slice sweep and e
 likelihood use the observed entries only.
 """
 
-import logging
 import time
+from numbers import Integral
 
 import numpy as np
 from numba import njit
 from scipy.linalg import solve_triangular
 from scipy.special import expit, gammaln, logsumexp
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
-from ..inference import check_finite, sample_polyagamma
-from ..inference.checkpoint import Checkpoint, fingerprint
+from ..inference import sample_polyagamma
+from ..inference.chain import (
+    burn_in_of,
+    chain_checkpoint,
+    chains_to_idata,
+    check_burn_in,
+    run_chain,
+    sample_chains,
+)
+from ..inference.checkpoint import fingerprint
 from ..inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
 from ..inference.ess import elliptical_slice, elliptical_slice_rows
 from ..inference.hmc import adapt_step_size, hmc_step
@@ -93,21 +102,13 @@ from ..inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-
-logger = logging.getLogger("omicsbayes")
+from ._base import MCMC_CONSTRAINTS, check_fitted, check_rng
 
 LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson")
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
 STEPS = ("z", "x", "hmc", "dp", "w", "beta")
+PRIORS = ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "beta_scale_prior", "dispersion_prior")
 W_INIT_SCALE = 0.1
-
-
-def _rng(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**31))
-    return np.random.default_rng(random_state)
 
 
 def _softplus(x):
@@ -390,7 +391,7 @@ class _Chain:
         self.accept_beta = [0, 0]
         self.hmc_step_size = 0.01
         self.hmc_accept = [0.0, 0]
-        self.burn = est.n_iter // 2 if est.burn_in is None else est.burn_in
+        self.burn = burn_in_of(est.burn_in, est.n_iter)
         N, J, M, D = self.N, self.J, self.M, est.n_latent
         self.X = self._init_latent(D)
         self.Z = np.ones((N, D), bool)
@@ -1012,6 +1013,43 @@ class _Chain:
             "theta": theta,
         }
 
+    # ------------------------------------------------- the sampler of inference.chain.run_chain
+    @classmethod
+    def start(cls, est, Y, obs, rng, state):
+        """A new chain (``state`` None; its set-up time in ``secs["init"]``) or a restored one."""
+        if state is not None:
+            return cls.restore(est, Y, obs, rng, state)
+        t0 = time.perf_counter()
+        chain = cls(est, Y, obs, rng)
+        chain.secs = dict.fromkeys(STEPS, 0.0)
+        chain.secs["init"] = time.perf_counter() - t0
+        return chain
+
+    def sweep(self, it):
+        """One iteration: the steps of the module docstring in order, each timed."""
+        for name in STEPS:
+            ts = time.perf_counter()
+            getattr(self, f"step_{name}")(it)
+            self.secs[name] += time.perf_counter() - ts
+        self.ll = self.log_lik()
+        return {"log_likelihood": self.ll, "n_active": self.D}
+
+    def draw(self):
+        # each sample's linear predictor averaged over features: identified (unlike X, W, beta)
+        mean = rff(self.XZ, self.W) @ self.beta.mean(axis=1)
+        stats = (self.alpha, self.eta, self.D, self.labels.max() + 1, self.ll)
+        return self.snapshot(), stats, mean
+
+    def final(self):
+        return {
+            "acceptance_rate": self.accept[0] / max(self.accept[1], 1),
+            "hmc_acceptance": self.hmc_accept[0] / max(self.hmc_accept[1], 1),
+            "hmc_step_size": self.hmc_step_size,
+            "step_seconds": self.secs,
+            "ess_evals": dict(self.n_evals),
+            "row_totals": self.n_row if self.lik == "multinomial" else None,
+        }
+
 
 class RFLVM(BaseEstimator):
     """Random feature latent variable model, sparse (IBP RFLVM) or dense, fitted by MCMC.
@@ -1028,8 +1066,11 @@ class RFLVM(BaseEstimator):
         Initial (sparse) or fixed (dense) latent dimension.
     n_iter : int
         MCMC iterations.
-    burn_in : int, optional
-        Iterations discarded; default ``n_iter // 2``.
+    burn_in : int or None
+        Iterations discarded; None means ``n_iter // 2``.
+    n_chains : int
+        Independent chains, each seeded from ``random_state``, run in parallel processes where
+        cores allow; :meth:`log_likelihood` and :meth:`perplexity` average over the draws of all.
     ibp_alpha_prior, dp_eta_prior : (float, float)
         Gamma(shape, rate) priors of the IBP concentration alpha and the DP concentration eta.
     noise_prior : (float, float)
@@ -1041,7 +1082,7 @@ class RFLVM(BaseEstimator):
     dispersion_prior : (float, float)
         Gamma(shape, rate) prior of the negative-binomial dispersions r_j.
     max_shrink : int
-        Largest number of bracket shrinks in one elliptical slice step.
+        Largest number of bracket shrinks in one elliptical slice step (at least 20).
     x_sweeps : int
         Gaussian likelihood: alternations of (row-wise ESS of X, beta and sigma^2 Gibbs) per
         iteration before the collapsed whole-matrix step (cheap; X and beta are coupled).
@@ -1064,18 +1105,23 @@ class RFLVM(BaseEstimator):
         ``fit`` resumes from it when it was written for the same parameters and data, and gives
         the same draws as an uninterrupted chain. Removed after a successful fit. None: off.
     checkpoint_every : int
-        Iterations between checkpoints.
+        Iterations between checkpoints (one file per chain, ``<checkpoint>.chain<c>``).
 
     Attributes
     ----------
     latent_ : ndarray (n_samples, max active dims)
-        Posterior mean of X * Z over the retained draws (dimensions padded with zeros).
+        Posterior mean of X * Z over the first chain's retained draws (dimensions padded with
+        zeros; latent dimensions are identified only within a chain).
     n_active_ : ndarray (n_iter,)
-        Number of instantiated latent dimensions after each iteration.
-    log_lik_ : ndarray (n_iter,)
-        Log likelihood of the observed entries after each iteration.
+        Number of instantiated latent dimensions after each iteration (first chain).
+    log_likelihood_ : ndarray (n_iter,)
+        Log likelihood of the observed entries after each iteration (first chain).
+    draws_ : list of dict
+        Retained draws of every chain (XZ, W, beta, theta), for the held-out predictive.
     idata_ : arviz.InferenceData
-        Retained draws of alpha, eta, n_active, n_clusters, log_lik and X * Z.
+        Retained draws of every chain: alpha, eta, n_active, n_clusters and X * Z (posterior),
+        the log likelihood (``log_likelihood_observed``) and each sample's linear predictor
+        averaged over features (``predictive_mean``) in sample_stats, both identifiable.
     acceptance_rate_ : float
         Acceptance rate of the frequency Metropolis-Hastings step.
     hmc_acceptance_ : float
@@ -1093,7 +1139,7 @@ class RFLVM(BaseEstimator):
     n_iter_ : int
     """
 
-    capabilities = frozenset({"heldout_scoring", "mcmc"})
+    capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
 
     def __init__(
         self,
@@ -1103,6 +1149,7 @@ class RFLVM(BaseEstimator):
         n_latent=2,
         n_iter=100,
         burn_in=None,
+        n_chains=1,
         ibp_alpha_prior=(1.0, 1.0),
         dp_eta_prior=(1.0, 1.0),
         noise_prior=(1.0, 1.0),
@@ -1124,6 +1171,7 @@ class RFLVM(BaseEstimator):
         self.n_latent = n_latent
         self.n_iter = n_iter
         self.burn_in = burn_in
+        self.n_chains = n_chains
         self.ibp_alpha_prior = ibp_alpha_prior
         self.dp_eta_prior = dp_eta_prior
         self.noise_prior = noise_prior
@@ -1140,41 +1188,44 @@ class RFLVM(BaseEstimator):
         self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self):
-        if self.likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood={self.likelihood!r}; expected one of {LIKELIHOODS}")
-        for name in (
-            "n_random_features",
-            "n_latent",
-            "n_iter",
-            "max_shrink",
-            "x_sweeps",
-            "n_x_proposals",
-        ):
-            v = getattr(self, name)
-            if not isinstance(v, int | np.integer) or v < 1:
-                raise ValueError(f"{name}={v!r}; expected a positive integer")
-        if not isinstance(self.hmc_moves, int | np.integer) or self.hmc_moves < 0:
-            raise ValueError(f"hmc_moves={self.hmc_moves!r}; expected a non-negative integer")
-        if not isinstance(self.hmc_leapfrog, int | np.integer) or self.hmc_leapfrog < 1:
-            raise ValueError(f"hmc_leapfrog={self.hmc_leapfrog!r}; expected a positive integer")
-        burn = self.n_iter // 2 if self.burn_in is None else self.burn_in
-        if not isinstance(burn, int | np.integer) or not 0 <= burn < self.n_iter:
-            raise ValueError(f"burn_in={self.burn_in!r}; expected an integer in [0, n_iter)")
-        for name in (
-            "ibp_alpha_prior",
-            "dp_eta_prior",
-            "noise_prior",
-            "beta_scale_prior",
-            "dispersion_prior",
-        ):
+    _parameter_constraints = {
+        **MCMC_CONSTRAINTS,
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "sparse": ["boolean"],
+        **{
+            name: [Interval(Integral, 1, None, closed="left")]
+            for name in (
+                "n_random_features",
+                "n_latent",
+                "x_sweeps",
+                "n_x_proposals",
+                "hmc_leapfrog",
+            )
+        },
+        "hmc_moves": [Interval(Integral, 0, None, closed="left")],
+        # an elliptical slice step shrinks its bracket geometrically; a few shrinks are not
+        # enough for every row of a chain (1 fails on the sweep's tiny problem)
+        "max_shrink": [Interval(Integral, 20, None, closed="left")],
+        **{name: [tuple, list] for name in PRIORS},
+    }
+    _parameter_constraints.pop("thin")
+
+    def _validate_params(self):
+        """scikit-learn's checks, then each prior two positive numbers (c_min < c_max)."""
+        super()._validate_params()
+        for name in PRIORS:
             v = getattr(self, name)
             if len(v) != 2 or not all(np.isfinite(x) and x > 0 for x in v):
-                raise ValueError(f"{name}={v!r}; expected two positive numbers")
+                raise ValueError(
+                    f"The {name!r} parameter of RFLVM must be two positive numbers. "
+                    f"Got {v!r} instead."
+                )
         lo, hi = self.beta_scale_prior
         if not lo < hi:
-            raise ValueError(f"beta_scale_prior={self.beta_scale_prior!r}; expected c_min < c_max")
-        return int(burn)
+            raise ValueError(
+                f"The 'beta_scale_prior' parameter of RFLVM must be (c_min, c_max) with "
+                f"c_min < c_max. Got {self.beta_scale_prior!r} instead."
+            )
 
     def _scale_grid(self):
         """Grid of the prior scale c: log-spaced over ``beta_scale_prior``, 10 points a decade."""
@@ -1218,106 +1269,68 @@ class RFLVM(BaseEstimator):
             return self._fit(Y)
 
     def _fit(self, Y):
-        import arviz as az
-
-        burn = self._check_params()
-        ckpt = Checkpoint(self.checkpoint, self.checkpoint_every, "RFLVM")
+        self._validate_params()
+        burn = check_burn_in(self.burn_in, self.n_iter, "RFLVM")
         Y = self._check_Y(Y)
         obs = ~np.isnan(Y)
         if not obs.any():
             raise ValueError("Y has no observed entries; RFLVM needs some non-NaN values")
         key = fingerprint(self, Y)
-        rng = _rng(self.random_state)
-        t0 = time.perf_counter()
-        saved = ckpt.load(key, rng)
-        if saved is None:
-            start = 0
-            chain = _Chain(self, Y, obs, rng)
-            secs = dict.fromkeys(STEPS, 0.0)
-            secs["init"] = time.perf_counter() - t0
-            n_active, log_lik, draws, stats = [], [], [], []
-        else:
-            start, state = saved
-            chain = _Chain.restore(self, Y, obs, rng, state["chain"])
-            secs, n_active, log_lik = state["secs"], state["n_active"], state["log_lik"]
-            draws, stats = state["draws"], state["stats"]
-        steps = [(s, getattr(chain, f"step_{s}")) for s in STEPS]
-        every = max(1, self.n_iter // 10)
-        bar = None
-        if self.verbose:
-            from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.n_iter, initial=start, desc=f"RFLVM ({self.likelihood})")
-        for it in range(start, self.n_iter):
-            for name, step in steps:
-                ts = time.perf_counter()
-                step(it)
-                secs[name] += time.perf_counter() - ts
-            ll = chain.log_lik()
-            check_finite(ll, "RFLVM log likelihood", it)
-            log_lik.append(ll)
-            n_active.append(chain.D)
-            if it >= burn:
-                draws.append(chain.snapshot())
-                stats.append((chain.alpha, chain.eta, chain.D, chain.labels.max() + 1, ll))
-            if bar is not None:
-                bar.update(1)
-            if (it + 1) % every == 0 or it + 1 == self.n_iter:
-                el = time.perf_counter() - t0
-                logger.info(
-                    "RFLVM iteration %d/%d log-lik %.4g active dims %d elapsed %.1fs left %.1fs",
-                    it + 1,
-                    self.n_iter,
-                    ll,
-                    chain.D,
-                    el,
-                    el / (it + 1 - start) * (self.n_iter - it - 1),
-                )
-            if ckpt.due(it, self.n_iter):
-                state = {
-                    "chain": chain.state(),
-                    "secs": secs,
-                    "n_active": n_active,
-                    "log_lik": log_lik,
-                    "draws": draws,
-                    "stats": stats,
-                }
-                ckpt.save(it + 1, state, key, rng)
-        if bar is not None:
-            bar.close()
+        def run(rng, chain):
+            return run_chain(
+                lambda state: _Chain.start(self, Y, obs, rng, state),
+                rng,
+                n_iter=self.n_iter,
+                burn_in=burn,
+                name=f"RFLVM ({self.likelihood})",
+                verbose=self.verbose,
+                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
+                checkpoint_every=self.checkpoint_every,
+                fingerprint=key,
+            )
+
+        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        first = chains[0]
         self.n_iter_ = self.n_iter
-        self.n_active_ = np.asarray(n_active)
-        self.log_lik_ = np.asarray(log_lik)
-        self.draws_ = draws
-        self.acceptance_rate_ = chain.accept[0] / max(chain.accept[1], 1)
-        self.hmc_acceptance_ = chain.hmc_accept[0] / max(chain.hmc_accept[1], 1)
-        self.hmc_step_size_ = chain.hmc_step_size
-        self.step_seconds_ = secs
-        self.ess_evals_ = dict(chain.n_evals)
+        self.n_active_ = first.traces["n_active"]
+        self.log_likelihood_ = first.traces["log_likelihood"]
+        self.draws_ = [snap for c in chains for snap, _, _ in c.draws]
+        self.acceptance_rate_ = first.final["acceptance_rate"]
+        self.hmc_acceptance_ = first.final["hmc_acceptance"]
+        self.hmc_step_size_ = first.final["hmc_step_size"]
+        self.step_seconds_ = first.final["step_seconds"]
+        self.ess_evals_ = first.final["ess_evals"]
+        self.row_totals_ = first.final["row_totals"]
         self.n_features_in_ = Y.shape[1]
         self.n_samples_fit_ = Y.shape[0]
-        self.row_totals_ = chain.n_row if self.likelihood == "multinomial" else None
-        d_max = max(max(d["XZ"].shape[1] for d in draws), 1)
-        Xs = np.zeros((len(draws), Y.shape[0], d_max))
-        for s, d in enumerate(draws):
-            Xs[s, :, : d["XZ"].shape[1]] = d["XZ"]
-        self.latent_ = Xs.mean(axis=0)
-        st = np.asarray(stats, float)
+        d_max = max(max(snap["XZ"].shape[1] for snap, _, _ in c.draws) for c in chains)
+        d_max = max(d_max, 1)
+        Xs = []
+        for c in chains:
+            x = np.zeros((len(c.draws), Y.shape[0], d_max))
+            for s, (snap, _, _) in enumerate(c.draws):
+                x[s, :, : snap["XZ"].shape[1]] = snap["XZ"]
+            Xs.append(x)
+        self.latent_ = Xs[0].mean(axis=0)  # latent dimensions are identified only within a chain
+        stats = [np.asarray([st for _, st, _ in c.draws], float) for c in chains]
         post = {
-            "alpha": st[:, 0],
-            "eta": st[:, 1],
-            "n_active": st[:, 2],
-            "n_clusters": st[:, 3],
-            "log_lik": st[:, 4],
+            "alpha": [st[:, 0] for st in stats],
+            "eta": [st[:, 1] for st in stats],
+            "n_active": [st[:, 2] for st in stats],
+            "n_clusters": [st[:, 3] for st in stats],
             "X": Xs,
         }
         if not self.sparse:
             del post["alpha"]
-        self.idata_ = az.from_dict(
-            posterior={k: v[None] for k, v in post.items()},
-            dims={"X": ["sample", "latent_dim"]},
+        self.idata_ = chains_to_idata(
+            posterior=post,
+            sample_stats={
+                "log_likelihood_observed": [st[:, 4] for st in stats],
+                "predictive_mean": [np.stack([m for _, _, m in c.draws]) for c in chains],
+            },
+            dims={"X": ["sample", "latent_dim"], "predictive_mean": ["sample"]},
         )
-        ckpt.remove()
         return self
 
     def fit_transform(self, Y, y=None):
@@ -1326,8 +1339,7 @@ class RFLVM(BaseEstimator):
 
     # ------------------------------------------------------------------ evaluation
     def _check_heldout(self, Y, mask):
-        if not hasattr(self, "draws_"):
-            raise ValueError("this RFLVM is not fitted yet; call fit(Y) first")
+        check_fitted(self, "draws_")
         Y = self._check_Y(Y)
         mask = np.asarray(mask, bool)
         if Y.shape != (self.n_samples_fit_, self.n_features_in_) or mask.shape != Y.shape:

@@ -36,16 +36,14 @@ SCORES = ("scores_", "latent_", "row_factors_")
 TRACES = (
     ("lower_bound_", "lower_bound"),
     ("log_likelihood_", "log_likelihood"),
-    ("log_lik_", "log_likelihood"),
     ("objective_", "objective"),
 )
-IDATA = ("idata_", "inference_data_")
+IDATA = ("idata_",)
 # Without a trace attribute, the log likelihood of the retained draws (chains x draws) in idata_.
 DRAW_TRACES = (
     ("sample_stats", "log_likelihood"),
     ("sample_stats", "log_pseudo_likelihood"),
     ("sample_stats", "log_likelihood_observed"),
-    ("posterior", "log_lik"),
 )
 # Posterior quantities identified by the data (not raw factors, which are identified only up to
 # rotation and sign): R-hat and ESS are reported for these and for every scalar variable.

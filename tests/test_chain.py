@@ -1,0 +1,243 @@
+"""The shared MCMC driver and VB loop (omicsbayes.inference.chain, issue 15) and several chains
+with R-hat / ESS (issue 16), burn-in following n_iter (issue 18)."""
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import poisson
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+from omicsbayes.inference import NumericalError
+from omicsbayes.inference import chain as chain_mod
+from omicsbayes.inference.chain import burn_in_of, run_chain, run_vb, sample_chains
+from omicsbayes.models import (
+    RFLVM,
+    IBPFactorModel,
+    PFAClassifier,
+    PoissonFactorAnalysis,
+    RankFactorClassifier,
+)
+from omicsbayes.tl._anndata import mcmc_diagnostics
+
+
+class _Counter:
+    """A toy sampler: iteration it has log likelihood -it (or NaN at ``bad``)."""
+
+    def __init__(self, rng, bad=None):
+        self.rng, self.bad, self.value = rng, bad, None
+
+    def sweep(self, it):
+        self.value = it
+        ll = np.nan if it == self.bad else -float(it)
+        return {"log_likelihood": ll, "u": self.rng.uniform()}
+
+    def draw(self):
+        return self.value
+
+    def state(self):
+        return self.value
+
+    def final(self):
+        return "done"
+
+
+@pytest.mark.parametrize(("n_iter", "burn_in", "thin"), [(10, 0, 1), (10, 4, 3), (7, 6, 2)])
+def test_run_chain_keeps_burn_in_plus_multiples_of_thin(n_iter, burn_in, thin):
+    rng = np.random.default_rng(0)
+    out = run_chain(
+        lambda state: _Counter(rng), rng, n_iter=n_iter, burn_in=burn_in, thin=thin, name="toy"
+    )
+    assert out.draws == list(range(burn_in, n_iter, thin))
+    np.testing.assert_array_equal(out.traces["log_likelihood"], -np.arange(n_iter))
+    np.testing.assert_array_equal(out.traces["u"], np.random.default_rng(0).uniform(size=n_iter))
+    assert out.final == "done"
+
+
+def test_run_chain_refuses_a_non_finite_log_likelihood():
+    rng = np.random.default_rng(0)
+    with pytest.raises(NumericalError, match="toy sweep .* at iteration 3"):
+        run_chain(lambda s: _Counter(rng, bad=3), rng, n_iter=6, burn_in=0, name="toy")
+
+
+def test_burn_in_none_is_half_of_n_iter():
+    assert burn_in_of(None, 61) == 30 and burn_in_of(5, 61) == 5
+    # issue 18: IBPFactorModel(n_iter=60) failed with the fixed default burn_in=100
+    Y = np.random.default_rng(0).standard_normal((6, 3))
+    for model in (IBPFactorModel(n_iter=6), RFLVM(n_iter=6, n_random_features=3, hmc_moves=0)):
+        assert model.fit(Y).idata_.posterior.sizes["draw"] == 3
+    X = np.random.default_rng(1).poisson(3.0, size=(6, 4)).astype(float)
+    assert PoissonFactorAnalysis(n_factors=2, n_iter=6).fit(X).idata_.posterior.sizes["draw"] == 3
+
+
+def _geometric(ratio, scale=1.0):
+    """Bounds ``-1 - scale * ratio**it`` (increasing to -1)."""
+    return lambda it: -1.0 - scale * ratio**it
+
+
+def test_run_vb_stops_at_the_first_iteration_below_tol():
+    step = _geometric(0.5)
+    bounds = np.array([step(i) for i in range(60)])
+    change = np.abs(np.diff(bounds) / np.abs(bounds[:-1]))
+    expected = int(np.argmax(change < 1e-6)) + 2  # change[i] compares iterations i and i + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        lb, n_iter, converged = run_vb(step, max_iter=100, tol=1e-6, name="toy")
+    assert converged and n_iter == expected and lb.size == expected
+    np.testing.assert_array_equal(lb, bounds[:expected])
+    # lag: the change over `lag` iterations, per iteration; min_iter holds off the check
+    lb, n_iter, _ = run_vb(step, max_iter=100, tol=1e-6, name="toy", lag=5, min_iter=30)
+    assert n_iter == 30
+    lb, n_iter, _ = run_vb(step, max_iter=100, tol=1e-6, name="toy", initial=-7.0)
+    assert lb[0] == -7.0 and lb.size == n_iter + 1
+
+
+def test_run_vb_warns_when_max_iter_is_reached():
+    with pytest.warns(ConvergenceWarning, match="toy did not converge in max_iter=5"):
+        _, n_iter, converged = run_vb(_geometric(0.9), max_iter=5, tol=1e-12, name="toy")
+    assert n_iter == 5 and not converged
+
+
+def _draw(rng, chain):
+    return chain, rng.uniform(size=3)
+
+
+def test_sample_chains_seeds_each_chain_from_one_generator(monkeypatch):
+    one = sample_chains(_draw, np.random.default_rng(4), 1)
+    np.testing.assert_array_equal(one[0][1], np.random.default_rng(4).uniform(size=3))
+    parallel = sample_chains(_draw, np.random.default_rng(4), 3)
+    monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    sequential = sample_chains(_draw, np.random.default_rng(4), 3)
+    spawned = np.random.default_rng(4).spawn(3)
+    for c in range(3):
+        assert parallel[c][0] == sequential[c][0] == c
+        np.testing.assert_array_equal(parallel[c][1], sequential[c][1])
+        np.testing.assert_array_equal(parallel[c][1], spawned[c].uniform(size=3))
+    assert not np.allclose(parallel[0][1], parallel[1][1])
+
+
+def _counts(seed=0, n=15, d=6):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(rng.gamma(5.0, 1.0, size=(n, 1)) * np.ones((1, d))).astype(float)
+
+
+def test_each_chain_is_the_single_chain_fit_of_its_spawned_generator():
+    X = _counts()
+    mask = np.zeros(X.shape, bool)
+    mask[::4, 1] = True
+    Xtr = np.where(mask, np.nan, X)
+    kw = {"n_factors": 2, "n_iter": 10, "burn_in": 4, "thin": 2}
+    both = PoissonFactorAnalysis(n_chains=2, random_state=3, **kw).fit(Xtr)
+    assert both.idata_.posterior["theta"].shape[:2] == (2, 3)
+    singles = [
+        PoissonFactorAnalysis(random_state=g, **kw).fit(Xtr)
+        for g in np.random.default_rng(3).spawn(2)
+    ]
+    for c, single in enumerate(singles):
+        np.testing.assert_array_equal(
+            both.idata_.posterior["theta"].values[c], single.idata_.posterior["theta"].values[0]
+        )
+    np.testing.assert_array_equal(both.scores_, singles[0].scores_)  # factors: first chain
+    # held-out: the predictive averages over the draws of both chains
+    rows, cols = np.nonzero(mask)
+    y = X[rows, cols]
+    rate = np.concatenate(
+        [
+            np.einsum("sik,sik->si", s._draws["theta"][:, rows], s._draws["phi"][:, cols])
+            for s in singles
+        ]
+    )
+    logp = poisson.logpmf(y, rate)
+    pooled = np.sum(logsumexp(logp, axis=0) - np.log(len(logp)))
+    assert both.log_likelihood(X, mask) == pytest.approx(pooled, rel=1e-12)
+
+
+def test_rhat_near_one_for_well_mixed_chains():
+    """One-factor PFA (no label switching) on a tiny cohort: four chains of 400 sweeps."""
+    model = PoissonFactorAnalysis(n_factors=1, n_iter=400, n_chains=4, random_state=1)
+    table = mcmc_diagnostics(model.fit(_counts(1)).idata_)
+    assert set(table.index) == {"log_likelihood_observed", "predictive_mean"}
+    assert (table["n_chains"] == 4).all() and (table["n_draws"] == 200).all()
+    assert (table["r_hat"] < 1.03).all() and not table["flagged"].any()
+    assert (table["ess_bulk"] > 200).all()
+
+
+def test_rhat_flags_chains_started_apart_and_cut_short():
+    """IBP chains started with 0 and 30 features, six sweeps each, no burn-in."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((12, 2)) @ rng.standard_normal((2, 5))
+    Y += 0.3 * rng.standard_normal(Y.shape)
+    kw = {"n_iter": 6, "burn_in": 0, "alpha": 0.01, "alpha_prior": None}
+    low = IBPFactorModel(n_init_features=0, random_state=1, **kw).fit(Y)
+    high = IBPFactorModel(n_init_features=30, random_state=2, **kw).fit(Y)
+    table = mcmc_diagnostics(az.concat(low.idata_, high.idata_, dim="chain"))
+    assert table.loc["n_active", "r_hat"] > 1.05 and table.loc["n_active", "flagged"]
+    assert table.loc["log_likelihood_observed", "r_hat"] > 1.05
+
+
+def test_several_chains_of_every_sampler(tmp_path):
+    X = _counts(2, n=12, d=5)
+    y = np.arange(12) % 2
+    clf = PFAClassifier(n_factors=2, n_iter=6, n_chains=2, svm_max_iter=10, random_state=0)
+    assert clf.fit(X + 3 * y[:, None], y).idata_.posterior.sizes["chain"] == 2
+    Y = np.log1p(X)
+    ibp = IBPFactorModel(n_iter=6, n_chains=2, random_state=0).fit(Y)
+    assert len(ibp._draws["W"]) == 6 and ibp.idata_.posterior.sizes["chain"] == 2
+    rf = RFLVM(n_iter=4, n_chains=2, n_random_features=3, hmc_moves=0, random_state=0).fit(Y)
+    assert len(rf.draws_) == 4 and rf.idata_.posterior["X"].shape[:2] == (2, 2)
+    gibbs = RankFactorClassifier(
+        n_factors=2, inference="gibbs", n_samples=5, n_chains=2, random_state=0
+    ).fit(Y, y)
+    assert gibbs.idata_.posterior["train_decision"].shape[:2] == (2, 5)
+    assert gibbs.log_likelihood_.shape == (10,)
+    assert np.all(np.isfinite(gibbs.decision_function(Y)))
+    for i, model in enumerate((clf, ibp, rf, gibbs)):  # savable (workflow's draws.nc)
+        path = tmp_path / f"draws{i}.nc"
+        model.idata_.to_netcdf(path)
+        assert az.from_netcdf(path).posterior.sizes["chain"] == 2
+
+
+def test_unfitted_samplers_raise_not_fitted_error():
+    X = _counts(3, n=4, d=3)
+    mask = np.ones(X.shape, bool)
+    for call in (
+        lambda: PoissonFactorAnalysis().log_likelihood(X, mask),
+        lambda: PoissonFactorAnalysis().transform(X),
+        lambda: PFAClassifier().transform(X),
+        lambda: IBPFactorModel().log_likelihood(X, mask),
+        lambda: RFLVM().log_likelihood(X, mask),
+    ):
+        with pytest.raises(NotFittedError):
+            call()
+
+
+def test_each_chain_checkpoints_to_its_own_file(tmp_path, monkeypatch):
+    """Chain 1 interrupted after its 6th sweep resumes from ``<checkpoint>.chain1``; chain 0,
+    finished, starts over from its seed: the fit equals an uninterrupted one."""
+    from omicsbayes.inference.checkpoint import Checkpoint
+
+    monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    X = _counts(4, n=10, d=4)
+    path = tmp_path / "pfa.ckpt"
+    kw = {"n_factors": 2, "n_iter": 12, "n_chains": 2, "random_state": 7}
+    reference = PoissonFactorAnalysis(**kw).fit(X)
+    original = Checkpoint.save
+
+    def save(ck, iteration, state, key, rng):
+        original(ck, iteration, state, key, rng)
+        if ck.path.endswith(".chain1") and iteration == 6:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "save", save)
+    with pytest.raises(KeyboardInterrupt):
+        PoissonFactorAnalysis(checkpoint=path, checkpoint_every=3, **kw).fit(X)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pfa.ckpt.chain1"]
+    monkeypatch.setattr(Checkpoint, "save", original)
+    resumed = PoissonFactorAnalysis(checkpoint=path, checkpoint_every=3, **kw).fit(X)
+    assert list(tmp_path.iterdir()) == []
+    for name in ("theta", "phi"):
+        np.testing.assert_array_equal(
+            resumed.idata_.posterior[name].values, reference.idata_.posterior[name].values
+        )
