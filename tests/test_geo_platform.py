@@ -152,3 +152,17 @@ def test_annotation_errors(tmp_path, files):
     dup.write_text("ID\tGene symbol\np1\tGA\np1\tGB\n")
     with pytest.raises(CohortError, match="duplicated probe IDs"):
         read_geo_platform(dup)
+
+
+def test_config_schema_refuses_collapse_without_annotation(tiny_config, workflow_checks):
+    tiny_config["cohorts"]["breast_cancer"] = {
+        "format": "geo",
+        "path": "GSE1_series_matrix.txt.gz",
+        "collapse": "max_mean",
+        "label": "group",
+    }
+    with pytest.raises(Exception, match="'annotation' is a dependency of 'collapse'"):  # noqa: B017
+        workflow_checks(tiny_config)
+    tiny_config["cohorts"]["breast_cancer"].update(annotation="GPL570.annot", collapse="median")
+    with pytest.raises(Exception, match="'median' is not one of"):  # noqa: B017
+        workflow_checks(tiny_config)
