@@ -166,3 +166,17 @@ def test_config_schema_refuses_collapse_without_annotation(tiny_config, workflow
     tiny_config["cohorts"]["breast_cancer"].update(annotation="GPL570.annot", collapse="median")
     with pytest.raises(Exception, match="'median' is not one of"):  # noqa: B017
         workflow_checks(tiny_config)
+
+
+def test_probe_absent_from_the_table_has_no_symbol(tmp_path, files, caplog):
+    short = tmp_path / "GPL570_short.annot"
+    short.write_text(ANNOT.replace("p6\tgene C\tGC\t3\n", ""))
+    with caplog.at_level(logging.INFO, logger="omicsbayes"):
+        g = read_geo_series_matrix(files[0], annotation=short)
+        collapsed = read_geo_series_matrix(files[0], annotation=short, collapse="mean")
+    assert pd.isna(g.var.loc["p6", "gene_symbol"]) and g.n_vars == 6
+    assert (
+        "4 of 6 probes have a gene symbol (1 not in the table, 1 without a symbol)" in caplog.text
+    )
+    assert list(collapsed.var_names) == ["GA", "GB"]
+    assert collapsed.uns["geo"]["collapse"]["n_probes_without_symbol"] == 2
