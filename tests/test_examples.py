@@ -11,6 +11,7 @@ config/config.yaml, so nothing else is merged in.
 import math
 from pathlib import Path
 
+import anndata
 import numpy as np
 import pandas as pd
 import pytest
@@ -119,6 +120,10 @@ def test_example_runs_end_to_end(name, tmp_path, snakemake_run):
             kind = "binary"
         assert np.isfinite(summary[FINITE[kind]].to_numpy(float)).all(), (e, summary)
         assert (tmp_path / "results" / e / "figures" / "metrics.png").stat().st_size > 1000
+        if name == "geo_tuberculosis":  # probes collapsed to genes through GPL6947.annot.gz
+            raw = anndata.read_h5ad(tmp_path / "results" / experiment["cohort"] / "raw.h5ad")
+            assert {"STAT1", "GBP5"} <= set(raw.var_names) and raw.var["n_probes"].max() == 2
+            assert raw.uns["geo"]["collapse"]["n_probes_multi_gene"] == 4
         if SIGNAL[name] is None:  # ratings: the graph-aware models beat the training mean
             best = summary.groupby("model")["rmse_mean"].mean().min()
             assert best < summary["rmse_training_mean_mean"].mean(), summary
