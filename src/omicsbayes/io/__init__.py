@@ -15,7 +15,7 @@ from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
 from .demo import load_demo
 from .fits import FitFileError, load_fit, save_draws, save_fit
-from .geo import read_geo_series_matrix
+from .geo import collapse_probes, read_geo_platform, read_geo_series_matrix
 from .h5ad import read_h5ad
 from .hiv import read_hivdb_phenosense
 from .hpo import load_omim_associations
@@ -25,6 +25,7 @@ from .tcga import parse_barcode, read_tcga
 
 __all__ = [
     "CohortError",
+    "collapse_probes",
     "FitFileError",
     "load_demo",
     "load_fit",
@@ -35,6 +36,7 @@ __all__ = [
     "read_cohort",
     "read_counts",
     "read_edge_list",
+    "read_geo_platform",
     "read_geo_series_matrix",
     "read_h5ad",
     "read_hivdb_phenosense",

@@ -30,7 +30,7 @@ READERS = {
 }
 # spec keys renamed on the way to the reader ("format" is taken by the dispatcher)
 RENAMES = {"counts": {"count_format": "format", "path": "paths"}}
-PATH_KEYS = ("path", "paths", "sample_sheet", "clinical", "row_graph", "col_graph")
+PATH_KEYS = ("path", "paths", "sample_sheet", "clinical", "row_graph", "col_graph", "annotation")
 
 
 def _resolve(value, base):
@@ -55,7 +55,8 @@ def read_cohort(spec, base_dir="."):
         Optional ``label``: an ``.obs`` column that must exist (rows with a missing label are
         kept); it is recorded in ``uns["label_column"]``.
     base_dir : str or Path
-        Folder that relative paths (path, paths, sample_sheet, clinical) are resolved against.
+        Folder that relative paths (``PATH_KEYS``: path, paths, sample_sheet, clinical, the graphs,
+        annotation) are resolved against.
 
     Returns
     -------

@@ -1,6 +1,11 @@
-"""GEO series matrix files (GSExxxx_series_matrix.txt[.gz]), parsed offline."""
+"""GEO series matrix files (GSExxxx_series_matrix.txt[.gz]) and GEO platform annotation tables
+(GPLxxx.annot[.gz], GPLxxx-nnnn.txt), parsed offline."""
 
 from __future__ import annotations
+
+import csv
+import io
+import logging
 
 import numpy as np
 import pandas as pd
@@ -10,15 +15,23 @@ from ._common import (
     check_unique,
     list_ids,
     make_anndata,
+    one_line,
     parse_table,
     read_text,
     split_line,
 )
 
+logger = logging.getLogger("omicsbayes")
+
 TABLE_BEGIN = "!series_matrix_table_begin"
 TABLE_END = "!series_matrix_table_end"
 # single-valued sample fields copied into .obs, by their GEO name
 SAMPLE_FIELDS = ("title", "geo_accession", "source_name_ch1", "platform_id")
+COLLAPSE = ("mean", "max_mean")
+MULTI_GENE = "///"  # GEO's separator of several genes in one annotation cell
+NO_SYMBOL = {"", "---", "NA", "null"}
+# header lines of a platform table that name its platform ("!Annotation_platform = GPL570")
+PLATFORM_KEYS = ("!annotation_platform", "!platform_geo_accession", "^platform")
 
 
 def _unquote(fields):
@@ -54,7 +67,171 @@ def _characteristics(lines, accessions, name):
     return obs
 
 
-def read_geo_series_matrix(path):
+def read_geo_platform(path, symbol_column=None):
+    """Read a GEO platform annotation table: probe ID -> gene symbol.
+
+    Both layouts GEO offers are read: the ``GPLxxx.annot[.gz]`` annotation file (column
+    "Gene symbol") and the platform's full table ``GPLxxx-nnnn.txt`` (column "Gene Symbol").
+    Lines starting with ``#``, ``!`` or ``^`` (column descriptions, ``!platform_table_begin``,
+    ``^Annotation``) and blank lines are skipped; the first other line is the header.
+
+    Parameters
+    ----------
+    path : str or Path
+        Tab-separated table (gzip allowed) with an ``ID`` column.
+    symbol_column : str, optional
+        Column holding the gene symbols; default the column named "Gene Symbol" in any case
+        (also "gene_symbol"). Name it for other layouts (e.g. "Symbol" in Illumina tables).
+
+    Returns
+    -------
+    symbols : pandas.Series
+        Indexed by probe ID: the symbol as written (several genes joined by ``" /// "``), NaN
+        for a probe without one (empty cell or ``---``).
+    platform : str or None
+        The platform accession the header lines name (``!Annotation_platform``,
+        ``!Platform_geo_accession`` or ``^PLATFORM``), if any.
+    """
+    name = str(path)
+    lines = read_text(path).splitlines()
+    platform = None
+    body = []
+    for line in lines:
+        if line.startswith(("#", "!", "^")):
+            key, sep, value = line.partition("=")
+            if sep and key.strip().lower() in PLATFORM_KEYS:
+                platform = value.strip()
+            continue
+        if line.strip():
+            body.append(line)
+    if not body:
+        raise CohortError(
+            f"{name}: no table found; expected a GEO platform table (GPLxxx.annot or "
+            "GPLxxx-nnnn.txt) with a header line 'ID ... Gene symbol ...'"
+        )
+    try:
+        frame = pd.read_csv(
+            io.StringIO("\n".join(body)),
+            sep="\t",
+            dtype=str,
+            keep_default_na=False,
+            quoting=csv.QUOTE_NONE,
+        )
+    except pd.errors.ParserError as exc:
+        raise CohortError(
+            f"{name}: rows have different numbers of tab-separated fields ({one_line(exc)}); "
+            "expected a tab-separated GEO platform table"
+        ) from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if "ID" not in frame.columns:
+        raise CohortError(
+            f"{name}: no 'ID' column (header starts {list_ids(frame.columns[:5])}); expected a "
+            "GEO platform table whose ID column holds the series matrix's ID_REF probe IDs"
+        )
+    if symbol_column is None:
+        found = [c for c in frame.columns if c.lower().replace("_", " ") == "gene symbol"]
+        if not found:
+            raise CohortError(
+                f"{name}: no 'Gene Symbol' / 'Gene symbol' column (columns: "
+                f"{list_ids(frame.columns, 25)}); expected one, or name the symbol column with "
+                "symbol_column"
+            )
+        symbol_column = found[0]
+    elif symbol_column not in frame.columns:
+        raise CohortError(
+            f"{name}: no column {symbol_column!r} (symbol_column); columns: "
+            f"{list_ids(frame.columns, 25)}"
+        )
+    ids = frame["ID"].str.strip()
+    check_unique(ids.tolist(), name, "probe")
+    symbols = frame[symbol_column].str.strip()
+    symbols = symbols.where(~symbols.isin(NO_SYMBOL)).set_axis(pd.Index(ids, dtype=object))
+    return symbols.rename("gene_symbol"), platform
+
+
+def collapse_probes(adata, how, layer="intensity"):
+    """Collapse probes to genes by their ``.var["gene_symbol"]``.
+
+    Probes without a symbol and probes annotated with several genes (``A /// B``: they measure
+    no single gene) are dropped, and both counts are logged and kept in
+    ``uns["geo"]["collapse"]``; every sample is kept.
+
+    Parameters
+    ----------
+    adata : anndata.AnnData
+        Samples x probes, with ``.var["gene_symbol"]``.
+    how : {"mean", "max_mean"}
+        ``mean``: a gene's value in a sample is the mean over its probes (missing values
+        skipped). ``max_mean``: the gene takes the values of its probe with the highest mean over
+        the samples (the first such probe in file order on a tie).
+    layer : str
+        Layer of raw values, collapsed the same way as X.
+
+    Returns
+    -------
+    anndata.AnnData
+        Samples x genes, genes in order of their first probe; ``.var`` has gene_symbol,
+        n_probes and probe (the probe kept by max_mean; all probes, comma-separated, for mean).
+    """
+    if how not in COLLAPSE:
+        raise CohortError(f"collapse {how!r} is not known; expected one of {COLLAPSE}")
+    symbol = adata.var["gene_symbol"]
+    missing = symbol.isna().to_numpy()
+    multi = ~missing & symbol.astype(str).str.contains(MULTI_GENE, regex=False).to_numpy()
+    keep = ~missing & ~multi
+    if not keep.any():
+        raise CohortError(
+            f"no probe has a single gene symbol ({int(missing.sum())} without a symbol, "
+            f"{int(multi.sum())} with several); expected a platform table matching the series"
+        )
+    genes = symbol[keep].to_numpy(dtype=object)
+    probes = adata.var_names[keep]
+    X = pd.DataFrame(np.asarray(adata.X, dtype=np.float64)[:, keep], columns=probes)
+    groups = pd.Series(probes, index=probes).groupby(genes, sort=False)
+    order = pd.Index(pd.unique(genes), dtype=object)
+    if how == "mean":
+        chosen = groups.agg(",".join).reindex(order)
+        values = X.T.groupby(genes, sort=False).mean().reindex(order).T.to_numpy()
+        raw = pd.DataFrame(adata.layers[layer][:, keep], columns=probes)
+        raw = raw.T.groupby(genes, sort=False).mean().reindex(order).T.to_numpy()
+    else:
+        means = X.mean(axis=0).fillna(-np.inf)  # an all-missing probe is chosen last
+        chosen = means.groupby(genes, sort=False).idxmax().reindex(order)
+        position = adata.var_names.get_indexer(chosen.to_numpy())
+        values = np.asarray(adata.X, dtype=np.float64)[:, position]
+        raw = np.asarray(adata.layers[layer])[:, position]
+    var = pd.DataFrame(
+        {
+            "gene_symbol": order.to_numpy(),
+            "n_probes": groups.size().reindex(order).to_numpy(dtype=np.int64),
+            "probe": chosen.to_numpy(dtype=object),
+        },
+        index=order,
+    )
+    out = make_anndata(values, adata.obs_names, order, layer, "collapse", obs=adata.obs, var=var)
+    out.layers[layer] = raw
+    out.uns.update(adata.uns)
+    stats = {
+        "method": how,
+        "n_probes": int(adata.n_vars),
+        "n_genes": int(len(order)),
+        "n_probes_without_symbol": int(missing.sum()),
+        "n_probes_multi_gene": int(multi.sum()),
+    }
+    out.uns["geo"] = {**dict(adata.uns.get("geo", {})), "collapse": stats}
+    logger.info(
+        "collapsed %d probes to %d genes by %s; dropped %d probes without a gene symbol and %d "
+        "annotated with several genes",
+        stats["n_probes"],
+        stats["n_genes"],
+        how,
+        stats["n_probes_without_symbol"],
+        stats["n_probes_multi_gene"],
+    )
+    return out
+
+
+def read_geo_series_matrix(path, annotation=None, collapse=None, symbol_column=None):
     """Read a GEO series matrix file into AnnData (samples x probes).
 
     The expression table between ``!series_matrix_table_begin`` and ``!series_matrix_table_end``
@@ -67,13 +244,29 @@ def read_geo_series_matrix(path):
     ----------
     path : str or Path
         GSExxxx_series_matrix.txt or .txt.gz.
+    annotation : str or Path, optional
+        The platform's annotation table (:func:`read_geo_platform`): probes get
+        ``.var["gene_symbol"]`` (NaN for probes without one or absent from the table, both
+        counted in the log). A table that names another platform than the series raises.
+    collapse : {"mean", "max_mean"}, optional
+        Collapse probes to genes (:func:`collapse_probes`); needs ``annotation``.
+    symbol_column : str, optional
+        Gene symbol column of the annotation table, when not "Gene Symbol".
 
     Returns
     -------
     anndata.AnnData
-        Indexed by GSM accession; probe IDs (``ID_REF``) as ``var_names``; raw values in
-        ``layers["intensity"]``; ``uns["geo"]`` holds the series accession and title.
+        Indexed by GSM accession; probe IDs (``ID_REF``) as ``var_names`` (gene symbols after
+        ``collapse``); raw values in ``layers["intensity"]``; ``uns["geo"]`` holds the series
+        accession and title.
     """
+    if collapse is not None and annotation is None:
+        raise CohortError(
+            f"collapse={collapse!r} needs the platform annotation table (key annotation: "
+            "GPLxxx.annot[.gz] or GPLxxx-nnnn.txt); none given"
+        )
+    if collapse is not None and collapse not in COLLAPSE:
+        raise CohortError(f"collapse {collapse!r} is not known; expected one of {COLLAPSE}")
     name = str(path)
     text = read_text(path)
     lines = text.splitlines()
@@ -143,4 +336,30 @@ def read_geo_series_matrix(path):
         "series": series.get("geo_accession", ""),
         "title": series.get("title", ""),
     }
-    return adata
+    if annotation is None:
+        return adata
+    symbols, platform = read_geo_platform(annotation, symbol_column)
+    series_platforms = sorted(set(obs.get("platform_id", pd.Series(dtype=object)).astype(str)))
+    if platform is not None and series_platforms and platform not in series_platforms:
+        raise CohortError(
+            f"{annotation}: platform table of {platform}, but the series {name} was measured "
+            f"on {', '.join(series_platforms)}; expected that platform's table"
+        )
+    matched = adata.var_names.isin(symbols.index)
+    if not matched.any():
+        raise CohortError(
+            f"{annotation}: none of the {adata.n_vars} probe IDs of {name} (e.g. "
+            f"{list_ids(adata.var_names[:3])}) is in the table's ID column (e.g. "
+            f"{list_ids(symbols.index[:3])}); expected the platform of the series"
+        )
+    adata.var["gene_symbol"] = symbols.reindex(adata.var_names).to_numpy(dtype=object)
+    n_absent, n_empty = int((~matched).sum()), int(adata.var["gene_symbol"].isna().sum())
+    logger.info(
+        "%s: %d of %d probes have a gene symbol (%d not in the table, %d without a symbol)",
+        name,
+        adata.n_vars - n_empty,
+        adata.n_vars,
+        n_absent,
+        n_empty - n_absent,
+    )
+    return adata if collapse is None else collapse_probes(adata, collapse)

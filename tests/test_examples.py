@@ -1,0 +1,133 @@
+"""Every example of config/examples/ runs end to end through the real snakemake on a small
+real-format fixture (tests/fixtures/examples/, written by its make_fixtures.py).
+
+Each run is the example file as written, followed by an override file that changes only paths
+and sizes (tests/fixtures/examples/overrides/<example>.yaml):
+``snakemake --configfile config/examples/<example>.yaml overrides/<example>.yaml``, with every
+experiment's summary table and metrics figure as explicit targets. The work directory has no
+config/config.yaml, so nothing else is merged in.
+"""
+
+import math
+from pathlib import Path
+
+import anndata
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "config" / "examples"
+FIXTURES = REPO / "tests" / "fixtures" / "examples"
+
+# the summary columns that must be finite, by experiment kind (multiclass tasks have no AUROC)
+FINITE = {
+    "classification": ["accuracy_mean", "error_rate_mean"],
+    "binary": ["auroc_mean", "aupr_mean", "accuracy_mean"],
+    "disease_gene": ["precision_mean", "recall_mean"],
+    "rating": ["rmse_mean", "recall_mean", "rmse_training_mean_mean"],
+}
+# planted signal: the best model of each experiment must beat chance by this much
+SIGNAL = {
+    "geo_tuberculosis": ("auroc_mean", 0.8),
+    "tcga_msi": ("auroc_mean", 0.8),
+    "hivdb_nrti": ("auroc_mean", 0.8),
+    "rnaseq_counts": ("auroc_mean", 0.8),
+    "paper003_few_shot": ("accuracy_mean", 0.5),  # 7 tissues: chance is about 0.14
+    "disease_gene": ("recall_mean", 0.3),  # R@k over k = 1..20 and 60 genes
+    "ratings_social": None,  # RMSE against the training mean, below
+}
+
+
+def example_names():
+    return sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
+
+
+def test_every_example_has_a_fixture_run():
+    assert example_names() == sorted(SIGNAL)
+    for name in SIGNAL:
+        assert (FIXTURES / "overrides" / f"{name}.yaml").is_file()
+
+
+def _merged(name):
+    """The config snakemake sees: the example updated by its override (nested mappings merge)."""
+
+    def update(base, new):
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                update(base[key], value)
+            else:
+                base[key] = value
+        return base
+
+    config = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    return update(config, yaml.safe_load((FIXTURES / "overrides" / f"{name}.yaml").read_text()))
+
+
+def test_overrides_change_only_paths_and_sizes():
+    """An override names only entries the example defines, and sets only paths and sizes
+    (splits, repeats, gene counts, the grid, iterations, factors)."""
+    allowed = {
+        "cohorts": {"path", "annotation", "clinical", "sample_sheet", "row_graph", "col_graph"},
+        "transforms": {"steps"},
+        "protocols": {"n_splits", "n_repeats", "n_negative_sets"},
+        "models": {"grid", "params"},
+    }
+    sizes = {"n_factors", "max_iter", "n_iter", "burn_in", "svm_max_iter"}
+    for name in SIGNAL:
+        example = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+        override = yaml.safe_load((FIXTURES / "overrides" / f"{name}.yaml").read_text())
+        assert set(override) <= set(allowed), name
+        for section, entries in override.items():
+            assert set(entries) <= set(example[section]), (name, section)
+            for entry, keys in entries.items():
+                extra = set(keys) - allowed[section]
+                if name == "disease_gene" and section == "cohorts":
+                    extra -= {"format"}  # the OMIM cohort becomes an association list
+                assert not extra, (name, entry, extra)
+                assert set(keys.get("params", {})) <= sizes, (name, entry)
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("name", sorted(SIGNAL))
+def test_example_runs_end_to_end(name, tmp_path, snakemake_run):
+    (tmp_path / "tests" / "fixtures").mkdir(parents=True)
+    (tmp_path / "tests" / "fixtures" / "examples").symlink_to(FIXTURES)
+    config = _merged(name)
+    targets = [
+        f"results/{e}/{leaf}"
+        for e in config["experiments"]
+        for leaf in ("summary.tsv", "figures/metrics.png")
+    ]
+    result = snakemake_run(
+        tmp_path,
+        "--cores",
+        "1",
+        "--configfile",
+        str(EXAMPLES / f"{name}.yaml"),
+        str(FIXTURES / "overrides" / f"{name}.yaml"),
+        "--",
+        *targets,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    for e, experiment in config["experiments"].items():
+        summary = pd.read_csv(tmp_path / "results" / e / "summary.tsv", sep="\t")
+        assert set(summary["model"]) == set(experiment["models"]), e
+        kind = experiment.get("kind", "classification")
+        if kind == "classification" and experiment["task"]["kind"] != "multiclass":
+            kind = "binary"
+        assert np.isfinite(summary[FINITE[kind]].to_numpy(float)).all(), (e, summary)
+        assert (tmp_path / "results" / e / "figures" / "metrics.png").stat().st_size > 1000
+        if name == "geo_tuberculosis":  # probes collapsed to genes through GPL6947.annot.gz
+            raw = anndata.read_h5ad(tmp_path / "results" / experiment["cohort"] / "raw.h5ad")
+            assert {"STAT1", "GBP5"} <= set(raw.var_names) and raw.var["n_probes"].max() == 2
+            assert raw.uns["geo"]["collapse"]["n_probes_multi_gene"] == 4
+        if SIGNAL[name] is None:  # ratings: the graph-aware models beat the training mean
+            best = summary.groupby("model")["rmse_mean"].mean().min()
+            assert best < summary["rmse_training_mean_mean"].mean(), summary
+        else:
+            column, floor = SIGNAL[name]
+            best = summary.groupby("model")[column].mean().max()
+            assert best > floor and not math.isnan(best), (e, summary)
