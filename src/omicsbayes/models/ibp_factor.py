@@ -287,6 +287,8 @@ class IBPFactorModel(BaseEstimator):
     n_iter_ : int
     """
 
+    capabilities = frozenset({"heldout_scoring", "mcmc"})
+
     def __init__(
         self,
         n_iter=200,

@@ -295,6 +295,8 @@ class ConstrainedMVGP(_FactorModel):
         Last leading singular value of the gradient (``lam`` at an exact optimum).
     """
 
+    capabilities = frozenset({"matrix_completion"})
+
     _frobenius = True
     _name = "Con. MV-GP"
 
@@ -441,6 +443,8 @@ class MVGP(BaseEstimator):
     n_iter_ : int
     """
 
+    capabilities = frozenset({"matrix_completion"})
+
     def __init__(self, sigma2=1.0, tol=1e-8, max_iter=1000, verbose=False):
         self.sigma2 = sigma2
         self.tol = tol
@@ -568,6 +572,8 @@ class KPMF(_FactorModel):
         Objective (4) at the start and at the end.
     n_iter_ : int
     """
+
+    capabilities = frozenset({"matrix_completion"})
 
     def __init__(
         self,

@@ -309,6 +309,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
     n_iter_ : int
     """
 
+    capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
+
     def __init__(
         self,
         n_factors=20,
@@ -572,6 +574,8 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
     scores_ : ndarray, shape (n_samples, n_factors)
         Training factor scores (posterior means, before standardisation).
     """
+
+    capabilities = frozenset({"classifier", "multi_task", "mcmc"})
 
     def __init__(
         self,

@@ -949,6 +949,8 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     n_iter_ : int
     """
 
+    capabilities = frozenset({"classifier", "multi_task", "mcmc"})
+
     def __init__(
         self,
         likelihood="maxmargin_rank",

@@ -1093,6 +1093,8 @@ class RFLVM(BaseEstimator):
     n_iter_ : int
     """
 
+    capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
+
     def __init__(
         self,
         likelihood="gaussian",
