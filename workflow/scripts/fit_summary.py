@@ -17,11 +17,11 @@ import pandas as pd
 
 from omicsbayes import tl
 from omicsbayes._seed import derive_seed
-from omicsbayes.experiments import task_targets
 from omicsbayes.io import save_fit
 from omicsbayes.jobs import atomic_write, run_job, write_table
 from omicsbayes.preprocess import build_pipeline, split_pipeline
 from omicsbayes.preprocess.transforms import dense_matrix
+from omicsbayes.protocols.classification import task_targets
 
 KEY = "rank_factor"
 
@@ -57,9 +57,7 @@ def main(smk):
     )
     start = time.perf_counter()
     if fold_steps:
-        X = build_pipeline(fold_steps).fit_transform(
-            dense_matrix(adata.X, "the whole-cohort fit")
-        )
+        X = build_pipeline(fold_steps).fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
         if X.shape[1] != adata.n_vars:
             raise ValueError(
                 f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
