@@ -240,6 +240,8 @@ def test_workflow_fold_is_one_fold_of_disease_gene_cv():
         train = table[(table["split"] == split) & (table["role"] == "train")]["entry"]
         known = set(zip(rows[train], cols[train]))
         assert not known & set(zip(candidates["row"], candidates["col"]))
+    with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
+        disease_gene.ranking_fold(adata.X, table, "known_rows", {"class": "LogisticBaseline"})
 
 
 def test_bernoulli_rflvm_scores_heldout_entries_without_perplexity(caplog):

@@ -16,7 +16,7 @@ from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
 from ..models.mvgp import LAMBDA_GRID, SIGMA2_GRID, _check_count, _check_shape
 from . import entries
-from ._common import make_estimator, split_count
+from ._common import check_model, make_estimator, split_count
 
 KIND = "disease_gene"
 REQUIRES = frozenset({"matrix_completion"})
@@ -311,6 +311,7 @@ def ranking_fold(
         For every test row, its top ``n_candidates`` columns after removing training positives:
         row, rank, col, score and whether the column is a held-out (test) positive.
     """
+    check_model(KIND, REQUIRES, spec)
     rows, cols, _ = entries.matrix_entries(matrix)
     fold = entries.fold_of(protocol, split_table, rows)
     train = (rows[~fold.is_test], cols[~fold.is_test])
