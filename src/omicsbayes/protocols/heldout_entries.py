@@ -14,7 +14,6 @@ import numpy as np
 
 from ..evaluate.splitters import heldout_entry_splits
 from ..models._base import capabilities_of
-from ..models.rflvm import COUNT_LIKELIHOODS
 from ..preprocess.transforms import dense_matrix
 from ._common import check_model, make_estimator, split_count
 
@@ -77,6 +76,8 @@ def takes_counts(estimator):
     """Whether a model's held-out entries are counts: its class declares ``counts`` and, if it
     has a ``likelihood`` parameter, that is a count likelihood (an RFLVM may be Gaussian or
     Bernoulli)."""
+    from ..models.rflvm import COUNT_LIKELIHOODS  # imported here: loading rflvm compiles kernels
+
     if "counts" not in capabilities_of(type(estimator)):
         return False
     likelihood = estimator.get_params().get("likelihood")
