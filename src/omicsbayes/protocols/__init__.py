@@ -34,7 +34,7 @@ kind means one module here, its rule file and the config schema's ``kind`` enum)
     extra grouping keys of the summary).
 ``figure(metrics, title, experiment, specs)``
     The metrics figure of one experiment (``specs``: its model entries).
-``check(key, experiment, config)``
+``check(name, experiment, config)``
     Kind-specific config checks, raising :class:`ExperimentError` with the config key.
 """
 
@@ -109,4 +109,4 @@ def check_experiment(name, config):
             f"config key {key}.models: {wrong} cannot be used here; a {kind} experiment "
             f"takes models of class {sorted(allowed)}"
         )
-    module.check(key, experiment, config)
+    module.check(name, experiment, config)

@@ -74,14 +74,14 @@ def targets(name, experiment):
     return []
 
 
-def check(key, experiment, config):
+def check(name, experiment, config):
     """The cohort has a label column and the experiment a task (a binary one lists its
     positive labels)."""
-    cohort = experiment["cohort"]
+    key, cohort = f"experiments.{name}", experiment["cohort"]
     if "label" not in config["cohorts"][cohort]:
         raise ExperimentError(
             f"config key cohorts.{cohort}.label is required: experiment "
-            f"{key.split('.', 1)[1]!r} classifies that cohort's samples"
+            f"{name!r} classifies that cohort's samples"
         )
     task = experiment.get("task")
     if task is None:

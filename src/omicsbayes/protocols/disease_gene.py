@@ -53,7 +53,7 @@ def targets(name, experiment):
     return [f"results/{name}/candidates.tsv"]
 
 
-def check(key, experiment, config):
+def check(name, experiment, config):
     """Nothing beyond the shared checks."""
 
 

@@ -55,7 +55,7 @@ def targets(name, experiment):
     return [f"results/{name}/figures/latent.png"]
 
 
-def check(key, experiment, config):
+def check(name, experiment, config):
     """Nothing beyond the shared checks."""
 
 

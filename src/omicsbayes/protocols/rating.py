@@ -43,7 +43,7 @@ def targets(name, experiment):
     return []
 
 
-def check(key, experiment, config):
+def check(name, experiment, config):
     """Nothing beyond the shared checks."""
 
 
