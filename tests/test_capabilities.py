@@ -98,3 +98,11 @@ def test_count_likelihoods_agree():
     for likelihood in ("gaussian", "bernoulli", "poisson", "negative_binomial", "multinomial"):
         expected = likelihood in rflvm.COUNT_LIKELIHOODS
         assert takes_counts(RFLVM(likelihood=likelihood)) == expected, likelihood
+
+
+def test_cli_lists_every_matrix_completion_model():
+    """The command line keeps its own list (it imports no model module before a fit)."""
+    from omicsbayes import cli
+
+    declared = models_with("matrix_completion")
+    assert set(cli._MVGP) == declared, "cli._MVGP: " + _disagreement(cli._MVGP, declared)
