@@ -14,22 +14,22 @@ from omicsbayes import protocols
 from omicsbayes.evaluate.metrics import summarize
 from omicsbayes.jobs import run_job, write_table
 
-PATH = re.compile(
-    r"(?:(?:fits|entries)/(?P<transform>[^/]+)|ranking|rating)/(?P<model>[^/]+)"
-    r"/split(?P<split>\d+)\.tsv$"
-)
+SPLIT = re.compile(r"split(\d+)\.tsv$")
+
+
+def fold_keys(path, experiment):
+    """transform ("none" for a kind without transforms), model and split of a fold table
+    ``results/{experiment}/{folder}/[{transform}/]{model}/split{split}.tsv``."""
+    parts = str(path).split(f"results/{experiment}/", 1)[1].split("/")[1:]
+    transform = parts[0] if len(parts) == 3 else "none"
+    return {"transform": transform, "model": parts[-2], "split": int(SPLIT.search(parts[-1])[1])}
 
 
 def main(smk):
     tables = []
     for path in smk.input:
-        keys = PATH.search(path).groupdict()
         table = pd.read_csv(path, sep="\t")
-        tables.append(
-            table.assign(
-                transform=keys["transform"] or "none", model=keys["model"], split=int(keys["split"])
-            )
-        )
+        tables.append(table.assign(**fold_keys(path, smk.wildcards.experiment)))
     joined = pd.concat(tables, ignore_index=True)
     kind = protocols.kind_of(smk.params.experiment)
     keys = ["transform", "model", "split"]
