@@ -21,9 +21,4 @@ rule all:
         "results/summary.tsv",
         model_figure_targets(),
         sweep_targets(),
-        [f"results/{e}/candidates.tsv" for e in EXPERIMENTS if experiment_kind(e) == "disease_gene"],
-        [
-            f"results/{e}/figures/latent.png"
-            for e in EXPERIMENTS
-            if experiment_kind(e) == "heldout_entries"
-        ],
+        kind_targets(),

@@ -1,30 +1,23 @@
 """The lists of models by capability are the estimators' own declarations (issue 15).
 
 Each model class declares ``capabilities`` (names from ``models._base.CAPABILITIES``); the
-config schema's ``models.class`` enum and every list of model names the config checks and the
-experiment kinds keep must equal ``models_with(capability)``. A list that disagrees fails here,
-naming the classes on each side.
+config schema's ``models.class`` enum must equal the union of ``models_with(capability)`` over the
+runnable capabilities (a list that disagrees fails here, naming the classes on each side), and
+every experiment kind (omicsbayes.protocols) asks for the capabilities in its ``REQUIRES``.
 """
 
-import importlib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from omicsbayes import models
+from omicsbayes import models, protocols
+from omicsbayes.models import rflvm
 from omicsbayes.models._base import CAPABILITIES, capabilities_of, models_with
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 # capabilities that make a model runnable by some experiment kind of the workflow
 RUNNABLE = ("classifier", "heldout_scoring", "matrix_completion")
-# hand-kept lists of model names -> the capability they stand for
-NAME_LISTS = {
-    ("omicsbayes.experiments", "MULTI_TASK_MODELS"): "multi_task",
-    ("omicsbayes.experiments", "HELDOUT_MODELS"): "heldout_scoring",
-    ("omicsbayes.experiments", "RANKING_MODELS"): "matrix_completion",
-    ("omicsbayes.experiments", "RATING_MODELS"): "matrix_completion",
-}
 
 
 def _disagreement(listed, declared):
@@ -60,35 +53,56 @@ def test_schema_model_enum_is_every_runnable_model():
     assert len(enum) == len(set(enum)), "the enum repeats a class"
 
 
-@pytest.mark.parametrize(("where", "capability"), list(NAME_LISTS.items()), ids=str)
-def test_hand_kept_model_lists_match_capabilities(where, capability):
-    module, attribute = where
-    listed = getattr(importlib.import_module(module), attribute, None)
-    if listed is None:
-        pytest.skip(f"{module}.{attribute} is gone (the list comes from models_with now)")
-    declared = models_with(capability)
-    assert set(listed) == declared, f"{module}.{attribute}: " + _disagreement(listed, declared)
+@pytest.mark.parametrize("kind", protocols.KINDS)
+def test_every_kind_requires_known_capabilities_some_model_has(kind):
+    module = protocols.get(kind)
+    assert module.REQUIRES and module.REQUIRES <= set(CAPABILITIES)
+    assert protocols.models_for(module.REQUIRES), f"no model can run a {kind} experiment"
 
 
-def test_config_kinds_list_the_same_models_as_the_capabilities():
-    config = importlib.import_module("omicsbayes.config")
-    kinds = getattr(config, "MODELS_OF_KIND", None)
-    if kinds is None:
-        pytest.skip("omicsbayes.config.MODELS_OF_KIND is gone")
-    need = {"heldout_entries": "heldout_scoring", "disease_gene": "matrix_completion"}
-    need["rating"] = "matrix_completion"
-    for kind, listed in kinds.items():
-        declared = models_with(need[kind])
-        assert set(listed) == declared, f"MODELS_OF_KIND[{kind!r}]: " + _disagreement(
-            listed, declared
-        )
+def test_config_refuses_a_model_its_kind_cannot_run():
+    """check_config asks the kind's REQUIRES: a classifier in a held-out experiment, an RFLVM
+    in a classification experiment."""
+    from omicsbayes.config import ConfigError, check_config
+
+    def config(kind, model):
+        experiment = {"cohort": "c", "models": ["m"], "protocol": "p", "transforms": ["t"]}
+        if kind == "classification":
+            experiment["task"] = {"kind": "multiclass"}
+            protocol = {"type": "stratified_kfold"}
+        else:
+            experiment["kind"] = kind
+            protocol = {"type": "heldout_entries"}
+        return {
+            "cohorts": {"c": {"format": "demo", "name": "digits", "label": "digit"}},
+            "transforms": {"t": {"steps": []}},
+            "protocols": {"p": protocol},
+            "models": {"m": {"class": model}},
+            "experiments": {"e": experiment},
+        }
+
+    check_config(config("heldout_entries", "RFLVM"))
+    check_config(config("classification", "LogisticBaseline"))
+    with pytest.raises(ConfigError, match=r"experiments\.e\.models: \['m'\] cannot be used"):
+        check_config(config("heldout_entries", "LogisticBaseline"))
+    with pytest.raises(ConfigError, match="takes models of class .*LogisticBaseline"):
+        check_config(config("classification", "RFLVM"))
 
 
 def test_count_likelihoods_agree():
-    """The held-out experiment and RFLVM agree on which likelihoods are counts (issue 15: a
-    Bernoulli RFLVM was a count model to one and not to the other)."""
-    experiments = importlib.import_module("omicsbayes.experiments")
-    rflvm = importlib.import_module("omicsbayes.models.rflvm")
-    if not hasattr(experiments, "COUNT_LIKELIHOODS"):
-        pytest.skip("omicsbayes.experiments.COUNT_LIKELIHOODS is gone")
-    assert set(experiments.COUNT_LIKELIHOODS) == set(rflvm.COUNT_LIKELIHOODS)
+    """The held-out experiment takes RFLVM's own list of count likelihoods (issue 15: a Bernoulli
+    RFLVM was a count model to one and not to the other)."""
+    from omicsbayes.models import RFLVM
+    from omicsbayes.protocols.heldout_entries import takes_counts
+
+    for likelihood in ("gaussian", "bernoulli", "poisson", "negative_binomial", "multinomial"):
+        expected = likelihood in rflvm.COUNT_LIKELIHOODS
+        assert takes_counts(RFLVM(likelihood=likelihood)) == expected, likelihood
+
+
+def test_cli_lists_every_matrix_completion_model():
+    """The command line keeps its own list (it imports no model module before a fit)."""
+    from omicsbayes import cli
+
+    declared = models_with("matrix_completion")
+    assert set(cli._MVGP) == declared, "cli._MVGP: " + _disagreement(cli._MVGP, declared)

@@ -91,8 +91,9 @@ def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
 
 
 def test_fit_summary_tables_refuses_what_has_no_gene_loadings():
-    from omicsbayes.experiments import ExperimentError, fit_summary_tables, task_targets
     from omicsbayes.preprocess import build_pipeline
+    from omicsbayes.protocols import ExperimentError
+    from omicsbayes.protocols.classification import fit_summary_tables, task_targets
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(12, 4))

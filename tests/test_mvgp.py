@@ -13,13 +13,15 @@ from omicsbayes.models.mvgp import (
     TraceGP,
     _factor_objective,
     _Problem,
+)
+from omicsbayes.preprocess.graph import LowRankKernel, diffusion_kernel
+from omicsbayes.protocols.disease_gene import (
     averaged_scores,
     disease_gene_cv,
     hyperparameter_grid,
-    rating_cv,
     select_hyperparameters,
 )
-from omicsbayes.preprocess.graph import LowRankKernel, diffusion_kernel
+from omicsbayes.protocols.rating import rating_cv
 
 
 def _spd(n, rng):

@@ -9,10 +9,11 @@ import pytest
 
 from omicsbayes.config import ConfigError, check_config
 from omicsbayes.evaluate.splitters import entry_kfold_splits, row_kfold_splits
-from omicsbayes.experiments import ExperimentError, rating_fold_metrics
 from omicsbayes.io import read_associations
-from omicsbayes.models.mvgp import ConstrainedMVGP, rating_cv, rating_fold
+from omicsbayes.models.mvgp import ConstrainedMVGP
 from omicsbayes.preprocess import diffusion_kernel
+from omicsbayes.protocols import ExperimentError
+from omicsbayes.protocols.rating import rating_cv, rating_fold, rating_fold_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "rating"
@@ -97,7 +98,7 @@ def test_rating_fold_with_zero_mean_predicts_the_training_mean(cohort):
         rating_fold(ConstrainedMVGP(), rows, cols, ratings, adata.shape, is_test[:-1])
     with pytest.raises(ValueError, match="both training and test"):
         rating_fold(ConstrainedMVGP(), rows, cols, ratings, adata.shape, np.ones(rows.size, bool))
-    with pytest.raises(ExperimentError, match="does not predict ratings"):
+    with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
         rating_fold_metrics(adata.X, None, "known_users", {"class": "LogisticBaseline"})
 
 

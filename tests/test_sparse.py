@@ -13,7 +13,6 @@ import scanpy as sc
 import scipy.sparse as sp
 from sklearn.metrics import roc_auc_score
 
-from omicsbayes import experiments
 from omicsbayes.io import read_h5ad
 from omicsbayes.preprocess import (
     Log,
@@ -28,6 +27,7 @@ from omicsbayes.preprocess import (
     split_pipeline,
 )
 from omicsbayes.preprocess.transforms import dense_matrix
+from omicsbayes.protocols import classification
 
 RANK_FACTOR = {"class": "RankFactorClassifier", "params": {"n_factors": 2, "max_iter": 5}}
 
@@ -147,8 +147,8 @@ def test_read_h5ad_keeps_x_and_layers_sparse(tmp_path):
 
 
 class _Spy:
-    """Stands in for ``experiments.dense_matrix``: records what reaches the densification point
-    and the traced memory peak at that moment."""
+    """Stands in for ``protocols.classification.dense_matrix``: records what reaches the
+    densification point and the traced memory peak at that moment."""
 
     def __init__(self):
         self.calls = []
@@ -181,13 +181,13 @@ def test_pbmc68k_reduced_through_reader_transforms_and_a_fit(tmp_path, monkeypat
     )
     X = build_pipeline(sample_wise).fit_transform(adata.X)
     assert sp.issparse(X)
-    targets = experiments.task_targets(
+    targets = classification.task_targets(
         adata.obs["bulk_labels"], {"kind": "binary", "positive": ["CD14+ Monocyte"]}
     )
     train, test = _split(adata.n_obs, 0, 500)
     spy = _Spy()
-    monkeypatch.setattr(experiments, "dense_matrix", spy)
-    predictions, _ = experiments.fit_split(
+    monkeypatch.setattr(classification, "dense_matrix", spy)
+    predictions, _ = classification.fit_split(
         X, targets, train, test, RANK_FACTOR, build_pipeline(fold), random_state=0
     )
     assert [c[:2] for c in spy.calls] == [("csr", (500, 50)), ("csr", (200, 50))]
@@ -217,7 +217,7 @@ def test_twenty_thousand_cells_stay_sparse_until_the_model(tmp_path, monkeypatch
     del counts, blocks
 
     spy = _Spy()
-    monkeypatch.setattr(experiments, "dense_matrix", spy)
+    monkeypatch.setattr(classification, "dense_matrix", spy)
     tracemalloc.start()
     try:
         start = time.process_time()
@@ -232,12 +232,12 @@ def test_twenty_thousand_cells_stay_sparse_until_the_model(tmp_path, monkeypatch
         )
         X = build_pipeline(sample_wise).fit_transform(adata.X)
         assert sp.issparse(X)
-        targets = experiments.task_targets(
+        targets = classification.task_targets(
             adata.obs["cell_type"], {"kind": "binary", "positive": ["A"]}
         )
         train, test = _split(n, 1, 15_000)
         params = {**RANK_FACTOR["params"], "transform_iter": 10}
-        predictions, _ = experiments.fit_split(
+        predictions, _ = classification.fit_split(
             X, targets, train, test, {**RANK_FACTOR, "params": params}, build_pipeline(fold), 0
         )
         seconds = time.process_time() - start

@@ -3,7 +3,8 @@ import os
 
 from snakemake.utils import min_version, validate
 
-from omicsbayes.config import ConfigError, check_config, n_splits
+from omicsbayes import protocols
+from omicsbayes.config import ConfigError, check_config
 
 min_version("9.0")
 
@@ -21,31 +22,27 @@ EXPERIMENTS = config["experiments"]
 
 
 def experiment_splits(experiment):
-    return range(n_splits(config["protocols"][EXPERIMENTS[experiment]["protocol"]]))
+    return range(protocols.n_splits(config["protocols"][EXPERIMENTS[experiment]["protocol"]]))
 
 
 def experiment_kind(experiment):
-    return EXPERIMENTS[experiment].get("kind", "classification")
+    return protocols.kind_of(EXPERIMENTS[experiment])
+
+
+def experiment_protocol(experiment):
+    """The module of an experiment's kind (omicsbayes.protocols), which names its files."""
+    return protocols.get(experiment_kind(experiment))
 
 
 def fit_outputs(wildcards):
-    """Every fit table of an experiment (fits/, entries/, ranking/ or rating/ by its kind)."""
-    e = EXPERIMENTS[wildcards.experiment]
-    matrix_folder = {"disease_gene": "ranking", "rating": "rating"}
-    if experiment_kind(wildcards.experiment) in matrix_folder:
-        folder = matrix_folder[experiment_kind(wildcards.experiment)]
-        return [
-            f"results/{wildcards.experiment}/{folder}/{m}/split{s}.tsv"
-            for m in e["models"]
-            for s in experiment_splits(wildcards.experiment)
-        ]
-    folder = "entries" if experiment_kind(wildcards.experiment) == "heldout_entries" else "fits"
-    return [
-        f"results/{wildcards.experiment}/{folder}/{t}/{m}/split{s}.tsv"
-        for t in e["transforms"]
-        for m in e["models"]
-        for s in experiment_splits(wildcards.experiment)
-    ]
+    """Every fold table of an experiment, as its kind names them."""
+    e = wildcards.experiment
+    return experiment_protocol(e).fold_tables(e, EXPERIMENTS[e], experiment_splits(e))
+
+
+def kind_targets():
+    """The files each experiment's kind adds to the default target (candidates, latent figure)."""
+    return [t for e in EXPERIMENTS for t in experiment_protocol(e).targets(e, EXPERIMENTS[e])]
 
 
 def cohort_file(wildcards, folder):

@@ -60,11 +60,9 @@ rule summary:
 
 rule candidates:
     input:
-        lambda wc: [
-            f"results/{wc.experiment}/ranking/{m}/candidates{s}.tsv"
-            for m in EXPERIMENTS[wc.experiment]["models"]
-            for s in experiment_splits(wc.experiment)
-        ],
+        lambda wc: experiment_protocol(wc.experiment).candidate_tables(
+            wc.experiment, EXPERIMENTS[wc.experiment], experiment_splits(wc.experiment)
+        ),
     output:
         report(
             "results/{experiment}/candidates.tsv",

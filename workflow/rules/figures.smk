@@ -28,10 +28,9 @@ rule metrics_figure:
 rule latent_figure:
     input:
         cohort=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
-        latents=lambda wc: [
-            f"results/{wc.experiment}/entries/{EXPERIMENTS[wc.experiment]['transforms'][0]}/{m}/latent0.tsv"
-            for m in EXPERIMENTS[wc.experiment]["models"]
-        ],
+        latents=lambda wc: experiment_protocol(wc.experiment).latent_tables(
+            wc.experiment, EXPERIMENTS[wc.experiment]
+        ),
     output:
         report(
             "results/{experiment}/figures/latent.png",

@@ -6,9 +6,9 @@ import anndata as ad
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import read_splits
-from omicsbayes.experiments import fit_split, task_targets
 from omicsbayes.jobs import run_job, write_table
 from omicsbayes.preprocess import build_pipeline, split_pipeline
+from omicsbayes.protocols.classification import fit_split, task_targets
 
 
 def main(smk):

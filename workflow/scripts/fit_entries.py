@@ -12,9 +12,9 @@ import pandas as pd
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import read_splits
-from omicsbayes.experiments import fit_heldout, heldout_mask
 from omicsbayes.jobs import run_job, write_table
 from omicsbayes.preprocess import build_pipeline, split_pipeline
+from omicsbayes.protocols.heldout_entries import fit_heldout, heldout_mask
 
 
 def main(smk):

@@ -7,9 +7,9 @@ import anndata as ad
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import read_splits
-from omicsbayes.experiments import ranking_fold
 from omicsbayes.jobs import run_job, write_table
-from omicsbayes.preprocess import diffusion_kernel
+from omicsbayes.protocols.disease_gene import ranking_fold
+from omicsbayes.protocols.entries import row_kernel
 
 
 def main(smk):
@@ -17,14 +17,6 @@ def main(smk):
     adata = ad.read_h5ad(smk.input.data)
     spec, protocol = smk.params.model, smk.params.protocol
     log = logging.getLogger("omicsbayes")
-    row_kernel = None
-    if spec.get("side_information", "identity") == "diffusion":
-        if "graph" not in adata.obsp:
-            raise ValueError(
-                f"{smk.input.data}: model {wc.model!r} asks for the diffusion kernel of the row "
-                "graph, but the cohort has none (give the cohort a row_graph)"
-            )
-        row_kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
     splits = read_splits(smk.input.splits)
     seed = derive_seed(smk.params.seed, wc.experiment, wc.model, wc.split)
     curves, candidates = ranking_fold(
@@ -32,7 +24,7 @@ def main(smk):
         splits[splits["split"] == int(wc.split)],
         protocol["type"],
         spec,
-        row_kernel=row_kernel,
+        row_kernel=row_kernel(adata, spec, smk.input.data, wc.model),
         n_negative_sets=protocol.get("n_negative_sets", 5),
         random_state=seed,
     )

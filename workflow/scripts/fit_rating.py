@@ -7,23 +7,15 @@ import pandas as pd
 
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import read_splits
-from omicsbayes.experiments import rating_fold_metrics
 from omicsbayes.jobs import run_job, write_table
-from omicsbayes.preprocess import diffusion_kernel
+from omicsbayes.protocols.entries import row_kernel
+from omicsbayes.protocols.rating import rating_fold_metrics
 
 
 def main(smk):
     wc = smk.wildcards
     adata = ad.read_h5ad(smk.input.data)
     spec, protocol = smk.params.model, smk.params.protocol
-    row_kernel = None
-    if spec.get("side_information", "identity") == "diffusion":
-        if "graph" not in adata.obsp:
-            raise ValueError(
-                f"{smk.input.data}: model {wc.model!r} asks for the diffusion kernel of the user "
-                "graph, but the cohort has none (give the cohort a row_graph)"
-            )
-        row_kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
     splits = read_splits(smk.input.splits)
     seed = derive_seed(smk.params.seed, wc.experiment, wc.model, wc.split)
     row = rating_fold_metrics(
@@ -31,7 +23,7 @@ def main(smk):
         splits[splits["split"] == int(wc.split)],
         protocol["type"],
         spec,
-        row_kernel=row_kernel,
+        row_kernel=row_kernel(adata, spec, smk.input.data, wc.model),
         relevant_above=protocol.get("relevant_above", 4.0),
         k=protocol.get("k", 20),
         random_state=seed,

@@ -17,11 +17,11 @@ import pandas as pd
 
 from omicsbayes import tl
 from omicsbayes._seed import derive_seed
-from omicsbayes.experiments import task_targets
 from omicsbayes.io import save_fit
 from omicsbayes.jobs import atomic_write, run_job, write_table
 from omicsbayes.preprocess import build_pipeline, split_pipeline
 from omicsbayes.preprocess.transforms import dense_matrix
+from omicsbayes.protocols.classification import task_targets
 
 KEY = "rank_factor"
 

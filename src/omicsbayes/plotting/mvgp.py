@@ -11,8 +11,8 @@ def ranking_curves_figure(curves, title="", group="model"):
     ----------
     curves : pandas.DataFrame
         Saved results with columns ``group``, ``k``, ``precision``, ``recall`` and optionally
-        ``split`` (the output of ``disease_gene_cv`` with a model column added); the band is
-        one standard error over splits when there is more than one.
+        ``split`` (the output of ``protocols.disease_gene.disease_gene_cv`` with a model column
+        added); the band is one standard error over splits when there is more than one.
     title : str
         Figure title (the experiment: known or new diseases, dataset).
     group : str

@@ -7,10 +7,11 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
+from ..models._base import models_with
 from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}
-MVGP_MODELS = ("ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF")
+MVGP_MODELS = tuple(sorted(models_with("matrix_completion")))
 
 _COMMON = """
     mask_var : None, bool array or str

@@ -1,4 +1,5 @@
-"""The library side of the workflow: tasks, one split's fit, held-out entries, config checks."""
+"""The experiment kinds (omicsbayes.protocols): tasks, one split's fit, held-out entries, the
+disease-gene fold, config checks and the registry."""
 
 from pathlib import Path
 
@@ -9,18 +10,13 @@ import yaml
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from omicsbayes.config import ConfigError, check_config, n_splits
-from omicsbayes.experiments import (
-    ExperimentError,
-    fit_heldout,
-    fit_split,
-    heldout_mask,
-    make_estimator,
-    ranking_fold,
-    score_predictions,
-    task_targets,
-)
+from omicsbayes import protocols
+from omicsbayes.config import ConfigError, check_config
 from omicsbayes.preprocess import build_pipeline
+from omicsbayes.protocols import ExperimentError, make_estimator, n_splits
+from omicsbayes.protocols.classification import fit_split, score_predictions, task_targets
+from omicsbayes.protocols.disease_gene import ranking_fold
+from omicsbayes.protocols.heldout_entries import fit_heldout, heldout_mask
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -176,3 +172,96 @@ def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters()
     plain = {"class": "ConstrainedMVGP", "params": {"max_rank": 3, **chosen}}
     direct, _ = ranking_fold(matrix, fold, "known_rows", plain, n_negative_sets=1, random_state=4)
     np.testing.assert_allclose(curves["precision"], direct["precision"])
+
+
+def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
+    for kind in protocols.KINDS:
+        module = protocols.get(kind)
+        assert module.KIND == kind
+        for protocol_type, (key, default) in module.SPLIT_COUNTS.items():
+            assert protocols.of_protocol({"type": protocol_type}) is module
+            assert n_splits({"type": protocol_type}) == default
+            assert n_splits({"type": protocol_type, key: 3}) == 3
+    with pytest.raises(ExperimentError, match="kind 'nope' is unknown"):
+        protocols.get("nope")
+    with pytest.raises(ExperimentError, match="belongs to no experiment kind"):
+        n_splits({"type": "nope"})
+
+
+@pytest.mark.parametrize("protocol", ["known", "new"])
+def test_entry_folds_test_every_entry_once(protocol):
+    from omicsbayes.protocols import entries
+
+    rng = np.random.default_rng(2)
+    rows, cols = np.divmod(np.sort(rng.choice(12 * 9, 40, replace=False)), 9)
+    tested = np.zeros(rows.size, dtype=int)
+    for _, fold in entries.folds(protocol, rows, cols, 12, 3, random_state=0):
+        tested += fold.is_test
+        if protocol == "new":  # a test row's entries are all tested; it is scored and new
+            np.testing.assert_array_equal(fold.is_test, np.isin(rows, fold.new_rows))
+            np.testing.assert_array_equal(fold.score_rows, fold.new_rows)
+        else:
+            assert fold.new_rows is None
+            np.testing.assert_array_equal(fold.score_rows, np.unique(rows[fold.is_test]))
+    np.testing.assert_array_equal(tested, 1)
+
+
+def test_workflow_fold_is_one_fold_of_disease_gene_cv():
+    """The workflow's per-job fold (split table from make_splits) and the library's
+    cross-validation give the same curves on the same fold and seed."""
+    import anndata as ad
+    import scipy.sparse as sp
+
+    from omicsbayes.models import ConstrainedMVGP
+    from omicsbayes.protocols import disease_gene
+
+    rng = np.random.default_rng(3)
+    truth = (rng.standard_normal((20, 2)) @ rng.standard_normal((2, 15))) > 1.0
+    adata = ad.AnnData(sp.csr_matrix(truth.astype(float)))
+    table = disease_gene.make_splits(adata, {"type": "known_rows", "n_splits": 3}, 7)
+    params = {"max_rank": 3, "lam": 0.1, "sigma2": 0.1}
+    rows, cols = np.nonzero(truth)  # row-major, as the split table's entry ids
+    cv = disease_gene.disease_gene_cv(
+        ConstrainedMVGP(**params), rows, cols, truth.shape, "known", n_splits=3,
+        n_negative_sets=1, random_state=7,
+    )  # fmt: skip
+    for split in range(3):
+        curves, candidates = disease_gene.ranking_fold(
+            adata.X,
+            table[table["split"] == split],
+            "known_rows",
+            {"class": "ConstrainedMVGP", "params": params},
+            n_negative_sets=1,
+            random_state=7 + split + 1,
+        )
+        expected = cv[cv["split"] == split].drop(columns="split").reset_index(drop=True)
+        pd.testing.assert_frame_equal(curves, expected)
+        # candidates never list a training positive
+        train = table[(table["split"] == split) & (table["role"] == "train")]["entry"]
+        known = set(zip(rows[train], cols[train]))
+        assert not known & set(zip(candidates["row"], candidates["col"]))
+    with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
+        disease_gene.ranking_fold(adata.X, table, "known_rows", {"class": "LogisticBaseline"})
+
+
+def test_bernoulli_rflvm_scores_heldout_entries_without_perplexity(caplog):
+    """Issue 15: a Bernoulli RFLVM in a held-out experiment gets its held-out log likelihood
+    (negative, finite) and a NaN perplexity with the reason logged (it used to run its chain and
+    then fail in ``perplexity``)."""
+    rng = np.random.default_rng(0)
+    Y = (rng.standard_normal((25, 2)) @ rng.standard_normal((2, 6)) > 0).astype(float)
+    mask = rng.random(Y.shape) < 0.2
+    spec = {
+        "class": "RFLVM",
+        "params": {"likelihood": "bernoulli", "n_latent": 2, "n_random_features": 6, "n_iter": 6},
+    }
+    with caplog.at_level("INFO", logger="omicsbayes"):
+        row, latent = fit_heldout(Y, mask, spec, random_state=0)
+    assert row["n_heldout"] == mask.sum()
+    assert np.isfinite(row["log_likelihood"]) and row["log_likelihood"] < 0
+    assert row["log_likelihood_per_entry"] == row["log_likelihood"] / mask.sum()
+    assert np.isnan(row["perplexity"])
+    assert "perplexity skipped: RFLVM is not a model of counts (likelihood 'bernoulli')" in (
+        caplog.text
+    )
+    assert latent.shape[0] == 25 and np.isfinite(latent).all()
