@@ -55,6 +55,8 @@ part in the mean problem. Equation (4) is twice the negative log posterior of th
 
 import logging
 import time
+from contextlib import nullcontext
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -62,6 +64,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg, svds
 from sklearn.base import BaseEstimator, clone
+from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from omicsbayes.evaluate.ranking import ranking_curves
@@ -69,10 +73,10 @@ from omicsbayes.evaluate.splitters import entry_kfold_splits, row_kfold_splits, 
 from omicsbayes.inference.convergence import check_finite
 from omicsbayes.preprocess.graph import LowRankKernel
 
-logger = logging.getLogger("omicsbayes")
+from ._base import RANDOM_STATE, blas_threads, check_rng
+from ._mvgp_select import LAMBDA_GRID, SIGMA2_GRID, parse_metric, select
 
-LAMBDA_GRID = np.logspace(-3, 3, 5)
-SIGMA2_GRID = np.logspace(-3, 3, 20)
+logger = logging.getLogger("omicsbayes")
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -155,6 +159,12 @@ class _Problem:
         self.Rm = sp.csr_matrix((ones, (self.rows, np.arange(L))), shape=(M, L))
         self.Rn = sp.csr_matrix((ones, (self.cols, np.arange(L))), shape=(N, L))
 
+    def subset(self, keep):
+        """The problem restricted to the entries ``keep`` (same shape and kernels)."""
+        return _Problem(
+            self.rows[keep], self.cols[keep], self.y[keep], self.shape, self.Km, self.Kn
+        )
+
     def sparse(self, e):
         """The M x N sparse matrix with e at the observed entries (duplicates summed)."""
         return sp.csr_matrix((e, (self.rows, self.cols)), shape=self.shape)
@@ -227,7 +237,80 @@ def _progress(name, it, total, start, value):
     )
 
 
-class _FactorModel(BaseEstimator):
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_COUNT = Interval(Integral, 1, None, closed="left")
+_AUTO = StrOptions({"auto"})
+_SHARED_CONSTRAINTS = {
+    "sigma2": [_POSITIVE, _AUTO],
+    "selection_metric": [str],
+    "tol": [_POSITIVE],
+    "max_iter": [_COUNT],
+    "random_state": RANDOM_STATE,
+    "verbose": ["boolean"],
+}
+
+
+def _sigma2_path(sigma2):
+    """``(params, chain)`` pairs over sigma2: the grid from large to small when "auto"."""
+    grid = SIGMA2_GRID[::-1] if sigma2 == "auto" else [sigma2]
+    return [({"sigma2": float(s2)}, None) for s2 in grid]
+
+
+class _Estimator(BaseEstimator):
+    """``fit`` shared by the five estimators: checks, BLAS threads, ``"auto"`` selection, refit.
+
+    A subclass implements ``_path()`` (the grid in visiting order, see
+    :func:`omicsbayes.models._mvgp_select.select`) and ``_fit_problem(problem, sigma2, rng,
+    warm=None[, lam])``, which fits one setting and returns the warm start of the next.
+    """
+
+    capabilities = frozenset({"matrix_completion"})
+
+    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
+        """Fit on the observed entries; ``"auto"`` hyperparameters are chosen first by inner
+        validation (``selection_``) and the final fit uses all entries with them.
+
+        Parameters
+        ----------
+        rows, cols : array_like of int
+            Row and column index of each observed entry.
+        values : array_like of float
+            The observed values (sampled negatives are explicit zeros).
+        shape : (int, int)
+            Rows x columns of the whole matrix (rows without entries are scored through the
+            kernel).
+        row_kernel, col_kernel : ndarray, LowRankKernel or None
+            Prior covariances over all rows / columns (None: identity).
+        """
+        self._validate_params()
+        auto = [p for p in ("lam", "sigma2") if self.get_params().get(p) == "auto"]
+        if auto:
+            parse_metric(self.selection_metric)
+        problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
+        rng = check_rng(self.random_state)
+        with _blas_limit(problem, getattr(self, "max_rank", getattr(self, "rank", 1))):
+            params = {p: self.get_params()[p] for p in ("lam", "sigma2") if p in self.get_params()}
+            self.selection_ = None
+            if auto:
+                best, self.selection_ = select(self, problem, rng.spawn(1)[0])
+                params.update(best)
+                logger.info("%s chose %s by validation %s", type(self).__name__, best,
+                            self.selection_metric)  # fmt: skip
+            self._fit_problem(problem, rng=rng, **{p: float(v) for p, v in params.items()})
+        return self
+
+    def _kernels(self, row_kernel, col_kernel):
+        return row_kernel, col_kernel
+
+
+def _blas_limit(problem, rank):
+    """One BLAS thread when the largest product of a fit is small (issue 17: threads spin)."""
+    q = max(problem.Km.eigvecs.shape[1], problem.Kn.eigvecs.shape[1], 1)
+    limit = blas_threads((max(problem.shape), q), (problem.y.size, rank))
+    return threadpool_limits(limits=limit, user_api="blas") if limit else nullcontext()
+
+
+class _FactorModel(_Estimator):
     """Shared prediction from the fitted row and column factors ``P = G_M U``, ``Q = G_N V``."""
 
     def _check_fitted(self):
@@ -259,10 +342,18 @@ class ConstrainedMVGP(_FactorModel):
 
     Parameters
     ----------
-    lam : float
-        Weight of the nuclear norm (lambda >= 0).
-    sigma2 : float
-        Observation noise variance (> 0).
+    lam : float or "auto"
+        Weight of the nuclear norm (lambda >= 0); see ``sigma2``.
+    sigma2 : float or "auto"
+        Observation noise variance (> 0). ``"auto"`` (the default, for both) chooses by inner
+        validation on the training entries over section 5's grid (:data:`LAMBDA_GRID` x
+        :data:`SIGMA2_GRID`): a seeded fifth of the positive and of the other entries is held
+        out, the grid is fitted along a warm-started path (sigma2 descending, each lambda's
+        factors carried to the next sigma2) and the best by ``selection_metric`` is refitted on
+        all entries (:mod:`omicsbayes.models._mvgp_select`). A number is used as given.
+    selection_metric : str
+        ``"recall@k"`` (default ``"recall@20"``), ``"precision@k"``, ``"rmse"`` or
+        ``"log_likelihood"``: what the ``"auto"`` choice maximises (RMSE: minimises).
     max_rank : int
         Largest rank grown; the fit stops earlier when the optimality condition holds.
     tol : float
@@ -272,12 +363,17 @@ class ConstrainedMVGP(_FactorModel):
     max_iter : int
         L-BFGS iterations per refinement.
     random_state : int, Generator or None
-        Seed of the start vectors of the singular-pair search.
+        Seed of the validation split and of the start vectors of the singular-pair search.
     verbose : bool
         Show a tqdm progress bar over rank steps.
 
     Attributes
     ----------
+    lam_, sigma2_ : float
+        The values used (chosen when "auto").
+    selection_ : pandas.DataFrame or None
+        With an "auto" parameter, one row per grid point: ``lam``, ``sigma2``, the validation
+        metric (column named by ``selection_metric``), the fitted ``rank`` and ``seconds``.
     row_factors_, col_factors_ : ndarray
         ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
     rank_ : int
@@ -297,11 +393,17 @@ class ConstrainedMVGP(_FactorModel):
 
     _frobenius = True
     _name = "Con. MV-GP"
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "lam": [Interval(Real, 0, None, closed="left"), _AUTO],
+        "max_rank": [_COUNT],
+    }
 
     def __init__(
         self,
-        lam=1.0,
-        sigma2=1.0,
+        lam="auto",
+        sigma2="auto",
+        selection_metric="recall@20",
         max_rank=50,
         tol=1e-6,
         max_iter=200,
@@ -310,31 +412,33 @@ class ConstrainedMVGP(_FactorModel):
     ):
         self.lam = lam
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.max_rank = max_rank
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        _check_positive("lam", self.lam, allow_zero=True)
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_count("max_rank", self.max_rank)
-        _check_count("max_iter", self.max_iter)
+    def _path(self):
+        """sigma2 descending, lambda descending within; each lambda is one warm-start chain."""
+        lams = LAMBDA_GRID[::-1] if self.lam == "auto" else [self.lam]
+        return [
+            ({"lam": float(lam), **params}, float(lam))
+            for params, _ in _sigma2_path(self.sigma2)
+            for lam in lams
+        ]
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Fit the mean of equation (11) by rank growth and L-BFGS refinement of the factors."""
-        self._check_params()
-        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
-        rng = np.random.default_rng(self.random_state)
+    def _fit_problem(self, problem, lam, sigma2, rng, warm=None):
+        """Rank growth and L-BFGS refinement of the factors of (11), from ``warm = (U, V)``
+        (refined first) or from rank 0; returns the fitted ``(U, V)``."""
         M, N = problem.shape
-        lam, sigma2, frob = float(self.lam), float(self.sigma2), self._frobenius
-        U, V = np.zeros((M, 0)), np.zeros((N, 0))
-        f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
-        self.objective_ = [float(f)]
+        frob = self._frobenius
+        U, V = warm if warm is not None else (np.zeros((M, 0)), np.zeros((N, 0)))
+        self.lam_, self.sigma2_ = lam, sigma2
+        self.objective_ = []
         self.n_iter_ = 0
         self.converged_ = False
+        self.gradient_norm_ = np.nan
         start = time.perf_counter()
         bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
         log_every = max(1, self.max_rank // 10)
@@ -344,7 +448,26 @@ class ConstrainedMVGP(_FactorModel):
             fx, gU, gV, _ = _factor_objective(Ux, Vx, problem, lam, sigma2, frob)
             return fx, np.concatenate([gU.ravel(), gV.ravel()])
 
-        for step in range(1, self.max_rank + 1):
+        def refine(U, V, step):
+            r = U.shape[1]
+            res = minimize(
+                fun,
+                np.concatenate([U.ravel(), V.ravel()]),
+                args=(r,),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
+            )
+            check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
+            self.n_iter_ += int(res.nit)
+            return _balanced(res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r))
+
+        first = U.shape[1] + 1
+        if U.shape[1]:
+            U, V = refine(U, V, 0)
+        f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
+        self.objective_.append(float(f))
+        for step in range(first, self.max_rank + 1):
             s1, u, v = _leading_singular_pair(problem, U, V, e, sigma2, frob, rng)
             self.gradient_norm_ = s1
             if s1 <= lam * (1.0 + self.tol) + 1e-12:
@@ -356,19 +479,7 @@ class ConstrainedMVGP(_FactorModel):
             t = (s1 - lam) / curv
             U = np.column_stack([U, np.sqrt(t) * u])
             V = np.column_stack([V, -np.sqrt(t) * v])
-            r = U.shape[1]
-            res = minimize(
-                fun,
-                np.concatenate([U.ravel(), V.ravel()]),
-                args=(r,),
-                jac=True,
-                method="L-BFGS-B",
-                options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
-            )
-            check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
-            U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
-            U, V = _balanced(U, V)
-            self.n_iter_ += int(res.nit)
+            U, V = refine(U, V, step)
             f_prev = f
             f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
             self.objective_.append(float(f))
@@ -384,7 +495,7 @@ class ConstrainedMVGP(_FactorModel):
         self.row_factors_ = problem.Km.sqrt_matmat(U)
         self.col_factors_ = problem.Kn.sqrt_matmat(V)
         self.nuclear_norm_ = float(0.5 * (np.sum(U * U) + np.sum(V * V)))  # balanced factors
-        return self
+        return U, V
 
 
 def _balanced(U, V, rel=1e-8):
@@ -402,19 +513,19 @@ def _balanced(U, V, rel=1e-8):
 class TraceGP(ConstrainedMVGP):
     """Trace GP: equation (11) with the nuclear norm only (no Frobenius / Hilbert-norm term).
 
-    Same parameters and attributes as :class:`ConstrainedMVGP`; ``lam`` must be > 0 (with
-    lam = 0 the problem has no regulariser at all).
+    Same parameters and attributes as :class:`ConstrainedMVGP`; a numeric ``lam`` must be > 0
+    (with lam = 0 the problem has no regulariser at all).
     """
 
     _frobenius = False
     _name = "Trace GP"
+    _parameter_constraints = {
+        **ConstrainedMVGP._parameter_constraints,
+        "lam": [_POSITIVE, _AUTO],
+    }
 
-    def _check_params(self):
-        super()._check_params()
-        _check_positive("lam", self.lam)
 
-
-class MVGP(BaseEstimator):
+class MVGP(_Estimator):
     """Plain matrix-variate GP regression: equation (11) with lam = 0, i.e. equation (1a).
 
     The minimiser of (11) without the nuclear norm is ``B = G_M^T S_alpha G_N`` with ``alpha``
@@ -425,26 +536,46 @@ class MVGP(BaseEstimator):
 
     Parameters
     ----------
-    sigma2 : float
-        Observation noise variance (> 0).
+    sigma2 : float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
+        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each CG solve starts from the
+        previous ``alpha``).
+    selection_metric : str
+        What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
         Relative residual tolerance of conjugate gradients.
     max_iter : int
         Largest number of conjugate-gradient iterations.
+    random_state : int, Generator or None
+        Seed of the validation split of ``"auto"``.
     verbose : bool
         Show a tqdm progress bar over CG iterations (progress is logged at INFO every 10 %).
 
     Attributes
     ----------
+    sigma2_ : float
+    selection_ : pandas.DataFrame or None
     alpha_ : ndarray, shape (L,)
         Dual weights of the observed entries.
     n_iter_ : int
     """
 
-    def __init__(self, sigma2=1.0, tol=1e-8, max_iter=1000, verbose=False):
+    _parameter_constraints = _SHARED_CONSTRAINTS
+
+    def __init__(
+        self,
+        sigma2="auto",
+        selection_metric="recall@20",
+        tol=1e-8,
+        max_iter=1000,
+        random_state=None,
+        verbose=False,
+    ):
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.tol = tol
         self.max_iter = max_iter
+        self.random_state = random_state
         self.verbose = verbose
 
     @staticmethod
@@ -466,19 +597,19 @@ class MVGP(BaseEstimator):
             + self._tm[rows] * self._tn[cols] * s_at
         )
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients (equation 1a)."""
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_count("max_iter", self.max_iter)
-        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
+    def _path(self):
+        return _sigma2_path(self.sigma2)
+
+    def _fit_problem(self, problem, sigma2, rng, warm=None):
+        """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients from ``warm`` (an alpha) or
+        zero (equation 1a); returns alpha."""
         self._Wm, self._Am, self._tm = self._parts(problem.Km)
         self._Wn, self._An, self._tn = self._parts(problem.Kn)
         self._Km, self._Kn = problem.Km, problem.Kn
         pair = problem.rows * problem.shape[1] + problem.cols
         _, pair_id = np.unique(pair, return_inverse=True)
         L = problem.y.size
-        sigma2 = float(self.sigma2)
+        self.sigma2_ = sigma2
 
         def matvec(a):
             a = np.ravel(a)
@@ -499,14 +630,16 @@ class MVGP(BaseEstimator):
                 )
 
         op = LinearOperator((L, L), matvec=matvec, dtype=float)
-        alpha, info = cg(op, problem.y, rtol=self.tol, maxiter=self.max_iter, callback=callback)
+        alpha, info = cg(
+            op, problem.y, x0=warm, rtol=self.tol, maxiter=self.max_iter, callback=callback
+        )
         bar.close()
         check_finite(alpha, "MV-GP conjugate-gradient solve", self.n_iter_)
         self.converged_ = info == 0
         self.alpha_ = alpha
         self.shape_ = problem.shape
         self._S = problem.sparse(alpha)
-        return self
+        return alpha
 
     def predict(self, rows, cols):
         """GP posterior mean (1a) at the entries (rows[i], cols[i])."""
@@ -548,8 +681,12 @@ class KPMF(_FactorModel):
     ----------
     rank : int
         Number of factors (the paper uses 5 and 20).
-    sigma2 : float
-        Observation noise variance (> 0).
+    sigma2 : float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
+        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each fit starts from the
+        factors of the previous, larger sigma2).
+    selection_metric : str
+        What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
         L-BFGS tolerance.
     max_iter : int
@@ -562,6 +699,8 @@ class KPMF(_FactorModel):
 
     Attributes
     ----------
+    sigma2_ : float
+    selection_ : pandas.DataFrame or None
     row_factors_, col_factors_ : ndarray
         ``U`` (rows x rank) and ``V`` (columns x rank) of equation (4).
     objective_ : list of float
@@ -569,10 +708,13 @@ class KPMF(_FactorModel):
     n_iter_ : int
     """
 
+    _parameter_constraints = {**_SHARED_CONSTRAINTS, "rank": [_COUNT], "init_scale": [_POSITIVE]}
+
     def __init__(
         self,
         rank=5,
-        sigma2=1.0,
+        sigma2="auto",
+        selection_metric="recall@20",
         tol=1e-6,
         max_iter=500,
         init_scale=0.1,
@@ -581,29 +723,25 @@ class KPMF(_FactorModel):
     ):
         self.rank = rank
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.tol = tol
         self.max_iter = max_iter
         self.init_scale = init_scale
         self.random_state = random_state
         self.verbose = verbose
 
-    def _kernels(self, row_kernel, col_kernel):
-        return row_kernel, col_kernel
+    def _path(self):
+        return _sigma2_path(self.sigma2)
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Fit equation (4) by L-BFGS on both factors jointly."""
-        _check_count("rank", self.rank)
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_positive("init_scale", self.init_scale)
-        _check_count("max_iter", self.max_iter)
-        problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
-        rng = np.random.default_rng(self.random_state)
+    def _fit_problem(self, problem, sigma2, rng, warm=None):
+        """Fit equation (4) by L-BFGS on both factors jointly, from ``warm`` (the previous
+        solution's parameter vector) or a random start; returns the solution vector."""
         M, N = problem.shape
-        r, sigma2 = int(self.rank), float(self.sigma2)
-        x0 = self.init_scale * rng.standard_normal((M + N) * r)
+        r = int(self.rank)
+        x0 = self.init_scale * rng.standard_normal((M + N) * r) if warm is None else warm
         start = time.perf_counter()
         self.n_iter_ = 0
+        self.sigma2_ = sigma2
 
         def fun(x):
             U, V = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
@@ -634,7 +772,7 @@ class KPMF(_FactorModel):
         self.shape_ = problem.shape
         self.row_factors_ = problem.Km.sqrt_matmat(U)
         self.col_factors_ = problem.Kn.sqrt_matmat(V)
-        return self
+        return res.x
 
 
 class PMF(KPMF):
