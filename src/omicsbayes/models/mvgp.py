@@ -734,11 +734,13 @@ class KPMF(_FactorModel):
         return _sigma2_path(self.sigma2)
 
     def _fit_problem(self, problem, sigma2, rng, warm=None):
-        """Fit equation (4) by L-BFGS on both factors jointly, from ``warm`` (the previous
-        solution's parameter vector) or a random start; returns the solution vector."""
+        """Fit equation (4) by L-BFGS on both factors jointly from a random start (plus ``warm``,
+        the previous solution's parameter vector); returns the solution vector."""
         M, N = problem.shape
         r = int(self.rank)
-        x0 = self.init_scale * rng.standard_normal((M + N) * r) if warm is None else warm
+        x0 = self.init_scale * rng.standard_normal((M + N) * r)
+        if warm is not None:  # the random part moves a collapsed start off the saddle at 0
+            x0 += warm
         start = time.perf_counter()
         self.n_iter_ = 0
         self.sigma2_ = sigma2
