@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.sparse.linalg import LinearOperator, cg, svds
+from scipy.sparse.linalg import LinearOperator, cg, eigsh
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
@@ -202,25 +202,51 @@ def _factor_objective(U, V, problem, lam, sigma2, frobenius):
 
 
 def _leading_singular_pair(problem, U, V, e, sigma2, frobenius, rng):
-    """Leading singular triple of the gradient ``G_M S G_N + [frobenius] U V^T`` of (11)."""
+    """Leading singular triple ``(s, u, v)`` of the gradient ``X = G_M S G_N + [frobenius] U V^T``
+    of (11), S the sparse residual matrix: Lanczos on the Gram matrix of the smaller side."""
     S = problem.sparse(e / sigma2)
+    if not frobenius:
+        U, V = U[:, :0], V[:, :0]
+    if problem.shape[0] >= problem.shape[1]:
+        s, v, u = _top_of_gram(S, problem.Km, problem.Kn, U, V, rng)
+    else:  # X^T = G_N S^T G_M + V U^T
+        s, u, v = _top_of_gram(S.T.tocsr(), problem.Kn, problem.Km, V, U, rng)
+    return s, u, v
+
+
+def _top_of_gram(S, Ka, Kb, U, V, rng):
+    """``(s, v, u)``: the leading eigenpair ``(s^2, v)`` of ``X^T X`` for ``X = G_a S G_b + U V^T``
+    and ``u = X v / s``.
+
+    ``X^T X x = G_b [S^T K_a S y + S^T P (V^T x)] + V [P^T S y + U^T U V^T x]`` with ``y = G_b x``
+    and ``P = G_a U``; ``K_a = G_a^2 = W diag(d - t_w) W^T + diag(t)`` enters through
+    ``B = W^T S`` (q x N, never larger than W), formed once, so no Lanczos step multiplies by
+    the M x q eigenvectors (issue 17: those products were the fit's hot spot).
+    """
+    W, t = Ka.eigvecs, Ka.tail
+    dd = Ka.eigvals - Ka._t_w  # K_a = W diag(d - t_w) W^T + diag(t): t = t_w where W != 0
     St = S.T.tocsr()
-    Gm, Gn = problem.Km, problem.Kn
+    B = (St @ W).T
+    SP = St @ Ka.sqrt_matmat(U)
+    UtU = U.T @ U
 
-    def matvec(x):
+    def gram(x):
         x = np.ravel(x)
-        out = Gm.sqrt_matmat(S @ Gn.sqrt_matmat(x))
-        return out + U @ (V.T @ x) if frobenius else out
+        y = Kb.sqrt_matmat(x)
+        z = B.T @ (dd * (B @ y)) + St @ (t * (S @ y))
+        if not U.shape[1]:
+            return Kb.sqrt_matmat(z)
+        vx = V.T @ x
+        return Kb.sqrt_matmat(z + SP @ vx) + V @ (SP.T @ y + UtU @ vx)
 
-    def rmatvec(y):
-        y = np.ravel(y)
-        out = Gn.sqrt_matmat(St @ Gm.sqrt_matmat(y))
-        return out + V @ (U.T @ y) if frobenius else out
-
-    op = LinearOperator(problem.shape, matvec=matvec, rmatvec=rmatvec, dtype=float)
-    v0 = rng.standard_normal(min(problem.shape))
-    u, s, vt = svds(op, k=1, v0=v0, tol=1e-10, maxiter=2000)
-    return float(s[0]), u[:, 0], vt[0]
+    n = S.shape[1]
+    v0 = rng.standard_normal(n)
+    op = LinearOperator((n, n), matvec=gram, dtype=float)
+    top, vec = eigsh(op, k=1, which="LA", v0=v0, tol=1e-6, maxiter=2000)
+    v = vec[:, 0]
+    u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
+    norm = np.linalg.norm(u)
+    return float(np.sqrt(max(top[0], 0.0))), v, u / norm if norm > 0 else u
 
 
 def _progress(name, it, total, start, value):
