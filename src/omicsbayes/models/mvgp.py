@@ -35,11 +35,15 @@ is kept as ``B = U V^T`` with ``U`` (rows x r) and ``V`` (columns x r), and on t
 
 The rank is grown one at a time (Laue 2012; Dudik et al. 2012): at the current factors the
 gradient of the smooth part with respect to B, ``G_M S G_N + U V^T`` (S the sparse residual
-matrix), has its leading singular pair found by ``scipy.sparse.linalg.svds`` on a
-LinearOperator (products with sparse S and with the factors only). If its singular value is at
+matrix), has its leading singular pair found by Lanczos (``eigsh``) on its Gram matrix of the
+smaller side (products with sparse S, ``W^T S`` and the factors only). If its singular value is at
 most ``lam`` the optimality condition of (11) holds and the fit stops; otherwise ``-u v^T`` is
 added with the exact line-search step for the quadratic loss, and all factors are refined with
 L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
+
+Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
+inner validation over section 5's grid along a warm-started path, by ``selection_metric``
+(:mod:`omicsbayes.models._mvgp_select`); numbers are used as given.
 
 Protocols (section 5): :func:`hyperparameter_grid` and :func:`select_hyperparameters` (inner
 validation, separately per metric), :func:`averaged_scores` (sampled negative sets, scores
