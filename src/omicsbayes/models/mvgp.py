@@ -246,7 +246,7 @@ def _top_of_gram(S, Ka, Kb, U, V, rng):
     n = S.shape[1]
     v0 = rng.standard_normal(n)
     op = LinearOperator((n, n), matvec=gram, dtype=float)
-    top, vec = eigsh(op, k=1, which="LA", v0=v0, tol=1e-6, maxiter=2000)
+    top, vec = eigsh(op, k=1, which="LA", v0=v0, tol=1e-10, maxiter=2000)
     v = vec[:, 0]
     u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
     norm = np.linalg.norm(u)
