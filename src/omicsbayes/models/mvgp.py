@@ -139,12 +139,6 @@ def _check_entries(rows, cols, values, shape):
     return rows, cols, values, (M, N)
 
 
-def _check_positive(name, value, allow_zero=False):
-    ok = value >= 0 if allow_zero else value > 0
-    if not (np.isscalar(value) and np.isfinite(value) and ok):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r}")
-
-
 def _check_count(name, value):
     if int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
@@ -324,8 +318,8 @@ class _Estimator(BaseEstimator):
             if auto:
                 best, self.selection_ = select(self, problem, rng.spawn(1)[0])
                 params.update(best)
-                logger.info("%s chose %s by validation %s", type(self).__name__, best,
-                            self.selection_metric)  # fmt: skip
+                name, metric = type(self).__name__, self.selection_metric
+                logger.info("%s chose %s by validation %s", name, best, metric)
             self._fit_problem(problem, rng=rng, **{p: float(v) for p, v in params.items()})
         return self
 
