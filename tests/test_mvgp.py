@@ -3,6 +3,7 @@ singular-value thresholding, and a planted low-rank problem with an informative 
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from omicsbayes.evaluate.ranking import ranking_curves
 from omicsbayes.models.mvgp import (
@@ -306,3 +307,133 @@ def test_bad_inputs(tiny):
         m.fit(rows[:-1], cols, y, (M, N))
     with pytest.raises(ValueError, match="not fitted"):
         m.predict(rows, cols)
+
+
+# ------------------------------------------------- lam="auto" / sigma2="auto" (issue 18)
+def _planted_gaussian(seed=1, M=20, N=15, rank=2, n_obs=180, noise=0.5):
+    """A rank-2 matrix, a random subset of its entries observed with Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    Y = rng.standard_normal((M, rank)) @ rng.standard_normal((rank, N))
+    flat = rng.choice(M * N, n_obs, replace=False)
+    rows, cols = flat // N, flat % N
+    return rows, cols, Y[rows, cols] + noise * rng.standard_normal(n_obs), (M, N)
+
+
+@pytest.fixture
+def small_grid(monkeypatch):
+    """Every third sigma2 of section 5's grid (the lambda grid in full) to keep the tests fast."""
+    import omicsbayes.models.mvgp as mvgp
+
+    monkeypatch.setattr(mvgp, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::3])
+    return mvgp.LAMBDA_GRID, mvgp.SIGMA2_GRID
+
+
+def test_auto_picks_the_brute_force_best_of_the_same_split(small_grid):
+    """The warm-started path gives the cold fits' validation RMSE at every grid point where the
+    rank cap is not reached (the problem is convex), so its choice is the brute-force choice
+    (within one grid step)."""
+    from omicsbayes.models._mvgp_select import parse_metric, validation_score, validation_split
+
+    lams, sigma2s = small_grid
+    rows, cols, y, shape = _planted_gaussian()
+    kw = dict(selection_metric="rmse", max_rank=10, tol=1e-5)
+    auto = ConstrainedMVGP(random_state=0, **kw).fit(rows, cols, y, shape)
+    table = auto.selection_
+    assert len(table) == lams.size * sigma2s.size
+
+    problem = _Problem(rows, cols, y, shape, None, None)
+    is_val = validation_split(problem.y, np.random.default_rng(0).spawn(1)[0])
+    inner = problem.subset(~is_val)
+    brute = []
+    for lam, s2 in table[["lam", "sigma2"]].itertuples(index=False):
+        cold = ConstrainedMVGP(lam=lam, sigma2=s2, **kw)
+        cold._fit_problem(inner, lam=lam, sigma2=s2, rng=np.random.default_rng(1))
+        brute.append(validation_score(cold, *parse_metric("rmse"), problem, is_val))
+    uncapped = table["rank"] < kw["max_rank"]  # capped fits depend on the path taken
+    assert uncapped.mean() > 0.4
+    np.testing.assert_allclose(table["rmse"][uncapped], np.array(brute)[uncapped], rtol=2e-2)
+
+    best = table.iloc[int(np.argmin(brute))]
+    step = lambda grid, v: int(np.argmin(np.abs(np.log(grid) - np.log(v))))  # noqa: E731
+    assert abs(step(lams, auto.lam_) - step(lams, best["lam"])) <= 1
+    assert abs(step(sigma2s, auto.sigma2_) - step(sigma2s, best["sigma2"])) <= 1
+    # the choice is a real fit: validation RMSE clearly below predicting zero
+    assert table["rmse"].min() < 0.8 * np.sqrt(np.mean(y[is_val] ** 2))
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        ConstrainedMVGP(max_rank=8, tol=1e-4, random_state=0),
+        TraceGP(max_rank=8, tol=1e-4, random_state=0),
+        MVGP(random_state=0),
+        KPMF(rank=3, random_state=0),
+        PMF(rank=3, random_state=0),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_auto_refit_is_the_numeric_fit_bit_for_bit(small_grid, est):
+    M, N, rows, cols, K = _planted(0, M=40, N=50)
+    y = np.ones(rows.size)
+    neg = np.random.default_rng(3).choice(M * N, rows.size, replace=False)
+    keep = ~np.isin(neg, rows * N + cols)
+    rows = np.concatenate([rows, neg[keep] // N])
+    cols = np.concatenate([cols, neg[keep] % N])
+    y = np.concatenate([y, np.zeros(int(keep.sum()))])
+    auto = clone(est).fit(rows, cols, y, (M, N), K)
+    chosen = {p: getattr(auto, f"{p}_") for p in ("lam", "sigma2") if p in est.get_params()}
+    assert all(np.isin(v, np.concatenate(small_grid)) for v in chosen.values())
+    numeric = clone(est).set_params(**chosen).fit(rows, cols, y, (M, N), K)
+    assert numeric.selection_ is None
+    assert np.array_equal(auto.predict_rows(), numeric.predict_rows())
+    assert auto.selection_["recall@20"].max() == pytest.approx(
+        auto.selection_.set_index(list(chosen)).loc[tuple(chosen.values()), "recall@20"]
+    )
+
+
+@pytest.mark.parametrize("metric", ["precision@5", "rmse", "log_likelihood"])
+def test_selection_metrics(small_grid, metric):
+    rows, cols, y, shape = _planted_gaussian()
+    model = MVGP(selection_metric=metric, random_state=0).fit(rows, cols, y, shape)
+    values = model.selection_[metric]
+    assert np.all(np.isfinite(values))
+    best = values.min() if metric == "rmse" else values.max()
+    assert values[model.selection_["sigma2"] == model.sigma2_].item() == best
+
+
+def test_bad_selection_metric_and_unsplittable_data(tiny):
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    with pytest.raises(ValueError, match="selection_metric must be"):
+        PMF(selection_metric="recall@0").fit(rows, cols, y, (M, N))
+    with pytest.raises(ValueError, match="positive entries"):
+        PMF(selection_metric="recall@20").fit(rows, cols, -np.abs(y), (M, N))
+    with pytest.raises(ValueError, match="give lam and sigma2 as numbers"):
+        MVGP().fit(rows[:1], cols[:1], y[:1], (M, N))
+
+
+def test_top_k_metric_is_ranking_curves():
+    """The sort-free P@k / R@k of the selection equals ranking_curves, ties included."""
+    from types import SimpleNamespace
+
+    from omicsbayes.models._mvgp_select import top_k_metric
+
+    rng = np.random.default_rng(0)
+    M, N, L = 30, 25, 300
+    for _ in range(5):
+        S = rng.integers(0, 3, (M, N)).astype(float)  # many ties
+        flat = rng.choice(M * N, L, replace=False)
+        rows, cols = flat // N, flat % N
+        positive, is_val = rng.random(L) < 0.5, rng.random(L) < 0.3
+        model = SimpleNamespace(shape_=(M, N), predict_rows=lambda r, S=S: S[r].copy())
+        test, train = is_val & positive, ~is_val & positive
+        score_rows = np.unique(rows[test])
+        for kind in ("precision", "recall"):
+            for k in (1, 3, 20):
+                ref = ranking_curves(
+                    dict(zip(score_rows.tolist(), S[score_rows])),
+                    (rows[test], cols[test]),
+                    (rows[train], cols[train]),
+                    ks=[k],
+                )[kind][0]
+                got = top_k_metric(model, kind, k, rows, cols, positive, is_val)
+                assert got == pytest.approx(ref)

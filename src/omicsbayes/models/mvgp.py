@@ -35,15 +35,19 @@ is kept as ``B = U V^T`` with ``U`` (rows x r) and ``V`` (columns x r), and on t
 
 The rank is grown one at a time (Laue 2012; Dudik et al. 2012): at the current factors the
 gradient of the smooth part with respect to B, ``G_M S G_N + U V^T`` (S the sparse residual
-matrix), has its leading singular pair found by ``scipy.sparse.linalg.svds`` on a
-LinearOperator (products with sparse S and with the factors only). If its singular value is at
+matrix), has its leading singular pair found by Lanczos (``eigsh``) on its Gram matrix of the
+smaller side (products with sparse S, ``W^T S`` and the factors only). If its singular value is at
 most ``lam`` the optimality condition of (11) holds and the fit stops; otherwise ``-u v^T`` is
 added with the exact line-search step for the quadratic loss, and all factors are refined with
 L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
 
+Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
+inner validation over section 5's grid along a warm-started path, by ``selection_metric``
+(:mod:`omicsbayes.models._mvgp_select`); numbers are used as given.
+
 Protocols (section 5) are in :mod:`omicsbayes.protocols.disease_gene` (grid, inner validation,
 averaged scores over sampled negatives, P@k and R@k) and :mod:`omicsbayes.protocols.rating`
-(RMSE and R@k); ``LAMBDA_GRID`` and ``SIGMA2_GRID`` below are the paper's grid.
+(RMSE and R@k); ``LAMBDA_GRID`` and ``SIGMA2_GRID`` (from ``_mvgp_select``) are the paper's grid.
 
 Notes on the paper. Section 5 uses the Cholesky factor as the basis; the symmetric square root
 used here gives the same mean (the tests compare against a dense solution in the Cholesky basis).
@@ -54,21 +58,25 @@ part in the mean problem. Equation (4) is twice the negative log posterior of th
 
 import logging
 import time
+from contextlib import nullcontext
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.sparse.linalg import LinearOperator, cg, svds
+from scipy.sparse.linalg import LinearOperator, cg, eigsh
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from omicsbayes.inference.convergence import check_finite
 from omicsbayes.preprocess.graph import LowRankKernel
 
-logger = logging.getLogger("omicsbayes")
+from ._base import RANDOM_STATE, blas_threads, check_rng
+from ._mvgp_select import LAMBDA_GRID, SIGMA2_GRID, parse_metric, select
 
-LAMBDA_GRID = np.logspace(-3, 3, 5)
-SIGMA2_GRID = np.logspace(-3, 3, 20)
+logger = logging.getLogger("omicsbayes")
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -127,12 +135,6 @@ def _check_entries(rows, cols, values, shape):
     return rows, cols, values, (M, N)
 
 
-def _check_positive(name, value, allow_zero=False):
-    ok = value >= 0 if allow_zero else value > 0
-    if not (np.isscalar(value) and np.isfinite(value) and ok):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r}")
-
-
 def _check_count(name, value):
     if int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
@@ -150,6 +152,12 @@ class _Problem:
         ones = np.ones(L)
         self.Rm = sp.csr_matrix((ones, (self.rows, np.arange(L))), shape=(M, L))
         self.Rn = sp.csr_matrix((ones, (self.cols, np.arange(L))), shape=(N, L))
+
+    def subset(self, keep):
+        """The problem restricted to the entries ``keep`` (same shape and kernels)."""
+        return _Problem(
+            self.rows[keep], self.cols[keep], self.y[keep], self.shape, self.Km, self.Kn
+        )
 
     def sparse(self, e):
         """The M x N sparse matrix with e at the observed entries (duplicates summed)."""
@@ -188,25 +196,51 @@ def _factor_objective(U, V, problem, lam, sigma2, frobenius):
 
 
 def _leading_singular_pair(problem, U, V, e, sigma2, frobenius, rng):
-    """Leading singular triple of the gradient ``G_M S G_N + [frobenius] U V^T`` of (11)."""
+    """Leading singular triple ``(s, u, v)`` of the gradient ``X = G_M S G_N + [frobenius] U V^T``
+    of (11), S the sparse residual matrix: Lanczos on the Gram matrix of the smaller side."""
     S = problem.sparse(e / sigma2)
+    if not frobenius:
+        U, V = U[:, :0], V[:, :0]
+    if problem.shape[0] >= problem.shape[1]:
+        s, v, u = _top_of_gram(S, problem.Km, problem.Kn, U, V, rng)
+    else:  # X^T = G_N S^T G_M + V U^T
+        s, u, v = _top_of_gram(S.T.tocsr(), problem.Kn, problem.Km, V, U, rng)
+    return s, u, v
+
+
+def _top_of_gram(S, Ka, Kb, U, V, rng):
+    """``(s, v, u)``: the leading eigenpair ``(s^2, v)`` of ``X^T X`` for ``X = G_a S G_b + U V^T``
+    and ``u = X v / s``.
+
+    ``X^T X x = G_b [S^T K_a S y + S^T P (V^T x)] + V [P^T S y + U^T U V^T x]`` with ``y = G_b x``
+    and ``P = G_a U``; ``K_a = G_a^2 = W diag(d - t_w) W^T + diag(t)`` enters through
+    ``B = W^T S`` (q x N, never larger than W), formed once, so no Lanczos step multiplies by
+    the M x q eigenvectors (issue 17: those products were the fit's hot spot).
+    """
+    W, t = Ka.eigvecs, Ka.tail
+    dd = Ka.eigvals - Ka._t_w  # K_a = W diag(d - t_w) W^T + diag(t): t = t_w where W != 0
     St = S.T.tocsr()
-    Gm, Gn = problem.Km, problem.Kn
+    B = (St @ W).T
+    SP = St @ Ka.sqrt_matmat(U)
+    UtU = U.T @ U
 
-    def matvec(x):
+    def gram(x):
         x = np.ravel(x)
-        out = Gm.sqrt_matmat(S @ Gn.sqrt_matmat(x))
-        return out + U @ (V.T @ x) if frobenius else out
+        y = Kb.sqrt_matmat(x)
+        z = B.T @ (dd * (B @ y)) + St @ (t * (S @ y))
+        if not U.shape[1]:
+            return Kb.sqrt_matmat(z)
+        vx = V.T @ x
+        return Kb.sqrt_matmat(z + SP @ vx) + V @ (SP.T @ y + UtU @ vx)
 
-    def rmatvec(y):
-        y = np.ravel(y)
-        out = Gn.sqrt_matmat(St @ Gm.sqrt_matmat(y))
-        return out + V @ (U.T @ y) if frobenius else out
-
-    op = LinearOperator(problem.shape, matvec=matvec, rmatvec=rmatvec, dtype=float)
-    v0 = rng.standard_normal(min(problem.shape))
-    u, s, vt = svds(op, k=1, v0=v0, tol=1e-10, maxiter=2000)
-    return float(s[0]), u[:, 0], vt[0]
+    n = S.shape[1]
+    v0 = rng.standard_normal(n)
+    op = LinearOperator((n, n), matvec=gram, dtype=float)
+    top, vec = eigsh(op, k=1, which="LA", v0=v0, tol=1e-10, maxiter=2000)
+    v = vec[:, 0]
+    u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
+    norm = np.linalg.norm(u)
+    return float(np.sqrt(max(top[0], 0.0))), v, u / norm if norm > 0 else u
 
 
 def _progress(name, it, total, start, value):
@@ -223,7 +257,80 @@ def _progress(name, it, total, start, value):
     )
 
 
-class _FactorModel(BaseEstimator):
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_COUNT = Interval(Integral, 1, None, closed="left")
+_AUTO = StrOptions({"auto"})
+_SHARED_CONSTRAINTS = {
+    "sigma2": [_POSITIVE, _AUTO],
+    "selection_metric": [str],
+    "tol": [_POSITIVE],
+    "max_iter": [_COUNT],
+    "random_state": RANDOM_STATE,
+    "verbose": ["boolean"],
+}
+
+
+def _sigma2_path(sigma2):
+    """``(params, chain)`` pairs over sigma2: the grid from large to small when "auto"."""
+    grid = SIGMA2_GRID[::-1] if sigma2 == "auto" else [sigma2]
+    return [({"sigma2": float(s2)}, None) for s2 in grid]
+
+
+class _Estimator(BaseEstimator):
+    """``fit`` shared by the five estimators: checks, BLAS threads, ``"auto"`` selection, refit.
+
+    A subclass implements ``_path()`` (the grid in visiting order, see
+    :func:`omicsbayes.models._mvgp_select.select`) and ``_fit_problem(problem, sigma2, rng,
+    warm=None[, lam])``, which fits one setting and returns the warm start of the next.
+    """
+
+    capabilities = frozenset({"matrix_completion"})
+
+    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
+        """Fit on the observed entries; ``"auto"`` hyperparameters are chosen first by inner
+        validation (``selection_``) and the final fit uses all entries with them.
+
+        Parameters
+        ----------
+        rows, cols : array_like of int
+            Row and column index of each observed entry.
+        values : array_like of float
+            The observed values (sampled negatives are explicit zeros).
+        shape : (int, int)
+            Rows x columns of the whole matrix (rows without entries are scored through the
+            kernel).
+        row_kernel, col_kernel : ndarray, LowRankKernel or None
+            Prior covariances over all rows / columns (None: identity).
+        """
+        self._validate_params()
+        auto = [p for p in ("lam", "sigma2") if self.get_params().get(p) == "auto"]
+        if auto:
+            parse_metric(self.selection_metric)
+        problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
+        rng = check_rng(self.random_state)
+        with _blas_limit(problem, getattr(self, "max_rank", getattr(self, "rank", 1))):
+            params = {p: self.get_params()[p] for p in ("lam", "sigma2") if p in self.get_params()}
+            self.selection_ = None
+            if auto:
+                best, self.selection_ = select(self, problem, rng.spawn(1)[0])
+                params.update(best)
+                name, metric = type(self).__name__, self.selection_metric
+                logger.info("%s chose %s by validation %s", name, best, metric)
+            self._fit_problem(problem, rng=rng, **{p: float(v) for p, v in params.items()})
+        return self
+
+    def _kernels(self, row_kernel, col_kernel):
+        return row_kernel, col_kernel
+
+
+def _blas_limit(problem, rank):
+    """One BLAS thread when the largest product of a fit is small (issue 17: threads spin)."""
+    q = max(problem.Km.eigvecs.shape[1], problem.Kn.eigvecs.shape[1], 1)
+    limit = blas_threads((max(problem.shape), q), (problem.y.size, rank))
+    return threadpool_limits(limits=limit, user_api="blas") if limit else nullcontext()
+
+
+class _FactorModel(_Estimator):
     """Shared prediction from the fitted row and column factors ``P = G_M U``, ``Q = G_N V``."""
 
     def _check_fitted(self):
@@ -255,10 +362,18 @@ class ConstrainedMVGP(_FactorModel):
 
     Parameters
     ----------
-    lam : float
-        Weight of the nuclear norm (lambda >= 0).
-    sigma2 : float
-        Observation noise variance (> 0).
+    lam : float or "auto"
+        Weight of the nuclear norm (lambda >= 0); see ``sigma2``.
+    sigma2 : float or "auto"
+        Observation noise variance (> 0). ``"auto"`` (the default, for both) chooses by inner
+        validation on the training entries over section 5's grid (:data:`LAMBDA_GRID` x
+        :data:`SIGMA2_GRID`): a seeded fifth of the positive and of the other entries is held
+        out, the grid is fitted along a warm-started path (sigma2 descending, each lambda's
+        factors carried to the next sigma2) and the best by ``selection_metric`` is refitted on
+        all entries (:mod:`omicsbayes.models._mvgp_select`). A number is used as given.
+    selection_metric : str
+        ``"recall@k"`` (default ``"recall@20"``), ``"precision@k"``, ``"rmse"`` or
+        ``"log_likelihood"``: what the ``"auto"`` choice maximises (RMSE: minimises).
     max_rank : int
         Largest rank grown; the fit stops earlier when the optimality condition holds.
     tol : float
@@ -268,12 +383,17 @@ class ConstrainedMVGP(_FactorModel):
     max_iter : int
         L-BFGS iterations per refinement.
     random_state : int, Generator or None
-        Seed of the start vectors of the singular-pair search.
+        Seed of the validation split and of the start vectors of the singular-pair search.
     verbose : bool
         Show a tqdm progress bar over rank steps.
 
     Attributes
     ----------
+    lam_, sigma2_ : float
+        The values used (chosen when "auto").
+    selection_ : pandas.DataFrame or None
+        With an "auto" parameter, one row per grid point: ``lam``, ``sigma2``, the validation
+        metric (column named by ``selection_metric``), the fitted ``rank`` and ``seconds``.
     row_factors_, col_factors_ : ndarray
         ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
     rank_ : int
@@ -291,15 +411,19 @@ class ConstrainedMVGP(_FactorModel):
         Last leading singular value of the gradient (``lam`` at an exact optimum).
     """
 
-    capabilities = frozenset({"matrix_completion"})
-
     _frobenius = True
     _name = "Con. MV-GP"
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "lam": [Interval(Real, 0, None, closed="left"), _AUTO],
+        "max_rank": [_COUNT],
+    }
 
     def __init__(
         self,
-        lam=1.0,
-        sigma2=1.0,
+        lam="auto",
+        sigma2="auto",
+        selection_metric="recall@20",
         max_rank=50,
         tol=1e-6,
         max_iter=200,
@@ -308,31 +432,33 @@ class ConstrainedMVGP(_FactorModel):
     ):
         self.lam = lam
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.max_rank = max_rank
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        _check_positive("lam", self.lam, allow_zero=True)
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_count("max_rank", self.max_rank)
-        _check_count("max_iter", self.max_iter)
+    def _path(self):
+        """sigma2 descending, lambda descending within; each lambda is one warm-start chain."""
+        lams = LAMBDA_GRID[::-1] if self.lam == "auto" else [self.lam]
+        return [
+            ({"lam": float(lam), **params}, float(lam))
+            for params, _ in _sigma2_path(self.sigma2)
+            for lam in lams
+        ]
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Fit the mean of equation (11) by rank growth and L-BFGS refinement of the factors."""
-        self._check_params()
-        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
-        rng = np.random.default_rng(self.random_state)
+    def _fit_problem(self, problem, lam, sigma2, rng, warm=None):
+        """Rank growth and L-BFGS refinement of the factors of (11), from ``warm = (U, V)``
+        (refined first) or from rank 0; returns the fitted ``(U, V)``."""
         M, N = problem.shape
-        lam, sigma2, frob = float(self.lam), float(self.sigma2), self._frobenius
-        U, V = np.zeros((M, 0)), np.zeros((N, 0))
-        f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
-        self.objective_ = [float(f)]
+        frob = self._frobenius
+        U, V = warm if warm is not None else (np.zeros((M, 0)), np.zeros((N, 0)))
+        self.lam_, self.sigma2_ = lam, sigma2
+        self.objective_ = []
         self.n_iter_ = 0
         self.converged_ = False
+        self.gradient_norm_ = np.nan
         start = time.perf_counter()
         bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
         log_every = max(1, self.max_rank // 10)
@@ -342,7 +468,26 @@ class ConstrainedMVGP(_FactorModel):
             fx, gU, gV, _ = _factor_objective(Ux, Vx, problem, lam, sigma2, frob)
             return fx, np.concatenate([gU.ravel(), gV.ravel()])
 
-        for step in range(1, self.max_rank + 1):
+        def refine(U, V, step):
+            r = U.shape[1]
+            res = minimize(
+                fun,
+                np.concatenate([U.ravel(), V.ravel()]),
+                args=(r,),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
+            )
+            check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
+            self.n_iter_ += int(res.nit)
+            return _balanced(res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r))
+
+        first = U.shape[1] + 1
+        if U.shape[1]:
+            U, V = refine(U, V, 0)
+        f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
+        self.objective_.append(float(f))
+        for step in range(first, self.max_rank + 1):
             s1, u, v = _leading_singular_pair(problem, U, V, e, sigma2, frob, rng)
             self.gradient_norm_ = s1
             if s1 <= lam * (1.0 + self.tol) + 1e-12:
@@ -354,19 +499,7 @@ class ConstrainedMVGP(_FactorModel):
             t = (s1 - lam) / curv
             U = np.column_stack([U, np.sqrt(t) * u])
             V = np.column_stack([V, -np.sqrt(t) * v])
-            r = U.shape[1]
-            res = minimize(
-                fun,
-                np.concatenate([U.ravel(), V.ravel()]),
-                args=(r,),
-                jac=True,
-                method="L-BFGS-B",
-                options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
-            )
-            check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
-            U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
-            U, V = _balanced(U, V)
-            self.n_iter_ += int(res.nit)
+            U, V = refine(U, V, step)
             f_prev = f
             f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
             self.objective_.append(float(f))
@@ -382,7 +515,7 @@ class ConstrainedMVGP(_FactorModel):
         self.row_factors_ = problem.Km.sqrt_matmat(U)
         self.col_factors_ = problem.Kn.sqrt_matmat(V)
         self.nuclear_norm_ = float(0.5 * (np.sum(U * U) + np.sum(V * V)))  # balanced factors
-        return self
+        return U, V
 
 
 def _balanced(U, V, rel=1e-8):
@@ -400,19 +533,19 @@ def _balanced(U, V, rel=1e-8):
 class TraceGP(ConstrainedMVGP):
     """Trace GP: equation (11) with the nuclear norm only (no Frobenius / Hilbert-norm term).
 
-    Same parameters and attributes as :class:`ConstrainedMVGP`; ``lam`` must be > 0 (with
-    lam = 0 the problem has no regulariser at all).
+    Same parameters and attributes as :class:`ConstrainedMVGP`; a numeric ``lam`` must be > 0
+    (with lam = 0 the problem has no regulariser at all).
     """
 
     _frobenius = False
     _name = "Trace GP"
+    _parameter_constraints = {
+        **ConstrainedMVGP._parameter_constraints,
+        "lam": [_POSITIVE, _AUTO],
+    }
 
-    def _check_params(self):
-        super()._check_params()
-        _check_positive("lam", self.lam)
 
-
-class MVGP(BaseEstimator):
+class MVGP(_Estimator):
     """Plain matrix-variate GP regression: equation (11) with lam = 0, i.e. equation (1a).
 
     The minimiser of (11) without the nuclear norm is ``B = G_M^T S_alpha G_N`` with ``alpha``
@@ -423,28 +556,46 @@ class MVGP(BaseEstimator):
 
     Parameters
     ----------
-    sigma2 : float
-        Observation noise variance (> 0).
+    sigma2 : float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
+        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each CG solve starts from the
+        previous ``alpha``).
+    selection_metric : str
+        What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
         Relative residual tolerance of conjugate gradients.
     max_iter : int
         Largest number of conjugate-gradient iterations.
+    random_state : int, Generator or None
+        Seed of the validation split of ``"auto"``.
     verbose : bool
         Show a tqdm progress bar over CG iterations (progress is logged at INFO every 10 %).
 
     Attributes
     ----------
+    sigma2_ : float
+    selection_ : pandas.DataFrame or None
     alpha_ : ndarray, shape (L,)
         Dual weights of the observed entries.
     n_iter_ : int
     """
 
-    capabilities = frozenset({"matrix_completion"})
+    _parameter_constraints = _SHARED_CONSTRAINTS
 
-    def __init__(self, sigma2=1.0, tol=1e-8, max_iter=1000, verbose=False):
+    def __init__(
+        self,
+        sigma2="auto",
+        selection_metric="recall@20",
+        tol=1e-8,
+        max_iter=1000,
+        random_state=None,
+        verbose=False,
+    ):
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.tol = tol
         self.max_iter = max_iter
+        self.random_state = random_state
         self.verbose = verbose
 
     @staticmethod
@@ -466,19 +617,19 @@ class MVGP(BaseEstimator):
             + self._tm[rows] * self._tn[cols] * s_at
         )
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients (equation 1a)."""
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_count("max_iter", self.max_iter)
-        problem = _Problem(rows, cols, values, shape, row_kernel, col_kernel)
+    def _path(self):
+        return _sigma2_path(self.sigma2)
+
+    def _fit_problem(self, problem, sigma2, rng, warm=None):
+        """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients from ``warm`` (an alpha) or
+        zero (equation 1a); returns alpha."""
         self._Wm, self._Am, self._tm = self._parts(problem.Km)
         self._Wn, self._An, self._tn = self._parts(problem.Kn)
         self._Km, self._Kn = problem.Km, problem.Kn
         pair = problem.rows * problem.shape[1] + problem.cols
         _, pair_id = np.unique(pair, return_inverse=True)
         L = problem.y.size
-        sigma2 = float(self.sigma2)
+        self.sigma2_ = sigma2
 
         def matvec(a):
             a = np.ravel(a)
@@ -499,14 +650,16 @@ class MVGP(BaseEstimator):
                 )
 
         op = LinearOperator((L, L), matvec=matvec, dtype=float)
-        alpha, info = cg(op, problem.y, rtol=self.tol, maxiter=self.max_iter, callback=callback)
+        alpha, info = cg(
+            op, problem.y, x0=warm, rtol=self.tol, maxiter=self.max_iter, callback=callback
+        )
         bar.close()
         check_finite(alpha, "MV-GP conjugate-gradient solve", self.n_iter_)
         self.converged_ = info == 0
         self.alpha_ = alpha
         self.shape_ = problem.shape
         self._S = problem.sparse(alpha)
-        return self
+        return alpha
 
     def predict(self, rows, cols):
         """GP posterior mean (1a) at the entries (rows[i], cols[i])."""
@@ -548,8 +701,12 @@ class KPMF(_FactorModel):
     ----------
     rank : int
         Number of factors (the paper uses 5 and 20).
-    sigma2 : float
-        Observation noise variance (> 0).
+    sigma2 : float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
+        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each fit starts from the
+        factors of the previous, larger sigma2).
+    selection_metric : str
+        What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
         L-BFGS tolerance.
     max_iter : int
@@ -562,6 +719,8 @@ class KPMF(_FactorModel):
 
     Attributes
     ----------
+    sigma2_ : float
+    selection_ : pandas.DataFrame or None
     row_factors_, col_factors_ : ndarray
         ``U`` (rows x rank) and ``V`` (columns x rank) of equation (4).
     objective_ : list of float
@@ -569,12 +728,13 @@ class KPMF(_FactorModel):
     n_iter_ : int
     """
 
-    capabilities = frozenset({"matrix_completion"})
+    _parameter_constraints = {**_SHARED_CONSTRAINTS, "rank": [_COUNT], "init_scale": [_POSITIVE]}
 
     def __init__(
         self,
         rank=5,
-        sigma2=1.0,
+        sigma2="auto",
+        selection_metric="recall@20",
         tol=1e-6,
         max_iter=500,
         init_scale=0.1,
@@ -583,29 +743,27 @@ class KPMF(_FactorModel):
     ):
         self.rank = rank
         self.sigma2 = sigma2
+        self.selection_metric = selection_metric
         self.tol = tol
         self.max_iter = max_iter
         self.init_scale = init_scale
         self.random_state = random_state
         self.verbose = verbose
 
-    def _kernels(self, row_kernel, col_kernel):
-        return row_kernel, col_kernel
+    def _path(self):
+        return _sigma2_path(self.sigma2)
 
-    def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
-        """Fit equation (4) by L-BFGS on both factors jointly."""
-        _check_count("rank", self.rank)
-        _check_positive("sigma2", self.sigma2)
-        _check_positive("tol", self.tol)
-        _check_positive("init_scale", self.init_scale)
-        _check_count("max_iter", self.max_iter)
-        problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
-        rng = np.random.default_rng(self.random_state)
+    def _fit_problem(self, problem, sigma2, rng, warm=None):
+        """Fit equation (4) by L-BFGS on both factors jointly from a random start (plus ``warm``,
+        the previous solution's parameter vector); returns the solution vector."""
         M, N = problem.shape
-        r, sigma2 = int(self.rank), float(self.sigma2)
+        r = int(self.rank)
         x0 = self.init_scale * rng.standard_normal((M + N) * r)
+        if warm is not None:  # the random part moves a collapsed start off the saddle at 0
+            x0 += warm
         start = time.perf_counter()
         self.n_iter_ = 0
+        self.sigma2_ = sigma2
 
         def fun(x):
             U, V = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
@@ -636,7 +794,7 @@ class KPMF(_FactorModel):
         self.shape_ = problem.shape
         self.row_factors_ = problem.Km.sqrt_matmat(U)
         self.col_factors_ = problem.Kn.sqrt_matmat(V)
-        return self
+        return res.x
 
 
 class PMF(KPMF):
