@@ -24,7 +24,7 @@ def run_snakemake(workdir, *args, config=None, timeout=900):
         (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     return subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+        [SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(workdir), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -7,7 +7,7 @@ rule data:
     params:
         spec=lambda wc: config["cohorts"][wc.cohort],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/data/{cohort}.log",
     benchmark:

@@ -27,7 +27,7 @@ rule evaluate:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}.log",
     benchmark:
@@ -49,7 +49,7 @@ rule summary:
     params:
         experiments=list(EXPERIMENTS),
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/summary.log",
     benchmark:

@@ -15,7 +15,7 @@ rule metrics_figure:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/figures/{experiment}.log",
     benchmark:

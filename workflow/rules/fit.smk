@@ -16,7 +16,7 @@ rule fit:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
@@ -44,7 +44,7 @@ rule fit_entries:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
@@ -72,7 +72,7 @@ rule fit_ranking:
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_ranking/{experiment}/{model}/split{split}.log",
     benchmark:
@@ -99,7 +99,7 @@ rule fit_rating:
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_rating/{experiment}/{model}/split{split}.log",
     benchmark:

@@ -107,7 +107,7 @@ rule fit_summary:
         steps=lambda wc: config["transforms"][EXPERIMENTS[wc.experiment]["transforms"][0]]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_summary.log",
     benchmark:
@@ -142,7 +142,7 @@ rule model_figures:
         n_top=20,
         network={"n_genes": 50, "threshold": 0.8, "max_edges": 100},
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/model_figures.log",
     benchmark:
@@ -161,7 +161,7 @@ rule model_loadings_images:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/loadings_images.log",
     benchmark:
@@ -180,7 +180,7 @@ rule fit_draws:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_draws.log",
     benchmark:
@@ -199,7 +199,7 @@ rule model_trace:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/model_trace.log",
     benchmark:
@@ -227,7 +227,7 @@ rule model_diagnostics:
     wildcard_constraints:
         experiment=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/diagnostics.log",
     benchmark:

@@ -9,7 +9,7 @@ rule preprocess:
     params:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/preprocess/{cohort}/{transform}.log",
     benchmark:

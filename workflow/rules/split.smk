@@ -11,7 +11,7 @@ rule split:
         label=lambda wc: config["cohorts"][wc.cohort].get("label"),
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/split/{cohort}/{protocol}.log",
     benchmark:

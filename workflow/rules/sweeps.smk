@@ -82,7 +82,7 @@ rule sweep_figure:
     wildcard_constraints:
         sweep="[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/sweeps/{sweep}.log",
     benchmark:
