@@ -1,16 +1,54 @@
 # Config validation, shared helpers and the default target.
+import glob
 import os
 
 from snakemake.utils import min_version, validate
 
 from omicsbayes.config import ConfigError, check_config, n_splits
+from omicsbayes.io.cohort import PATH_KEYS
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default run only when no --configfile is given: Snakemake merges --configfile into a
+# `configfile:` it loads, so `--configfile my.yaml` would drag the default experiments along.
+# --config KEY=VALUE still overrides either. Under `module`, the importing workflow's config wins.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
+def config_source():
+    """The config file(s) in use, for error messages."""
+    files = workflow.overwrite_configfiles or ["config/config.yaml"]
+    return ", ".join(map(str, files))
+
+
+def cohort_paths(cohort):
+    """The files a cohort entry names (keys in omicsbayes.io.cohort.PATH_KEYS), globs expanded.
+
+    Raises WorkflowError naming the key and the file when one is missing, so a run stops before
+    any job; relative paths are relative to the working directory, as the reader resolves them.
+    """
+    found = []
+    for key in PATH_KEYS:
+        values = config["cohorts"][cohort].get(key)
+        for value in [values] if isinstance(values, str) else values or []:
+            matches = sorted(glob.glob(value)) if glob.has_magic(value) else [value]
+            if not matches or not os.path.exists(matches[0]):
+                raise WorkflowError(
+                    f"config key cohorts.{cohort}.{key}: file {value!r} not found (relative to "
+                    f"{os.getcwd()}; config {config_source()}); expected the cohort's file"
+                )
+            found += matches
+    return found
+
+
+if not config.get("experiments"):
+    raise WorkflowError(
+        f"config key experiments: {config_source()} names no experiment; expected at least one "
+        "under experiments (see config/README.md)"
+    )
 validate(config, "../schemas/config.schema.yaml")
 try:
     check_config(config)
@@ -18,6 +56,7 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 EXPERIMENTS = config["experiments"]
+COHORT_PATHS = {c: cohort_paths(c) for c in {e["cohort"] for e in EXPERIMENTS.values()}}
 
 
 def experiment_splits(experiment):

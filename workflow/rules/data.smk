@@ -1,7 +1,10 @@
-# Stage 1: read each cohort through omicsbayes.io into results/{cohort}/raw.h5ad.
+# Stage 1: read each cohort through omicsbayes.io into results/{cohort}/raw.h5ad (its files, the
+# cohort entry's path keys, are the inputs: checked in common.smk, a change reruns the job).
 
 
 rule data:
+    input:
+        lambda wc: COHORT_PATHS.get(wc.cohort, []),
     output:
         "results/{cohort}/raw.h5ad",
     params:

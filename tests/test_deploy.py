@@ -1,0 +1,100 @@
+"""The workflow as a deployable unit (issue 19): a config runs alone, the catalogue layout, the
+conda environment every rule names, and use as a module of another workflow."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omicsbayes.io.cohort import PATH_KEYS
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "config" / "examples").glob("*.yaml"))
+SUMMARY = re.compile(r"^results/([^/]+)/summary\.tsv$")
+
+
+def planned_summaries(result):
+    """The experiments whose ``results/{experiment}/summary.tsv`` a ``--summary`` run plans."""
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    return sorted(m.group(1) for row in rows if (m := SUMMARY.match(row[0])))
+
+
+def stand_in_files(config, workdir):
+    """Empty files at every cohort path an experiment's cohort names (a plan never reads them)."""
+    for cohort in {e["cohort"] for e in config["experiments"].values()}:
+        for key in PATH_KEYS:
+            values = config["cohorts"][cohort].get(key) or []
+            for value in [values] if isinstance(values, str) else values:
+                path = Path(workdir) / value.replace("*", "x").replace("?", "x")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+
+
+def default_config(tiny_config, workdir):
+    """A default run in ``workdir/config/config.yaml`` (what an unmodified checkout runs)."""
+    (Path(workdir) / "config").mkdir()
+    (Path(workdir) / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config))
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_plans_only_its_experiments(example, tmp_path, tiny_config, snakemake_run):
+    """`--configfile example.yaml` plans exactly the example's experiments, even where a default
+    config/config.yaml with other experiments sits in the working directory."""
+    config = yaml.safe_load(example.read_text())
+    stand_in_files(config, tmp_path)
+    default_config(tiny_config, tmp_path)
+    result = snakemake_run(tmp_path, "--configfile", str(example), "--summary")
+    assert planned_summaries(result) == sorted(config["experiments"])
+
+
+@pytest.mark.workflow
+def test_default_config_without_configfile(tmp_path, tiny_config, snakemake_run):
+    default_config(tiny_config, tmp_path)
+    result = snakemake_run(tmp_path, "--summary")
+    assert planned_summaries(result) == sorted(tiny_config["experiments"])
+
+
+@pytest.mark.workflow
+def test_config_overrides_merge_into_the_default(tmp_path, tiny_config, snakemake_run):
+    """--config KEY=VALUE (without --configfile) still applies on top of the default run."""
+    default_config(tiny_config, tmp_path)
+    override = "experiments={malignant: {models: [logistic]}}"
+    result = snakemake_run(tmp_path, "--summary", "--config", override)
+    assert planned_summaries(result) == sorted(tiny_config["experiments"])
+    fits = {row.split("\t")[0] for row in result.stdout.splitlines() if "/fits/" in row}
+    assert {Path(f).parent.name for f in fits} == {"logistic"}
+
+
+@pytest.mark.workflow
+def test_no_experiments_stops_naming_the_key(tmp_path, tiny_config, snakemake_run):
+    del tiny_config["experiments"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(tiny_config))
+    result = snakemake_run(tmp_path, "--configfile", str(mine), "--cores", "1")
+    assert result.returncode != 0
+    assert "config key experiments: " in result.stderr
+    assert "mine.yaml names no experiment" in result.stderr
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("key", ["path", "sample_sheet"])
+def test_missing_cohort_file_stops_naming_key_and_file(key, tmp_path, tiny_config, snakemake_run):
+    tiny_config["cohorts"]["breast_cancer"] = {
+        "format": "delimited",
+        "path": "data/matrix.tsv",
+        "sample_sheet": "data/samples.tsv",
+        "label": "diagnosis",
+    }
+    stand_in_files(tiny_config, tmp_path)
+    missing = tiny_config["cohorts"]["breast_cancer"][key]
+    (tmp_path / missing).unlink()
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(tiny_config))
+    result = snakemake_run(tmp_path, "--configfile", str(mine), "--cores", "1")
+    assert result.returncode != 0
+    assert f"config key cohorts.breast_cancer.{key}: file {missing!r} not found" in result.stderr
+    assert not (tmp_path / "results").exists()
