@@ -1,7 +1,10 @@
 """The workflow as a deployable unit (issue 19): a config runs alone, the catalogue layout, the
 conda environment every rule names, and use as a module of another workflow."""
 
+import json
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,54 @@ def test_missing_cohort_file_stops_naming_key_and_file(key, tmp_path, tiny_confi
     assert result.returncode != 0
     assert f"config key cohorts.breast_cancer.{key}: file {missing!r} not found" in result.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.workflow
+def test_lint_reports_nothing(tmp_path, tiny_config, snakemake_run):
+    """`snakemake --lint`: every rule has conda, log and benchmark; no absolute paths."""
+    default_config(tiny_config, tmp_path)
+    result = snakemake_run(tmp_path, "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_env_file_parses():
+    env = yaml.safe_load((REPO / "workflow" / "envs" / "omicsbayes.yaml").read_text())
+    assert "conda-forge" in env["channels"]
+    assert any(str(d).startswith("python=") for d in env["dependencies"])
+
+
+@pytest.mark.workflow
+def test_conda_env_installs_the_package_from_its_copy(
+    tmp_path, tiny_config, snakemake_run, monkeypatch
+):
+    """`--sdm conda`: the env file Snakemake copies into .snakemake/conda/ (one env for every
+    rule) has pip install this checkout, editable, with requirements.lock as constraints, as pip
+    reads it from the copy's folder (tests/fake_conda.py stands in for conda, offline)."""
+    default_config(tiny_config, tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    conda = bin_dir / "conda"
+    conda.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests" / "fake_conda.py"}" "$@"\n'
+    )
+    conda.chmod(0o755)
+    record = tmp_path / "conda.jsonl"
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_CONDA_PREFIX": str(tmp_path / "conda_prefix"),
+        "FAKE_CONDA_RECORD": str(record),
+    }
+    monkeypatch.delenv("OMICSBAYES_SOURCE", raising=False)
+    result = snakemake_run(
+        tmp_path, "--sdm", "conda", "--conda-create-envs-only", "--cores", "1", env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (created,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert Path(created["env_file"]).parent == tmp_path / ".snakemake" / "conda"
+    assert created["source"] == str(REPO)
+    (package,) = [r for r in created["pip"] if r["editable"]]
+    assert Path(package["requirement"]).resolve() == REPO
+    constraints = {r["requirement"].split("==")[0] for r in created["pip"] if r["constraint"]}
+    assert {"numpy", "scipy", "polyagamma", "anndata"} <= constraints

@@ -72,6 +72,8 @@ rule candidates:
             category="{experiment}",
             labels={"table": "ranked candidates"},
         ),
+    conda:
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}_candidates.log",
     benchmark:

@@ -42,6 +42,8 @@ rule latent_figure:
     params:
         label=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]].get("label"),
         models=lambda wc: EXPERIMENTS[wc.experiment]["models"],
+    conda:
+        "../envs/omicsbayes.yaml"
     log:
         "logs/figures/{experiment}_latent.log",
     benchmark:
