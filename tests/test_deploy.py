@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -119,14 +120,9 @@ def test_env_file_parses():
     assert any(str(d).startswith("python=") for d in env["dependencies"])
 
 
-@pytest.mark.workflow
-def test_conda_env_installs_the_package_from_its_copy(
-    tmp_path, tiny_config, snakemake_run, monkeypatch
-):
-    """`--sdm conda`: the env file Snakemake copies into .snakemake/conda/ (one env for every
-    rule) has pip install this checkout, editable, with requirements.lock as constraints, as pip
-    reads it from the copy's folder (tests/fake_conda.py stands in for conda, offline)."""
-    default_config(tiny_config, tmp_path)
+def fake_conda(tmp_path):
+    """Environment variables that put tests/fake_conda.py first on PATH as ``conda``, and the
+    file where it records each env it is asked to create."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     conda = bin_dir / "conda"
@@ -140,15 +136,101 @@ def test_conda_env_installs_the_package_from_its_copy(
         "FAKE_CONDA_PREFIX": str(tmp_path / "conda_prefix"),
         "FAKE_CONDA_RECORD": str(record),
     }
-    monkeypatch.delenv("OMICSBAYES_SOURCE", raising=False)
-    result = snakemake_run(
-        tmp_path, "--sdm", "conda", "--conda-create-envs-only", "--cores", "1", env=env
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    return env, record
+
+
+def check_created_env(record, workdir):
+    """One env created, from the copy in ``workdir``/.snakemake/conda/, whose pip section installs
+    this checkout (editable) under requirements.lock's constraints."""
     (created,) = [json.loads(line) for line in record.read_text().splitlines()]
-    assert Path(created["env_file"]).parent == tmp_path / ".snakemake" / "conda"
+    assert Path(created["env_file"]).parent == Path(workdir) / ".snakemake" / "conda"
     assert created["source"] == str(REPO)
     (package,) = [r for r in created["pip"] if r["editable"]]
     assert Path(package["requirement"]).resolve() == REPO
     constraints = {r["requirement"].split("==")[0] for r in created["pip"] if r["constraint"]}
     assert {"numpy", "scipy", "polyagamma", "anndata"} <= constraints
+
+
+@pytest.mark.workflow
+def test_conda_env_installs_the_package_from_its_copy(
+    tmp_path, tiny_config, snakemake_run, monkeypatch
+):
+    """`--sdm conda`: the env file Snakemake copies into .snakemake/conda/ (one env for every
+    rule) has pip install this checkout, as pip reads it from the copy's folder
+    (tests/fake_conda.py stands in for conda, offline)."""
+    default_config(tiny_config, tmp_path)
+    env, record = fake_conda(tmp_path)
+    monkeypatch.delenv("OMICSBAYES_SOURCE", raising=False)
+    result = snakemake_run(
+        tmp_path, "--sdm", "conda", "--conda-create-envs-only", "--cores", "1", env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    check_created_env(record, tmp_path)
+
+
+MODULE_SNAKEFILE = """\
+configfile: "mine.yaml"
+
+
+module omicsbayes:
+    snakefile:
+        "{snakefile}"
+    config:
+        config
+
+
+use rule * from omicsbayes as omicsbayes_*
+
+
+rule all:
+    input:
+        rules.omicsbayes_all.input,
+    default_target: True
+"""
+
+
+@pytest.fixture
+def module_workflow(tmp_path, tiny_config):
+    """A second workflow in ``tmp_path`` importing this one as a module, on its own config (one
+    baseline of the tiny config), with no config/config.yaml of its own."""
+    tiny_config["models"] = {"logistic": tiny_config["models"]["logistic"]}
+    tiny_config["experiments"]["malignant"]["models"] = ["logistic"]
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(tiny_config))
+    snakefile = tmp_path / "Snakefile"
+    snakefile.write_text(MODULE_SNAKEFILE.format(snakefile=REPO / "workflow" / "Snakefile"))
+    return snakefile
+
+
+@pytest.mark.workflow
+def test_runs_as_a_module_of_another_workflow(tmp_path, module_workflow, snakemake_run):
+    result = snakemake_run(tmp_path, "--cores", "2", snakefile=module_workflow)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "omicsbayes_fit" in result.stderr
+    summary = pd.read_csv(tmp_path / "results" / "summary.tsv", sep="\t")
+    assert set(summary["experiment"]) == {"malignant"}
+    assert (tmp_path / "results" / "malignant" / "figures" / "metrics.png").stat().st_size > 0
+    assert list((tmp_path / "logs" / "benchmarks" / "fit").rglob("*.tsv"))
+    report = tmp_path / "report.html"
+    result = snakemake_run(tmp_path, "--report", str(report), snakefile=module_workflow)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Mean and standard deviation over splits" in report.read_text()  # a caption
+
+
+@pytest.mark.workflow
+def test_module_conda_env_installs_the_package(
+    tmp_path, module_workflow, snakemake_run, monkeypatch
+):
+    env, record = fake_conda(tmp_path)
+    monkeypatch.delenv("OMICSBAYES_SOURCE", raising=False)
+    result = snakemake_run(
+        tmp_path,
+        "--sdm",
+        "conda",
+        "--conda-create-envs-only",
+        "--cores",
+        "1",
+        env=env,
+        snakefile=module_workflow,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    check_created_env(record, tmp_path)

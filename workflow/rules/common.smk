@@ -11,8 +11,9 @@ from omicsbayes.io.cohort import PATH_KEYS
 min_version("9.0")
 
 # The checkout the conda environment (workflow/envs/omicsbayes.yaml) pip-installs omicsbayes from:
-# this workflow's own, unless OMICSBAYES_SOURCE is set (e.g. a remote module: a local checkout).
-_source = Path(str(workflow.basedir)).parent
+# this file's own (also under `module`, where workflow.basedir is the importing workflow's),
+# unless OMICSBAYES_SOURCE is set (e.g. a remote module: a local checkout of the same version).
+_source = Path(str(workflow.current_basedir)).parents[1]
 if (_source / "pyproject.toml").is_file():
     os.environ.setdefault("OMICSBAYES_SOURCE", str(_source))
 

@@ -14,7 +14,7 @@ rule data:
     log:
         "logs/data/{cohort}.log",
     benchmark:
-        "benchmarks/data/{cohort}.tsv"
+        "logs/benchmarks/data/{cohort}.tsv"
     resources:
         mem_mb=4000,
         runtime=20,

@@ -31,7 +31,7 @@ rule evaluate:
     log:
         "logs/evaluate/{experiment}.log",
     benchmark:
-        "benchmarks/evaluate/{experiment}.tsv"
+        "logs/benchmarks/evaluate/{experiment}.tsv"
     script:
         "../scripts/evaluate.py"
 
@@ -53,7 +53,7 @@ rule summary:
     log:
         "logs/evaluate/summary.log",
     benchmark:
-        "benchmarks/evaluate/summary.tsv"
+        "logs/benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"
 
@@ -77,6 +77,6 @@ rule candidates:
     log:
         "logs/evaluate/{experiment}_candidates.log",
     benchmark:
-        "benchmarks/evaluate/{experiment}_candidates.tsv"
+        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
     script:
         "../scripts/candidates.py"

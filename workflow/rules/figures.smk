@@ -19,7 +19,7 @@ rule metrics_figure:
     log:
         "logs/figures/{experiment}.log",
     benchmark:
-        "benchmarks/figures/{experiment}.tsv"
+        "logs/benchmarks/figures/{experiment}.tsv"
     script:
         "../scripts/metrics_figure.py"
 
@@ -47,6 +47,6 @@ rule latent_figure:
     log:
         "logs/figures/{experiment}_latent.log",
     benchmark:
-        "benchmarks/figures/{experiment}_latent.tsv"
+        "logs/benchmarks/figures/{experiment}_latent.tsv"
     script:
         "../scripts/latent_figure.py"

@@ -20,7 +20,7 @@ rule fit:
     log:
         "logs/fit/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit/{experiment}/{transform}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
@@ -48,7 +48,7 @@ rule fit_entries:
     log:
         "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
@@ -76,7 +76,7 @@ rule fit_ranking:
     log:
         "logs/fit_ranking/{experiment}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
@@ -103,7 +103,7 @@ rule fit_rating:
     log:
         "logs/fit_rating/{experiment}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,

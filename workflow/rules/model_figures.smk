@@ -35,7 +35,7 @@ rule fit_summary:
     log:
         "logs/model_figures/{experiment}/{model}/fit_summary.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
@@ -70,7 +70,7 @@ rule model_figures:
     log:
         "logs/model_figures/{experiment}/{model}/model_figures.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -89,7 +89,7 @@ rule model_loadings_images:
     log:
         "logs/model_figures/{experiment}/{model}/loadings_images.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -108,7 +108,7 @@ rule fit_draws:
     log:
         "logs/model_figures/{experiment}/{model}/fit_draws.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
     script:
         "../scripts/model_diagnostics.py"
 
@@ -127,7 +127,7 @@ rule model_trace:
     log:
         "logs/model_figures/{experiment}/{model}/model_trace.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
     script:
         "../scripts/model_diagnostics.py"
 
@@ -155,6 +155,6 @@ rule model_diagnostics:
     log:
         "logs/model_figures/{experiment}/diagnostics.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/diagnostics.tsv"
+        "logs/benchmarks/model_figures/{experiment}/diagnostics.tsv"
     script:
         "../scripts/model_diagnostics.py"

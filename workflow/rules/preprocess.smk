@@ -13,7 +13,7 @@ rule preprocess:
     log:
         "logs/preprocess/{cohort}/{transform}.log",
     benchmark:
-        "benchmarks/preprocess/{cohort}/{transform}.tsv"
+        "logs/benchmarks/preprocess/{cohort}/{transform}.tsv"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 8 * input.size_mb) * attempt,
         runtime=20,

@@ -15,6 +15,6 @@ rule split:
     log:
         "logs/split/{cohort}/{protocol}.log",
     benchmark:
-        "benchmarks/split/{cohort}/{protocol}.tsv"
+        "logs/benchmarks/split/{cohort}/{protocol}.tsv"
     script:
         "../scripts/split.py"

@@ -39,6 +39,6 @@ rule sweep_figure:
     log:
         "logs/sweeps/{sweep}.log",
     benchmark:
-        "benchmarks/sweeps/{sweep}.tsv"
+        "logs/benchmarks/sweeps/{sweep}.tsv"
     script:
         "../scripts/sweep_figure.py"
