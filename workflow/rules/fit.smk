@@ -1,4 +1,6 @@
-# Stage 4: one job per experiment x transform x model x split.
+# Stage 4: one job per experiment x transform x model x split. On a cluster the fits are tiny next
+# to a submission: `--group-components fit=N` sends N of them as one job (group "fit"; ignored
+# locally, where Snakemake runs each job as its own process anyway).
 
 
 rule fit:
@@ -22,6 +24,8 @@ rule fit:
     benchmark:
         "logs/benchmarks/fit/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
@@ -50,6 +54,8 @@ rule fit_entries:
     benchmark:
         "logs/benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
         runtime=lambda wc, attempt: 120 * attempt,
@@ -78,6 +84,8 @@ rule fit_ranking:
     benchmark:
         "logs/benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
@@ -105,6 +113,8 @@ rule fit_rating:
     benchmark:
         "logs/benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
