@@ -28,8 +28,7 @@ if not workflow.overwrite_configfiles:
 
 def config_source():
     """The config file(s) in use, for error messages."""
-    files = workflow.overwrite_configfiles or ["config/config.yaml"]
-    return ", ".join(map(str, files))
+    return ", ".join(map(str, workflow.configfiles)) or "the config given to the module"
 
 
 def cohort_paths(cohort):
