@@ -41,4 +41,4 @@ bench: setup
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf results .snakemake
+	rm -rf results logs .snakemake

@@ -16,15 +16,25 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
-def run_snakemake(workdir, *args, config=None, timeout=900):
-    """Run the repository's Snakefile in ``workdir`` with ``config`` written as its config file."""
+def run_snakemake(workdir, *args, config=None, timeout=900, env=None, snakefile=None):
+    """Run the repository's Snakefile (or ``snakefile``) in ``workdir`` with ``config`` written as
+    its config file (``env``: extra environment variables)."""
     workdir = Path(workdir)
     if config is not None:
         (workdir / "config").mkdir(parents=True, exist_ok=True)
         (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(
+        os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **env or {}
+    )
     return subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+        [
+            SNAKEMAKE,
+            "-s",
+            str(snakefile or REPO / "workflow" / "Snakefile"),
+            "-d",
+            str(workdir),
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=timeout,

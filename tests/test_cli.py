@@ -210,7 +210,7 @@ def test_run_tiny_config_end_to_end(tmp_path, tiny_config):
         "--directory",
         "work",
         "--snakefile",
-        REPO / "Snakefile",
+        REPO / "workflow" / "Snakefile",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]

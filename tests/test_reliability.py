@@ -91,7 +91,15 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=path)
     env["OMICSBAYES_TEST_BLOCKED_FIT"] = str(blocked)
     process = subprocess.Popen(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(interrupted), "--cores", "2"],
+        [
+            SNAKEMAKE,
+            "-s",
+            str(REPO / "workflow" / "Snakefile"),
+            "-d",
+            str(interrupted),
+            "--cores",
+            "2",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

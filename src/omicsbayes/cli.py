@@ -161,14 +161,14 @@ def cmd_fit(args):
 
 
 def find_snakefile(given=None):
-    """The workflow's Snakefile: ``given``, ``./Snakefile`` or the source checkout's."""
+    """The Snakefile: ``given``, ``./Snakefile``, ``./workflow/Snakefile`` or the checkout's."""
     candidates = (
         [Path(given)]
         if given
         else [
             Path("Snakefile"),
             Path("workflow/Snakefile"),
-            Path(__file__).resolve().parents[2] / "Snakefile",
+            Path(__file__).resolve().parents[2] / "workflow" / "Snakefile",
         ]
     )
     for path in candidates:

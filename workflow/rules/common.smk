@@ -1,17 +1,62 @@
 # Config validation, shared helpers and the default target.
+import glob
 import os
+from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 from omicsbayes import protocols
 from omicsbayes.config import ConfigError, check_config
+from omicsbayes.io.cohort import PATH_KEYS
 
 min_version("9.0")
 
+# The checkout the conda environment (workflow/envs/omicsbayes.yaml) pip-installs omicsbayes from:
+# this file's own (also under `module`, where workflow.basedir is the importing workflow's),
+# unless OMICSBAYES_SOURCE is set (e.g. a remote module: a local checkout of the same version).
+_source = Path(str(workflow.current_basedir)).parents[1]
+if (_source / "pyproject.toml").is_file():
+    os.environ.setdefault("OMICSBAYES_SOURCE", str(_source))
 
-configfile: "config/config.yaml"
+
+# The default run only when no --configfile is given: Snakemake merges --configfile into a
+# `configfile:` it loads, so `--configfile my.yaml` would drag the default experiments along.
+# --config KEY=VALUE still overrides either. Under `module`, the importing workflow's config wins.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
+def config_source():
+    """The config file(s) in use, for error messages."""
+    return ", ".join(map(str, workflow.configfiles)) or "the config given to the module"
+
+
+def cohort_paths(cohort):
+    """The files a cohort entry names (keys in omicsbayes.io.cohort.PATH_KEYS), globs expanded.
+
+    Raises WorkflowError naming the key and the file when one is missing, so a run stops before
+    any job; relative paths are relative to the working directory, as the reader resolves them.
+    """
+    found = []
+    for key in PATH_KEYS:
+        values = config["cohorts"][cohort].get(key)
+        for value in [values] if isinstance(values, str) else values or []:
+            matches = sorted(glob.glob(value)) if glob.has_magic(value) else [value]
+            if not matches or not os.path.exists(matches[0]):
+                raise WorkflowError(
+                    f"config key cohorts.{cohort}.{key}: file {value!r} not found (relative to "
+                    f"{os.getcwd()}; config {config_source()}); expected the cohort's file"
+                )
+            found += matches
+    return found
+
+
+if not config.get("experiments"):
+    raise WorkflowError(
+        f"config key experiments: {config_source()} names no experiment; expected at least one "
+        "under experiments (see config/README.md)"
+    )
 validate(config, "../schemas/config.schema.yaml")
 try:
     check_config(config)
@@ -19,6 +64,7 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 EXPERIMENTS = config["experiments"]
+COHORT_PATHS = {c: cohort_paths(c) for c in {e["cohort"] for e in EXPERIMENTS.values()}}
 
 
 def experiment_splits(experiment):
@@ -52,3 +98,129 @@ def cohort_file(wildcards, folder):
         return f"results/{e['cohort']}/transformed/{wildcards.transform}.h5ad"
     return f"results/{e['cohort']}/splits/{e['protocol']}.tsv"
 
+
+# Paper 000's model figures (model_figures.smk): which models of an experiment, and their outputs.
+FIGURE_FOLDER = "results/{experiment}/model_figures/{model}"
+FIGURE_OUTPUTS = (
+    "rank_vs_log.png",
+    "coefficients.png",
+    "loadings_heatmap.png",
+    "top_genes.tsv",
+    "gene_network.png",
+    "gene_network_edges.tsv",
+    "trace.png",
+    "fit.h5ad",
+)
+IMAGE_COHORTS = {"digits"}  # bundled cohorts whose features are the pixels of an image
+
+
+def figure_models(experiment):
+    """The RankFactorClassifier models an experiment lists under `figures:` (others are skipped)."""
+    e = EXPERIMENTS[experiment]
+    unknown = [m for m in e.get("figures", []) if m not in e["models"]]
+    if unknown:
+        raise WorkflowError(
+            f"experiments.{experiment}.figures: {unknown} not among the experiment's models "
+            f"{e['models']}"
+        )
+    if e.get("figures") and experiment_kind(experiment) != "classification":
+        raise WorkflowError(
+            f"experiments.{experiment}.figures: only classification experiments have model "
+            f"figures, this one is {experiment_kind(experiment)!r}"
+        )
+    return [m for m in e.get("figures", []) if config["models"][m]["class"] == "RankFactorClassifier"]
+
+
+def is_mcmc(model):
+    """Whether a figure model keeps MCMC draws (a RankFactorClassifier fitted by Gibbs)."""
+    return (config["models"][model].get("params") or {}).get("inference") == "gibbs"
+
+
+def has_pixel_features(experiment):
+    cohort = config["cohorts"][EXPERIMENTS[experiment]["cohort"]]
+    return cohort["format"] == "demo" and cohort.get("name") in IMAGE_COHORTS
+
+
+def model_figure_targets():
+    """Final outputs of every experiment's model figures, for rule all."""
+    targets = []
+    for experiment in EXPERIMENTS:
+        for model in figure_models(experiment):
+            folder = FIGURE_FOLDER.format(experiment=experiment, model=model)
+            targets += [f"{folder}/{name}" for name in FIGURE_OUTPUTS]
+            if has_pixel_features(experiment):
+                targets.append(f"{folder}/loadings_images.png")
+            if is_mcmc(model):
+                targets.append(f"{folder}/draws.nc")
+        if figure_models(experiment):
+            targets.append(f"results/{experiment}/diagnostics.tsv")
+    return targets
+
+
+def _table(name, what):
+    return report(
+        f"{FIGURE_FOLDER}/{name}.tsv",
+        caption=f"../report/model_figures_{name}.rst",
+        category="{experiment}",
+        subcategory="{model} fitted on the whole cohort",
+        labels={"model": "{model}", "table": what},
+    )
+
+
+def _figure(name, what, suffix="png"):
+    return report(
+        f"{FIGURE_FOLDER}/{name}.{suffix}",
+        caption=f"../report/model_figures_{name}.rst",
+        category="{experiment}",
+        subcategory="{model} fitted on the whole cohort",
+        labels={"model": "{model}", "figure" if suffix == "png" else "table": what},
+    )
+
+
+# Paper 003's sweeps (sweeps.smk): each checked before any job.
+SWEEPS = config.get("sweeps", {})
+
+
+def check_sweep(name):
+    """Raise WorkflowError naming the sweeps.<name> key that cannot work."""
+    sweep = SWEEPS[name]
+    key = f"sweeps.{name}"
+    experiments, values = sweep["experiments"], sweep["values"]
+    if len(values) != len(experiments):
+        raise WorkflowError(
+            f"{key}.values: {len(values)} values for {len(experiments)} experiments; "
+            "expected one x value per experiment, in the same order"
+        )
+    unknown = [e for e in experiments if e not in EXPERIMENTS]
+    if unknown:
+        raise WorkflowError(
+            f"{key}.experiments: {unknown} not defined under experiments "
+            f"(defined: {sorted(EXPERIMENTS)})"
+        )
+    other = [e for e in experiments if experiment_kind(e) != "classification"]
+    if other:
+        raise WorkflowError(
+            f"{key}.experiments: {other} are not classification experiments; a sweep draws "
+            "accuracy, AUROC or AUPR of classification experiments"
+        )
+    for label, models in sweep.get("lines", {}).items():
+        if len(models) != len(experiments):
+            raise WorkflowError(
+                f"{key}.lines.{label}: {len(models)} models for {len(experiments)} experiments; "
+                "expected one model entry per experiment, in the same order"
+            )
+        for experiment, model in zip(experiments, models):
+            if model not in EXPERIMENTS[experiment]["models"]:
+                raise WorkflowError(
+                    f"{key}.lines.{label}: {model!r} is not a model of experiment "
+                    f"{experiment!r} ({EXPERIMENTS[experiment]['models']})"
+                )
+
+
+for _sweep in SWEEPS:
+    check_sweep(_sweep)
+
+
+def sweep_targets():
+    """Figure and table of every sweep, for rule all."""
+    return [f"results/sweeps/{s}.{ext}" for s in SWEEPS for ext in ("png", "tsv")]

@@ -27,11 +27,11 @@ rule evaluate:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}.log",
     benchmark:
-        "benchmarks/evaluate/{experiment}.tsv"
+        "logs/benchmarks/evaluate/{experiment}.tsv"
     script:
         "../scripts/evaluate.py"
 
@@ -49,11 +49,11 @@ rule summary:
     params:
         experiments=list(EXPERIMENTS),
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/summary.log",
     benchmark:
-        "benchmarks/evaluate/summary.tsv"
+        "logs/benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"
 
@@ -70,9 +70,11 @@ rule candidates:
             category="{experiment}",
             labels={"table": "ranked candidates"},
         ),
+    conda:
+        "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}_candidates.log",
     benchmark:
-        "benchmarks/evaluate/{experiment}_candidates.tsv"
+        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
     script:
         "../scripts/candidates.py"

@@ -15,11 +15,11 @@ rule metrics_figure:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/figures/{experiment}.log",
     benchmark:
-        "benchmarks/figures/{experiment}.tsv"
+        "logs/benchmarks/figures/{experiment}.tsv"
     script:
         "../scripts/metrics_figure.py"
 
@@ -41,9 +41,11 @@ rule latent_figure:
     params:
         label=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]].get("label"),
         models=lambda wc: EXPERIMENTS[wc.experiment]["models"],
+    conda:
+        "../envs/omicsbayes.yaml"
     log:
         "logs/figures/{experiment}_latent.log",
     benchmark:
-        "benchmarks/figures/{experiment}_latent.tsv"
+        "logs/benchmarks/figures/{experiment}_latent.tsv"
     script:
         "../scripts/latent_figure.py"

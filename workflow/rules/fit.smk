@@ -1,4 +1,6 @@
-# Stage 4: one job per experiment x transform x model x split.
+# Stage 4: one job per experiment x transform x model x split. On a cluster the fits are tiny next
+# to a submission: `--group-components fit=N` sends N of them as one job (group "fit"; ignored
+# locally, where Snakemake runs each job as its own process anyway).
 
 
 rule fit:
@@ -16,12 +18,14 @@ rule fit:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit/{experiment}/{transform}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
@@ -44,12 +48,14 @@ rule fit_entries:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
         runtime=lambda wc, attempt: 120 * attempt,
@@ -72,12 +78,14 @@ rule fit_ranking:
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_ranking/{experiment}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
@@ -99,12 +107,14 @@ rule fit_rating:
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/fit_rating/{experiment}/{model}/split{split}.log",
     benchmark:
-        "benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
+        "logs/benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
     threads: 1
+    group:
+        "fit"
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,

@@ -4,84 +4,8 @@
 # fits, draws.nc; then the figures drawn from those files (never from a live model), the trace of
 # each fit and one convergence-diagnostics table per experiment.
 #
-# Needs common.smk (EXPERIMENTS, experiment_kind); the main Snakefile includes this file and adds
-# model_figure_targets() to rule all.
-
-FIGURE_FOLDER = "results/{experiment}/model_figures/{model}"
-FIGURE_OUTPUTS = (
-    "rank_vs_log.png",
-    "coefficients.png",
-    "loadings_heatmap.png",
-    "top_genes.tsv",
-    "gene_network.png",
-    "gene_network_edges.tsv",
-    "trace.png",
-    "fit.h5ad",
-)
-IMAGE_COHORTS = {"digits"}  # bundled cohorts whose features are the pixels of an image
-
-
-def figure_models(experiment):
-    """The RankFactorClassifier models an experiment lists under `figures:` (others are skipped)."""
-    e = EXPERIMENTS[experiment]
-    unknown = [m for m in e.get("figures", []) if m not in e["models"]]
-    if unknown:
-        raise WorkflowError(
-            f"experiments.{experiment}.figures: {unknown} not among the experiment's models "
-            f"{e['models']}"
-        )
-    if e.get("figures") and experiment_kind(experiment) != "classification":
-        raise WorkflowError(
-            f"experiments.{experiment}.figures: only classification experiments have model "
-            f"figures, this one is {experiment_kind(experiment)!r}"
-        )
-    return [m for m in e.get("figures", []) if config["models"][m]["class"] == "RankFactorClassifier"]
-
-
-def is_mcmc(model):
-    """Whether a figure model keeps MCMC draws (a RankFactorClassifier fitted by Gibbs)."""
-    return (config["models"][model].get("params") or {}).get("inference") == "gibbs"
-
-
-def has_pixel_features(experiment):
-    cohort = config["cohorts"][EXPERIMENTS[experiment]["cohort"]]
-    return cohort["format"] == "demo" and cohort.get("name") in IMAGE_COHORTS
-
-
-def model_figure_targets():
-    """Final outputs of every experiment's model figures, for rule all."""
-    targets = []
-    for experiment in EXPERIMENTS:
-        for model in figure_models(experiment):
-            folder = FIGURE_FOLDER.format(experiment=experiment, model=model)
-            targets += [f"{folder}/{name}" for name in FIGURE_OUTPUTS]
-            if has_pixel_features(experiment):
-                targets.append(f"{folder}/loadings_images.png")
-            if is_mcmc(model):
-                targets.append(f"{folder}/draws.nc")
-        if figure_models(experiment):
-            targets.append(f"results/{experiment}/diagnostics.tsv")
-    return targets
-
-
-def _table(name, what):
-    return report(
-        f"{FIGURE_FOLDER}/{name}.tsv",
-        caption=f"../report/model_figures_{name}.rst",
-        category="{experiment}",
-        subcategory="{model} fitted on the whole cohort",
-        labels={"model": "{model}", "table": what},
-    )
-
-
-def _figure(name, what, suffix="png"):
-    return report(
-        f"{FIGURE_FOLDER}/{name}.{suffix}",
-        caption=f"../report/model_figures_{name}.rst",
-        category="{experiment}",
-        subcategory="{model} fitted on the whole cohort",
-        labels={"model": "{model}", "figure" if suffix == "png" else "table": what},
-    )
+# The helpers (FIGURE_FOLDER, figure_models, model_figure_targets, ...) live in common.smk; the main
+# Snakefile adds model_figure_targets() to rule all.
 
 
 # One fit on every sample: the experiment's first transform, its fold steps fitted on all samples.
@@ -107,11 +31,11 @@ rule fit_summary:
         steps=lambda wc: config["transforms"][EXPERIMENTS[wc.experiment]["transforms"][0]]["steps"],
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_summary.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
@@ -142,11 +66,11 @@ rule model_figures:
         n_top=20,
         network={"n_genes": 50, "threshold": 0.8, "max_edges": 100},
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/model_figures.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -161,11 +85,11 @@ rule model_loadings_images:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/loadings_images.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -180,11 +104,11 @@ rule fit_draws:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_draws.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
     script:
         "../scripts/model_diagnostics.py"
 
@@ -199,11 +123,11 @@ rule model_trace:
         experiment=r"[^/]+",
         model=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/model_trace.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
+        "logs/benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
     script:
         "../scripts/model_diagnostics.py"
 
@@ -212,7 +136,7 @@ rule model_trace:
 rule model_diagnostics:
     input:
         lambda wc: [
-            FIGURE_FOLDER.format(experiment=wc.experiment, model=m) + "/fit.h5ad"
+            f"{FIGURE_FOLDER}/fit.h5ad".format(experiment=wc.experiment, model=m)
             for m in figure_models(wc.experiment)
         ],
     output:
@@ -227,10 +151,10 @@ rule model_diagnostics:
     wildcard_constraints:
         experiment=r"[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/diagnostics.log",
     benchmark:
-        "benchmarks/model_figures/{experiment}/diagnostics.tsv"
+        "logs/benchmarks/model_figures/{experiment}/diagnostics.tsv"
     script:
         "../scripts/model_diagnostics.py"

@@ -9,11 +9,11 @@ rule preprocess:
     params:
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/preprocess/{cohort}/{transform}.log",
     benchmark:
-        "benchmarks/preprocess/{cohort}/{transform}.tsv"
+        "logs/benchmarks/preprocess/{cohort}/{transform}.tsv"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 8 * input.size_mb) * attempt,
         runtime=20,

@@ -11,10 +11,10 @@ rule split:
         label=lambda wc: config["cohorts"][wc.cohort].get("label"),
         seed=config["seed"],
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/split/{cohort}/{protocol}.log",
     benchmark:
-        "benchmarks/split/{cohort}/{protocol}.tsv"
+        "logs/benchmarks/split/{cohort}/{protocol}.tsv"
     script:
         "../scripts/split.py"

@@ -6,55 +6,8 @@
 # `lines`, every model of those experiments is one line; with `lines`, each line label names one
 # model entry per point (e.g. BM2PCA_k2, BM2PCA_k4, ... drawn as one line "BM2PCA").
 #
-# Needs common.smk (EXPERIMENTS, experiment_kind); the main Snakefile includes this file and adds
-# sweep_targets() to rule all.
-
-SWEEPS = config.get("sweeps", {})
-
-
-def check_sweep(name):
-    """Raise WorkflowError naming the sweeps.<name> key that cannot work."""
-    sweep = SWEEPS[name]
-    key = f"sweeps.{name}"
-    experiments, values = sweep["experiments"], sweep["values"]
-    if len(values) != len(experiments):
-        raise WorkflowError(
-            f"{key}.values: {len(values)} values for {len(experiments)} experiments; "
-            "expected one x value per experiment, in the same order"
-        )
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if unknown:
-        raise WorkflowError(
-            f"{key}.experiments: {unknown} not defined under experiments "
-            f"(defined: {sorted(EXPERIMENTS)})"
-        )
-    other = [e for e in experiments if experiment_kind(e) != "classification"]
-    if other:
-        raise WorkflowError(
-            f"{key}.experiments: {other} are not classification experiments; a sweep draws "
-            "accuracy, AUROC or AUPR of classification experiments"
-        )
-    for label, models in sweep.get("lines", {}).items():
-        if len(models) != len(experiments):
-            raise WorkflowError(
-                f"{key}.lines.{label}: {len(models)} models for {len(experiments)} experiments; "
-                "expected one model entry per experiment, in the same order"
-            )
-        for experiment, model in zip(experiments, models):
-            if model not in EXPERIMENTS[experiment]["models"]:
-                raise WorkflowError(
-                    f"{key}.lines.{label}: {model!r} is not a model of experiment "
-                    f"{experiment!r} ({EXPERIMENTS[experiment]['models']})"
-                )
-
-
-for _sweep in SWEEPS:
-    check_sweep(_sweep)
-
-
-def sweep_targets():
-    """Figure and table of every sweep, for rule all."""
-    return [f"results/sweeps/{s}.{ext}" for s in SWEEPS for ext in ("png", "tsv")]
+# The checks and sweep_targets() live in common.smk; the main Snakefile adds sweep_targets() to
+# rule all.
 
 
 rule sweep_figure:
@@ -82,10 +35,10 @@ rule sweep_figure:
     wildcard_constraints:
         sweep="[^/]+",
     conda:
-        "../../envs/omicsbayes.yaml"
+        "../envs/omicsbayes.yaml"
     log:
         "logs/sweeps/{sweep}.log",
     benchmark:
-        "benchmarks/sweeps/{sweep}.tsv"
+        "logs/benchmarks/sweeps/{sweep}.tsv"
     script:
         "../scripts/sweep_figure.py"
