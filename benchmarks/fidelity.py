@@ -67,10 +67,10 @@ MODELS = {
         "BAM_L": {"class": "BAMClassifier", "params": {"ranking": "listwise"}},
         "BAM_P": {"class": "BAMClassifier", "params": {"ranking": "pairwise"}},
     },
-    "c_rflvm": {  # n_iter is the defaults' 100 for RFLVM; IBPFactorModel's 200 cut to the same
+    "c_rflvm": {  # n_iter and burn_in set by SETTINGS["heldout_iter"] for all three
         "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True}},
         "RFLVM": {"class": "RFLVM", "params": {"sparse": False}},
-        "linear IBP": {"class": "IBPFactorModel", "params": {"n_iter": 100, "burn_in": 50}},
+        "linear IBP": {"class": "IBPFactorModel"},
     },
     "d_bm2pca": {
         "BM2PCA": {"class": "BM2PCAClassifier"},
@@ -106,9 +106,24 @@ CONTRASTS = {
     ],
 }
 
+# n_splits: classification splits (a, b, d); n_repeats: held-out repeats (c); n_folds: OMIM
+# folds (e); heldout_iter: sweeps of every held-out model in (c), half of them burn-in (the
+# defaults' 100 for RFLVM cost about 2 min a fit on the shared machine; 40 keeps (c) near 25 min).
 SETTINGS = {
-    "full": {"n_splits": 5, "n_negative_sets": 5, "rflvm_iter": None},
-    "quick": {"n_splits": 2, "n_negative_sets": 1, "rflvm_iter": 10},
+    "full": {
+        "n_splits": 10,
+        "n_repeats": 5,
+        "n_folds": 5,
+        "n_negative_sets": 5,
+        "heldout_iter": 40,
+    },
+    "quick": {
+        "n_splits": 2,
+        "n_repeats": 2,
+        "n_folds": 2,
+        "n_negative_sets": 1,
+        "heldout_iter": 10,
+    },
 }
 
 PBMC_T_NK = [  # pbmc68k_reduced's T and NK cells: positive CD8+ cytotoxic, about a quarter
@@ -235,14 +250,12 @@ def claim_c(settings, seed):
         splits = heldout_entry_splits(
             np.ones(Y.shape, dtype=bool),
             fraction=0.2,
-            n_repeats=settings["n_splits"],
+            n_repeats=settings["n_repeats"],
             random_state=derive_seed(seed, "c_rflvm", cohort),
         )
         for name, spec in MODELS["c_rflvm"].items():
-            spec = {**spec, "params": dict(spec.get("params", {}))}
-            if settings["rflvm_iter"]:
-                n = settings["rflvm_iter"]
-                spec["params"].update(n_iter=n, burn_in=n // 2)
+            n = settings["heldout_iter"]
+            spec = {**spec, "params": {**spec.get("params", {}), "n_iter": n, "burn_in": n // 2}}
             for split, table in splits.groupby("split"):
                 row, _ = fit_heldout(
                     Y,
@@ -316,7 +329,7 @@ def claim_e(settings, seed):
     splits = entry_kfold_splits(
         coo.row[order], coo.col[order], 5, random_state=derive_seed(seed, "e_mvgp")
     )
-    folds = sorted(splits["split"].unique())[: settings["n_splits"]]
+    folds = sorted(splits["split"].unique())[: settings["n_folds"]]  # quick: the first folds
     rows = []
     for split in folds:
         table = splits[splits["split"] == split]
@@ -344,7 +357,7 @@ def contrasts(per_split):
     """Paired per-split differences ``winner - rival`` for every pair in :data:`CONTRASTS`."""
     out = []
     keys = ["claim", "cohort", "metric", "split"]
-    for (claim, cohort), group in per_split.groupby(["claim", "cohort"], sort=False):
+    for (claim, _cohort), group in per_split.groupby(["claim", "cohort"], sort=False):
         wide = group.pivot_table(index=keys, columns="model", values="value")
         for winner, rival in CONTRASTS.get(claim, []):
             if winner in wide and rival in wide:
@@ -393,16 +406,35 @@ def figure(table, path):
     plt.close(fig)
 
 
+def write(per_split, out):
+    """Write the per-split table, the summary table and the figure next to ``out``."""
+    per_split.to_csv(out.with_name(out.stem + "_splits.tsv"), sep="\t", index=False)
+    table = summarize(per_split)
+    table.to_csv(out, sep="\t", index=False, float_format="%.4f")
+    figure(table, out.with_suffix(".png"))
+    return table
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 splits, short chains")
     parser.add_argument("--only", nargs="*", choices=sorted(CLAIMS), help="claims to run")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--out", default="results/fidelity.tsv")
+    parser.add_argument(
+        "--from-splits",
+        nargs="+",
+        metavar="TSV",
+        help="fit nothing: summarise per-split tables of earlier runs (e.g. claims run apart)",
+    )
     args = parser.parse_args(argv)
-    settings = SETTINGS["quick" if args.quick else "full"]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.from_splits:
+        write(pd.concat([pd.read_csv(f, sep="\t") for f in args.from_splits]), out)
+        print(f"wrote {out}, {out.with_suffix('.png')}")
+        return 0
+    settings = SETTINGS["quick" if args.quick else "full"]
     parts = []
     for name in args.only or sorted(CLAIMS):
         start = time.perf_counter()
@@ -410,12 +442,8 @@ def main(argv=None):
             warnings.simplefilter("ignore")  # convergence chatter; the numbers are the result
             parts.append(CLAIMS[name](settings, args.seed))
         print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
-        per_split = pd.concat(parts, ignore_index=True)
-        per_split.to_csv(out.with_name(out.stem + "_splits.tsv"), sep="\t", index=False)
-        table = summarize(per_split)
-        table.to_csv(out, sep="\t", index=False, float_format="%.4f")  # after every claim
+        table = write(pd.concat(parts, ignore_index=True), out)  # after every claim
         print(table[table["claim"] == name].to_string(index=False), flush=True)
-    figure(table, out.with_suffix(".png"))
     print(f"wrote {out}, {out.with_suffix('.png')}")
     return 0
 
