@@ -97,7 +97,7 @@ CONTRASTS = {
     ],
     "b_bam": [("BAM_L", "BPROBIT"), ("BAM_P", "BPROBIT")],
     "c_rflvm": [("IBP RFLVM", "RFLVM"), ("IBP RFLVM", "linear IBP")],
-    "d_bm2pca": [("BM2PCA", "PCA+SVM"), ("BM2PCA", "LDA+SVM")],
+    "d_bm2pca": [("BM2PCA", "PCA+SVM"), ("BM2PCA", "LDA+SVM"), ("BM2PCA", "FULL")],
     "e_mvgp": [
         ("ConMVGP-D", "PMF"),
         ("ConMVGP-D", "popularity"),
@@ -394,10 +394,9 @@ def figure(table, path):
             ax.bar(x, m["mean"], width, yerr=m["se"].fillna(0), label=model, capsize=2)
         ax.set_xticks(np.arange(len(cohorts)), cohorts, fontsize=8)
         ax.set_ylabel(part["metric"].iloc[0])
-        values = part["mean"].to_numpy()
-        lo, hi = np.nanmin(values), np.nanmax(values)
-        pad = 0.15 * (hi - lo) + 1e-3
-        ax.set_ylim(lo - pad - part["se"].max(skipna=True) if lo < 0 else 0, hi + pad)
+        lo = np.nanmin(part["mean"] - part["se"].fillna(0))
+        hi = np.nanmax(part["mean"] + part["se"].fillna(0))
+        ax.set_ylim(lo - 0.15 * (hi - lo) - 1e-3, hi + 0.15 * (hi - lo) + 1e-3)  # zoomed
         ax.set_title(claim, fontsize=9)
         ax.legend(fontsize=7, ncol=3, loc="lower right")
     fig.tight_layout()
