@@ -352,6 +352,50 @@ CLAIMS = {"a_rank": claim_a, "b_bam": claim_b, "c_rflvm": claim_c, "d_bm2pca": c
 CLAIMS["e_mvgp"] = claim_e
 
 
+def diagnose_bam(seed, n_splits=3):
+    """Why BAM_P trails on pbmc68k (docs/fidelity.md, claim b): convergence or overfitting?
+
+    On the claim's pbmc68k task, fits BPROBIT, BAM_P and BAM_L at the defaults and with
+    ``max_iter=2000``; returns held-out and training AUROC, iterations run and ``converged_``.
+    """
+    from omicsbayes.evaluate.metrics import auroc
+    from omicsbayes.models import BAMClassifier, BayesianProbitClassifier
+
+    p = _pbmc()
+    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
+    X = _dense(t_nk.X)
+    y = (t_nk.obs["bulk_labels"].astype(str) == "CD8+ Cytotoxic T").to_numpy().astype(int)
+    splits = classification_splits(
+        y, "repeated_subsampling", random_state=derive_seed(seed, "diagnose_bam"), n_splits=n_splits
+    )
+    models = {
+        "BPROBIT": BayesianProbitClassifier(),
+        "BAM_P": BAMClassifier(ranking="pairwise"),
+        "BAM_P max_iter=2000": BAMClassifier(ranking="pairwise", max_iter=2000),
+        "BAM_L": BAMClassifier(ranking="listwise"),
+        "BAM_L max_iter=2000": BAMClassifier(ranking="listwise", max_iter=2000),
+    }
+    rows = []
+    for split, table in splits.groupby("split"):
+        train = table.loc[table["role"] == "train", "sample"].to_numpy()
+        test = table.loc[table["role"] == "test", "sample"].to_numpy()
+        kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": "gaussian"}])
+        A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
+        for name, model in models.items():
+            model.fit(A, y[train])
+            rows.append(
+                {
+                    "split": split,
+                    "model": name,
+                    "test_auroc": auroc(y[test], model.decision_function(B)),
+                    "train_auroc": auroc(y[train], model.decision_function(A)),
+                    "n_iter": model.n_iter_,
+                    "converged": model.converged_,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def contrasts(per_split):
     """Paired per-split differences ``winner - rival`` for every pair in :data:`CONTRASTS`."""
     out = []
@@ -425,7 +469,15 @@ def main(argv=None):
         metavar="TSV",
         help="fit nothing: summarise per-split tables of earlier runs (e.g. claims run apart)",
     )
+    parser.add_argument(
+        "--diagnose-bam", action="store_true", help="print diagnose_bam's table and stop"
+    )
     args = parser.parse_args(argv)
+    if args.diagnose_bam:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            print(diagnose_bam(args.seed).to_string(index=False))
+        return 0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.from_splits:
