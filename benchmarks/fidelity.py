@@ -415,7 +415,7 @@ def summarize(per_split):
 
 
 def figure(table, path):
-    """One panel per claim: mean +- se of every model (paired differences left out)."""
+    """One panel per claim: mean +- se of every model as a point (paired differences left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -431,7 +431,7 @@ def figure(table, path):
         for i, model in enumerate(models):
             m = part[part["model"] == model].set_index("cohort").reindex(cohorts)
             x = np.arange(len(cohorts)) + (i - (len(models) - 1) / 2) * width
-            ax.bar(x, m["mean"], width, yerr=m["se"].fillna(0), label=model, capsize=2)
+            ax.errorbar(x, m["mean"], yerr=m["se"].fillna(0), fmt="o", label=model, capsize=3)
         ax.set_xticks(np.arange(len(cohorts)), cohorts, fontsize=8)
         ax.set_ylabel(part["metric"].iloc[0])
         lo = np.nanmin(part["mean"] - part["se"].fillna(0))
