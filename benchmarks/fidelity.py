@@ -1,0 +1,498 @@
+"""Each paper's central claim measured on real cohorts, every estimator at its defaults (issue 18).
+
+Run ``OMP_NUM_THREADS=1 python -m benchmarks.fidelity`` (``--quick`` for a smoke run, ``--only``
+to pick claims). One ``--seed`` decides every split, negative set and sampler draw (through
+:func:`omicsbayes._seed.derive_seed`). No setting is tuned per cohort: each claim uses one model
+list for all its cohorts, and every estimator runs at its constructor defaults except where
+:data:`MODELS` and :data:`SETTINGS` say otherwise (iteration counts of the held-out models; paper
+004's current defaults written out).
+
+Claims (``docs/fidelity.md`` states which hold):
+
+``a_rank``
+    Paper 000: R-L-BSVM on untransformed intensities is at least as good as G-L-BSVM and a linear
+    SVM, on intensities and on logs.
+``b_bam``
+    Paper 001: BAM_L and BAM_P beat BPROBIT in AUROC on imbalanced, non-saturated tasks.
+``c_rflvm``
+    Paper 002: IBP RFLVM has a higher held-out log likelihood than RFLVM and the linear IBP model.
+``d_bm2pca``
+    Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot.
+``e_mvgp``
+    Paper 004: Con. MV-GP with the diffusion kernel beats PMF and popularity at R@20 on OMIM.
+
+Writes ``results/fidelity.tsv`` (claim, cohort, model, metric, mean, se, n; se is the standard
+error over splits, n the number of splits), ``results/fidelity_splits.tsv`` (one row per split)
+and ``results/fidelity.png``. Rows whose model reads ``A - B`` are paired differences per split.
+"""
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from omicsbayes._seed import derive_seed
+from omicsbayes.evaluate.splitters import (
+    classification_splits,
+    entry_kfold_splits,
+    heldout_entry_splits,
+)
+from omicsbayes.experiments import (
+    fit_heldout,
+    fit_split,
+    heldout_mask,
+    ranking_fold,
+    score_predictions,
+    task_targets,
+)
+from omicsbayes.io import load_demo
+from omicsbayes.preprocess.transforms import build_pipeline
+
+COLUMNS = ["claim", "cohort", "model", "metric", "mean", "se", "n"]
+DEFAULT_SEED = 20261122
+
+# Model specs as the workflow's config writes them; empty params = the constructor's defaults.
+MODELS = {
+    "a_rank": {
+        "R-L-BSVM": {"class": "RankFactorClassifier", "variant": "R-L-BSVM"},
+        "G-L-BSVM": {"class": "RankFactorClassifier", "variant": "G-L-BSVM"},
+        "linear SVM": {"class": "LinearSVMBaseline"},
+    },
+    "b_bam": {
+        "BPROBIT": {"class": "BayesianProbitClassifier"},
+        "BAM_L": {"class": "BAMClassifier", "params": {"ranking": "listwise"}},
+        "BAM_P": {"class": "BAMClassifier", "params": {"ranking": "pairwise"}},
+    },
+    "c_rflvm": {  # n_iter and burn_in set by SETTINGS["heldout_iter"] for all three
+        "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True}},
+        "RFLVM": {"class": "RFLVM", "params": {"sparse": False}},
+        "linear IBP": {"class": "IBPFactorModel"},
+    },
+    "d_bm2pca": {
+        "BM2PCA": {"class": "BM2PCAClassifier"},
+        "PCA+SVM": {"class": "PCASVM"},
+        "LDA+SVM": {"class": "LDASVM"},
+        "FULL": {"class": "FullSVM"},
+    },
+    "e_mvgp": {  # lam and sigma2 explicit: another branch changes the defaults to "auto"
+        "ConMVGP-D": {"class": "ConstrainedMVGP", "params": {"lam": 1.0, "sigma2": 1.0}},
+        "PMF": {"class": "PMF", "params": {"rank": 5, "sigma2": 1.0}},
+    },
+}
+
+# (claimed winner, rival) pairs whose per-split difference is reported.
+CONTRASTS = {
+    "a_rank": [
+        ("R-L-BSVM/intensity", "G-L-BSVM/intensity"),
+        ("R-L-BSVM/intensity", "G-L-BSVM/log"),
+        ("R-L-BSVM/intensity", "linear SVM/log"),
+    ],
+    "b_bam": [("BAM_L", "BPROBIT"), ("BAM_P", "BPROBIT")],
+    "c_rflvm": [("IBP RFLVM", "RFLVM"), ("IBP RFLVM", "linear IBP")],
+    "d_bm2pca": [("BM2PCA", "PCA+SVM"), ("BM2PCA", "LDA+SVM"), ("BM2PCA", "FULL")],
+    "e_mvgp": [
+        ("ConMVGP-D", "PMF"),
+        ("ConMVGP-D", "popularity"),
+    ],
+}
+
+# n_splits: classification splits (a, b, d); n_repeats: held-out repeats (c); n_folds: OMIM
+# folds (e); n_negative_sets: per OMIM fit (the workflow's config uses 2, the paper 5; one
+# fit of Con. MV-GP with 2 sets took over 2 min on the shared machine);
+# heldout_iter: sweeps of every held-out model in (c), half of them burn-in (the defaults' 100
+# cost about 2 min per RFLVM fit on the shared 2-core machine; 30 keeps (c) near 20 min).
+SETTINGS = {
+    "full": {
+        "n_splits": 10,
+        "n_repeats": 5,
+        "n_folds": 5,
+        "n_negative_sets": 1,
+        "heldout_iter": 30,
+    },
+    "quick": {
+        "n_splits": 2,
+        "n_repeats": 2,
+        "n_folds": 2,
+        "n_negative_sets": 1,
+        "heldout_iter": 10,
+    },
+}
+
+PBMC_T_NK = [  # pbmc68k_reduced's T and NK cells: positive CD8+ cytotoxic, about a quarter
+    "CD4+/CD25 T Reg",
+    "CD8+ Cytotoxic T",
+    "CD8+/CD45RA+ Naive Cytotoxic",
+    "CD56+ NK",
+    "CD4+/CD45RO+ Memory",
+    "CD4+/CD45RA+/CD25- Naive T",
+]
+
+
+def _pbmc():
+    import scanpy as sc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sc.datasets.pbmc68k_reduced()
+
+
+def _dense(X):
+    return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+
+
+def _classification(claim, cohort, X, labels, task, protocol, models, steps, seed, **split_kw):
+    """Per-split metrics of ``models`` on one classification task (the workflow's functions)."""
+    labels = pd.Series(np.asarray(labels, dtype=object)).reset_index(drop=True)
+    targets = task_targets(labels, task)
+    splits = classification_splits(
+        labels.to_numpy(), protocol, random_state=derive_seed(seed, claim, cohort), **split_kw
+    )
+    predictions = []
+    for name, spec in models.items():
+        for split, table in splits.groupby("split"):
+            train = table.loc[table["role"] == "train", "sample"].to_numpy()
+            test = table.loc[table["role"] == "test", "sample"].to_numpy()
+            pipeline = build_pipeline(steps) if steps else None
+            pred, _ = fit_split(
+                X, targets, train, test, spec, pipeline, derive_seed(seed, claim, cohort, split)
+            )
+            predictions.append(pred.assign(transform="", model=name, split=split))
+    scored = score_predictions(pd.concat(predictions, ignore_index=True))
+    metric = "accuracy" if task["kind"] == "multiclass" else "auroc"
+    return scored.assign(claim=claim, cohort=cohort, metric=metric, value=scored[metric])[
+        ["claim", "cohort", "model", "metric", "split", "value"]
+    ]
+
+
+def claim_a(settings, seed):
+    """Paper 000: ranks of untransformed intensities against Gaussian factors and a linear SVM.
+
+    GSE7390 ships log2 intensities; ``intensity`` is 2**x, ``log`` the matrix as shipped. The
+    models see the matrix as it is (no z-scoring), 75/25 stratified subsampling.
+    """
+    g = load_demo("gse7390")
+    tasks = {
+        "GSE7390 grade (poor vs rest)": ("grade", ["poorly differentiated"]),
+        "GSE7390 ER (negative vs positive)": ("er", ["negative"]),
+    }
+    out = []
+    for cohort, (column, positive) in tasks.items():
+        logs = _dense(g.X)
+        for scale, X in (("log", logs), ("intensity", 2.0**logs)):
+            rows = _classification(
+                "a_rank",
+                cohort,
+                X,
+                g.obs[column],
+                {"kind": "binary", "positive": positive},
+                "repeated_subsampling",
+                MODELS["a_rank"],
+                [],
+                seed,
+                n_splits=settings["n_splits"],
+            )
+            out.append(rows.assign(model=rows["model"] + "/" + scale))
+    return pd.concat(out, ignore_index=True)
+
+
+def claim_b(settings, seed):
+    """Paper 001: BAM against BPROBIT on Gaussian empirical kernel maps (the paper's protocol)."""
+    g, p = load_demo("gse7390"), _pbmc()
+    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
+    cohorts = {
+        "GSE7390 ER (negative, 64/198)": (_dense(g.X), g.obs["er"], ["negative"]),
+        "pbmc68k_reduced CD8+ cytotoxic vs T/NK": (
+            _dense(t_nk.X),
+            t_nk.obs["bulk_labels"].astype(str),
+            ["CD8+ Cytotoxic T"],
+        ),
+    }
+    steps = [{"name": "empirical_kernel_map", "kernel": "gaussian"}]
+    return pd.concat(
+        [
+            _classification(
+                "b_bam",
+                cohort,
+                X,
+                labels,
+                {"kind": "binary", "positive": positive},
+                "repeated_subsampling",
+                MODELS["b_bam"],
+                steps,
+                seed,
+                n_splits=settings["n_splits"],
+            )
+            for cohort, (X, labels, positive) in cohorts.items()
+        ],
+        ignore_index=True,
+    )
+
+
+def claim_c(settings, seed):
+    """Paper 002: held-out log likelihood per entry, 20 % of the entries held out per repeat."""
+    from scipy.stats import zscore
+
+    cohorts = {"Wisconsin z-scored": _dense(load_demo("breast_cancer_wisconsin").X)}
+    rows = []
+    for cohort, X in cohorts.items():
+        Y = zscore(X, axis=0)
+        splits = heldout_entry_splits(
+            np.ones(Y.shape, dtype=bool),
+            fraction=0.2,
+            n_repeats=settings["n_repeats"],
+            random_state=derive_seed(seed, "c_rflvm", cohort),
+        )
+        for name, spec in MODELS["c_rflvm"].items():
+            n = settings["heldout_iter"]
+            spec = {**spec, "params": {**spec.get("params", {}), "n_iter": n, "burn_in": n // 2}}
+            for split, table in splits.groupby("split"):
+                row, _ = fit_heldout(
+                    Y,
+                    heldout_mask(Y.shape, table),
+                    spec,
+                    derive_seed(seed, "c_rflvm", cohort, split),
+                )
+                value = row["log_likelihood_per_entry"]
+                rows.append(("c_rflvm", cohort, name, "heldout_loglik_per_entry", split, value))
+    return pd.DataFrame(rows, columns=["claim", "cohort", "model", "metric", "split", "value"])
+
+
+def claim_d(settings, seed):
+    """Paper 003: few-shot accuracy, 3 training samples per class, unit-length samples."""
+    t, p = load_demo("tissue_gene_expression"), _pbmc()
+    cohorts = {
+        "tissue (7 tissues)": (_dense(t.X), t.obs["tissue"]),
+        "pbmc68k_reduced louvain (11 clusters)": (_dense(p.X), p.obs["louvain"].astype(str)),
+    }
+    return pd.concat(
+        [
+            _classification(
+                "d_bm2pca",
+                cohort,
+                X,
+                labels,
+                {"kind": "multiclass"},
+                "few_shot",
+                MODELS["d_bm2pca"],
+                ["unit_length"],
+                seed,
+                n_per_class=3,
+                n_repeats=settings["n_splits"],
+            )
+            for cohort, (X, labels) in cohorts.items()
+        ],
+        ignore_index=True,
+    )
+
+
+def _popularity_recall(matrix, table):
+    """R@20 of ranking every gene by its number of training diseases (the same for every row)."""
+    from omicsbayes.evaluate.ranking import ranking_curves
+
+    coo = matrix.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    rows, cols = coo.row[order].astype(np.int64), coo.col[order].astype(np.int64)
+    is_test = np.zeros(rows.size, dtype=bool)
+    is_test[table.loc[table["role"] == "test", "entry"].to_numpy()] = True
+    counts = np.bincount(cols[~is_test], minlength=matrix.shape[1]).astype(float)
+    score_rows = np.unique(rows[is_test])
+    scores = np.broadcast_to(counts, (score_rows.size, counts.size))
+    curves = ranking_curves(
+        dict(zip(score_rows.tolist(), scores)),
+        (rows[is_test], cols[is_test]),
+        (rows[~is_test], cols[~is_test]),
+    )
+    return float(curves["recall"].iloc[-1])
+
+
+def claim_e(settings, seed):
+    """Paper 004: R@20 on OMIM known diseases (5-fold over associations, sampled negatives)."""
+    from omicsbayes.io.associations import load_omim
+    from omicsbayes.preprocess import diffusion_kernel
+
+    adata = load_omim()
+    kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
+    coo = adata.X.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    cohort = f"OMIM known diseases ({adata.n_obs} x {adata.n_vars})"
+    splits = entry_kfold_splits(
+        coo.row[order], coo.col[order], 5, random_state=derive_seed(seed, "e_mvgp")
+    )
+    folds = sorted(splits["split"].unique())[: settings["n_folds"]]  # quick: the first folds
+    rows = []
+    for split in folds:
+        table = splits[splits["split"] == split]
+        rows.append(("popularity", split, _popularity_recall(adata.X, table)))
+        print(f"  e_mvgp fold {split} popularity: R@20 {rows[-1][2]:.4f}", flush=True)
+        for name, spec in MODELS["e_mvgp"].items():
+            curves, _ = ranking_fold(
+                adata.X,
+                table,
+                "known_rows",
+                spec,
+                row_kernel=kernel if spec["class"] == "ConstrainedMVGP" else None,
+                n_negative_sets=settings["n_negative_sets"],
+                random_state=derive_seed(seed, "e_mvgp", name, split),
+            )
+            rows.append((name, split, float(curves["recall"].iloc[-1])))
+            print(f"  e_mvgp fold {split} {name}: R@20 {rows[-1][2]:.4f}", flush=True)
+    frame = pd.DataFrame(rows, columns=["model", "split", "value"])
+    return frame.assign(claim="e_mvgp", cohort=cohort, metric="recall@20")
+
+
+CLAIMS = {"a_rank": claim_a, "b_bam": claim_b, "c_rflvm": claim_c, "d_bm2pca": claim_d}
+CLAIMS["e_mvgp"] = claim_e
+
+
+def diagnose_bam(seed, n_splits=3):
+    """Why BAM_P trails on pbmc68k (docs/fidelity.md, claim b): convergence or overfitting?
+
+    On the claim's pbmc68k task, fits BPROBIT, BAM_P and BAM_L at the defaults and with
+    ``max_iter=2000``; returns held-out and training AUROC, iterations run and ``converged_``.
+    """
+    from omicsbayes.evaluate.metrics import auroc
+    from omicsbayes.models import BAMClassifier, BayesianProbitClassifier
+
+    p = _pbmc()
+    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
+    X = _dense(t_nk.X)
+    y = (t_nk.obs["bulk_labels"].astype(str) == "CD8+ Cytotoxic T").to_numpy().astype(int)
+    splits = classification_splits(
+        y, "repeated_subsampling", random_state=derive_seed(seed, "diagnose_bam"), n_splits=n_splits
+    )
+    models = {
+        "BPROBIT": BayesianProbitClassifier(),
+        "BAM_P": BAMClassifier(ranking="pairwise"),
+        "BAM_P max_iter=2000": BAMClassifier(ranking="pairwise", max_iter=2000),
+        "BAM_L": BAMClassifier(ranking="listwise"),
+        "BAM_L max_iter=2000": BAMClassifier(ranking="listwise", max_iter=2000),
+    }
+    rows = []
+    for split, table in splits.groupby("split"):
+        train = table.loc[table["role"] == "train", "sample"].to_numpy()
+        test = table.loc[table["role"] == "test", "sample"].to_numpy()
+        kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": "gaussian"}])
+        A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
+        for name, model in models.items():
+            model.fit(A, y[train])
+            rows.append(
+                {
+                    "split": split,
+                    "model": name,
+                    "test_auroc": auroc(y[test], model.decision_function(B)),
+                    "train_auroc": auroc(y[train], model.decision_function(A)),
+                    "n_iter": model.n_iter_,
+                    "converged": model.converged_,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def contrasts(per_split):
+    """Paired per-split differences ``winner - rival`` for every pair in :data:`CONTRASTS`."""
+    out = []
+    keys = ["claim", "cohort", "metric", "split"]
+    for (claim, _cohort), group in per_split.groupby(["claim", "cohort"], sort=False):
+        wide = group.pivot_table(index=keys, columns="model", values="value")
+        for winner, rival in CONTRASTS.get(claim, []):
+            if winner in wide and rival in wide:
+                diff = (wide[winner] - wide[rival]).rename("value").reset_index()
+                out.append(diff.assign(model=f"{winner} - {rival}"))
+    return pd.concat(out, ignore_index=True) if out else per_split.iloc[:0]
+
+
+def summarize(per_split):
+    """Mean, standard error (sd / sqrt(n), NaN for n = 1) and n per claim, cohort, model."""
+    both = pd.concat([per_split, contrasts(per_split)], ignore_index=True)
+    grouped = both.groupby(["claim", "cohort", "model", "metric"], sort=False)["value"]
+    table = grouped.agg(mean="mean", sd="std", n="count").reset_index()
+    table["se"] = table["sd"] / np.sqrt(table["n"])
+    return table[COLUMNS]
+
+
+def figure(table, path):
+    """One panel per claim: mean +- se of every model as a point (paired differences left out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plain = table[~table["model"].str.contains(" - ", regex=False)]
+    claims = list(dict.fromkeys(plain["claim"]))
+    fig, axes = plt.subplots(len(claims), 1, figsize=(9, 3.2 * len(claims)), squeeze=False)
+    for ax, claim in zip(axes[:, 0], claims):
+        part = plain[plain["claim"] == claim]
+        cohorts, models = list(dict.fromkeys(part["cohort"])), list(dict.fromkeys(part["model"]))
+        width = 0.8 / len(models)
+        for i, model in enumerate(models):
+            m = part[part["model"] == model].set_index("cohort").reindex(cohorts)
+            x = np.arange(len(cohorts)) + (i - (len(models) - 1) / 2) * width
+            ax.errorbar(x, m["mean"], yerr=m["se"].fillna(0), fmt="o", label=model, capsize=3)
+        ax.set_xticks(np.arange(len(cohorts)), cohorts, fontsize=8)
+        ax.set_ylabel(part["metric"].iloc[0])
+        lo = np.nanmin(part["mean"] - part["se"].fillna(0))
+        hi = np.nanmax(part["mean"] + part["se"].fillna(0))
+        ax.set_ylim(lo - 0.15 * (hi - lo) - 1e-3, hi + 0.15 * (hi - lo) + 1e-3)  # zoomed
+        ax.set_title(claim, fontsize=9)
+        ax.legend(fontsize=7, ncol=3, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(per_split, out):
+    """Write the per-split table, the summary table and the figure next to ``out``."""
+    per_split.to_csv(out.with_name(out.stem + "_splits.tsv"), sep="\t", index=False)
+    table = summarize(per_split)
+    table.to_csv(out, sep="\t", index=False, float_format="%.4f")
+    figure(table, out.with_suffix(".png"))
+    return table
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="2 splits, short chains")
+    parser.add_argument("--only", nargs="*", choices=sorted(CLAIMS), help="claims to run")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--out", default="results/fidelity.tsv")
+    parser.add_argument(
+        "--from-splits",
+        nargs="+",
+        metavar="TSV",
+        help="fit nothing: summarise per-split tables of earlier runs (e.g. claims run apart)",
+    )
+    parser.add_argument(
+        "--diagnose-bam", action="store_true", help="print diagnose_bam's table and stop"
+    )
+    args = parser.parse_args(argv)
+    if args.diagnose_bam:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            print(diagnose_bam(args.seed).to_string(index=False))
+        return 0
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.from_splits:
+        write(pd.concat([pd.read_csv(f, sep="\t") for f in args.from_splits]), out)
+        print(f"wrote {out}, {out.with_suffix('.png')}")
+        return 0
+    settings = SETTINGS["quick" if args.quick else "full"]
+    parts = []
+    for name in args.only or sorted(CLAIMS):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence chatter; the numbers are the result
+            parts.append(CLAIMS[name](settings, args.seed))
+        print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
+        table = write(pd.concat(parts, ignore_index=True), out)  # after every claim
+        print(table[table["claim"] == name].to_string(index=False), flush=True)
+    print(f"wrote {out}, {out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""benchmarks/fidelity: the table it writes (columns, not numbers) and its summary arithmetic."""
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def fidelity(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO))
+    return importlib.import_module("benchmarks.fidelity")
+
+
+def test_summary_is_mean_se_and_paired_difference(fidelity):
+    values = {"BAM_L": [0.8, 0.7, 0.9], "BPROBIT": [0.6, 0.7, 0.5]}
+    per_split = pd.DataFrame(
+        [
+            ("b_bam", "c1", model, "auroc", split, v)
+            for model, vs in values.items()
+            for split, v in enumerate(vs)
+        ],
+        columns=["claim", "cohort", "model", "metric", "split", "value"],
+    )
+    table = fidelity.summarize(per_split).set_index("model")
+    assert list(fidelity.summarize(per_split).columns) == fidelity.COLUMNS
+    for model, vs in values.items():
+        assert table.loc[model, "mean"] == pytest.approx(np.mean(vs))
+        assert table.loc[model, "se"] == pytest.approx(np.std(vs, ddof=1) / np.sqrt(3))
+        assert table.loc[model, "n"] == 3
+    diff = np.subtract(values["BAM_L"], values["BPROBIT"])  # paired by split: [0.2, 0, 0.4]
+    assert table.loc["BAM_L - BPROBIT", "mean"] == pytest.approx(diff.mean())
+    assert table.loc["BAM_L - BPROBIT", "se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(3))
+    assert "BAM_P - BPROBIT" not in table.index  # BAM_P was not run: no contrast row
+
+
+@pytest.mark.slow
+def test_quick_run_writes_table_and_figure(fidelity, tmp_path):
+    out = tmp_path / "fidelity.tsv"
+    assert fidelity.main(["--quick", "--only", "b_bam", "d_bm2pca", "--out", str(out)]) == 0
+    table = pd.read_csv(out, sep="\t")
+    assert list(table.columns) == fidelity.COLUMNS
+    assert set(table["claim"]) == {"b_bam", "d_bm2pca"}
+    plain = table[~table["model"].str.contains(" - ", regex=False)]
+    expected = {
+        "b_bam": set(fidelity.MODELS["b_bam"]),
+        "d_bm2pca": set(fidelity.MODELS["d_bm2pca"]),
+    }
+    for (claim, _cohort), group in plain.groupby(["claim", "cohort"]):
+        assert set(group["model"]) == expected[claim]
+        assert (group["n"] == 2).all() and group["mean"].notna().all()
+    assert table["model"].str.contains(" - ", regex=False).any()  # paired differences present
+    assert out.with_suffix(".png").stat().st_size > 0
+    assert (tmp_path / "fidelity_splits.tsv").exists()
