@@ -41,16 +41,11 @@ from omicsbayes.evaluate.splitters import (
     entry_kfold_splits,
     heldout_entry_splits,
 )
-from omicsbayes.experiments import (
-    fit_heldout,
-    fit_split,
-    heldout_mask,
-    ranking_fold,
-    score_predictions,
-    task_targets,
-)
 from omicsbayes.io import load_demo
 from omicsbayes.preprocess.transforms import build_pipeline
+from omicsbayes.protocols.classification import fit_split, score_predictions, task_targets
+from omicsbayes.protocols.disease_gene import ranking_fold
+from omicsbayes.protocols.heldout_entries import fit_heldout, heldout_mask
 
 COLUMNS = ["claim", "cohort", "model", "metric", "mean", "se", "n"]
 DEFAULT_SEED = 20261122
