@@ -58,6 +58,8 @@ Errata applied (ERRATA.md, 000) and found here:
   training and not at prediction.
 """
 
+import functools
+
 import numpy as np
 from numba import njit, prange
 from scipy import linalg, special, stats
@@ -152,12 +154,6 @@ def _with_one(ez, ezz):
     return ezt, ezzt
 
 
-def _normal_scores(X):
-    """Column-wise van der Waerden scores of the (average) ranks; depend on the ranks only."""
-    ranks = stats.rankdata(X, axis=0)
-    return special.ndtri(ranks / (X.shape[0] + 1))
-
-
 def _log_interval(mean, sd, lower, upper):
     """log(Phi((upper-mean)/sd) - Phi((lower-mean)/sd)), floored, for monitoring."""
     hi = special.ndtr((upper - mean) / sd)
@@ -220,62 +216,65 @@ def _inv_gauss(mu, normal, uniform):
     return mu * mu / x
 
 
-def _margin_half_sweep_py(
-    ew, wbar, order, start, end, parity_of, slot, parity, eps, normals, uniforms
-):
+def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, normals, uniforms):
     """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
 
-    All arrays are (n_features, n_samples); ``order[i]`` lists the samples of feature i in
-    increasing x, ``start`` / ``end`` give each sorted position's tie-group bounds and
-    ``parity_of`` its group rank modulo 2.  For the entries of the given parity: w^l / w^u are
-    the running max / min of the current w below / above the tie group, 1/lam ~ IG(1/|u|, 1)
-    (section 7, item 3), and w ~ N(m, 1/p) as in ``_Engine._maxmargin_latent``.  The random
-    numbers come from the caller's Generator (``normals`` (3, m), ``uniforms`` (2, m), m the
-    number of entries of this parity, indexed by ``slot``), so the result does not depend on how
-    features are spread over threads.  The running extrema are a sequential pass over each
-    sorted row.
-    Returns the log pseudo-likelihood (eq. 6) at the w before the update.
+    ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
+    in increasing x and ``new_group[i, p]`` is True where sorted position p starts a new tie
+    group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
+    maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
+    1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
+    ``_Engine._maxmargin_latent``.  The random numbers come from the caller's Generator
+    (``normals`` (3, m), ``uniforms`` (2, m), m the number of entries of this parity, numbered
+    feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
+    how features are spread over threads.  The running extrema are a sequential pass over each
+    sorted row.  Returns the log pseudo-likelihood (eq. 6) at the w before the update.
     """
     d, n = ew.shape
     ll_feature = np.zeros(d)
     for i in prange(d):
         ws = np.empty(n)
-        cmax = np.empty(n)
         cmin = np.empty(n)
         for p in range(n):
             ws[p] = ew[i, order[i, p]]
-        m = -np.inf
-        for p in range(n):
-            m = max(m, ws[p])
-            cmax[p] = m
         m = np.inf
         for p in range(n - 1, -1, -1):
             m = min(m, ws[p])
             cmin[p] = m
         ll = 0.0
-        for p in range(n):
-            if parity_of[i, p] != parity:
-                continue
-            j = order[i, p]
-            k = slot[i, p]
-            w = ws[p]
-            prec = 1.0
-            lin = wbar[i, j]
-            if start[i, p] > 0:
-                lo = cmax[start[i, p] - 1]
-                u = lo + eps - w
-                il = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[0, k], uniforms[0, k])
-                prec += il
-                lin += il * (lo + eps) + 1.0
-                ll -= 2.0 * max(u, 0.0)
-            if end[i, p] < n - 1:
-                up = cmin[end[i, p] + 1]
-                u = w + eps - up
-                iu = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[1, k], uniforms[1, k])
-                prec += iu
-                lin += iu * (up - eps) - 1.0
-                ll -= 2.0 * max(u, 0.0)
-            ew[i, j] = lin / prec + normals[2, k] / np.sqrt(prec)
+        k = offset[i]
+        below = -np.inf  # max of w over the groups before the current one
+        start = 0
+        group = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            if group % 2 == parity:
+                for p in range(start, end + 1):
+                    j = order[i, p]
+                    w = ws[p]
+                    prec = 1.0
+                    lin = wbar[i, j]
+                    if start > 0:
+                        u = below + eps - w
+                        il = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[0, k], uniforms[0, k])
+                        prec += il
+                        lin += il * (below + eps) + 1.0
+                        ll -= 2.0 * max(u, 0.0)
+                    if end < n - 1:
+                        up = cmin[end + 1]
+                        u = w + eps - up
+                        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[1, k], uniforms[1, k])
+                        prec += iu
+                        lin += iu * (up - eps) - 1.0
+                        ll -= 2.0 * max(u, 0.0)
+                    ew[i, j] = lin / prec + normals[2, k] / np.sqrt(prec)
+                    k += 1
+            for p in range(start, end + 1):
+                below = max(below, ws[p])
+            start = end + 1
+            group += 1
         ll_feature[i] = ll
     return ll_feature.sum()
 
@@ -292,52 +291,131 @@ def _margin_half_sweep(ew, *args):
     return _margin_half_sweep_serial(ew, *args)
 
 
-class _RankIndex:
-    """Sorted order of each training feature and the tie-group boundaries (paper 000, section 2).
+@njit(cache=True)
+def _running_average(h, ew, wbar, rho):
+    """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
+    ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
+    sq = 0.0
+    cross = 0.0
+    d, n = h.shape
+    for i in range(d):
+        for j in range(n):
+            e = ew[i, j]
+            v = (1 - rho) * h[i, j] + rho * e
+            h[i, j] = v
+            sq += e * e
+            cross += v * wbar[i, j]
+    return sq, cross
 
-    All arrays are (n_samples, n_features), sorted along axis 0 feature by feature.
-    ``neighbours(W)`` returns, for every entry of ``W`` (training w), the running maximum of w over
-    strictly smaller x (``w^l``) and the running minimum over strictly larger x (``w^u``), +-inf
-    where there is none (ERRATA.md, section 2).  ``place(X_new)`` counts, for new values, the
-    training values strictly smaller and <= (a row-wise ``searchsorted`` done at once on complex
-    keys ``feature + 1j * value``, which numpy orders lexicographically).
+
+@njit(cache=True)
+def _normal_score_rows(order, new_group):
+    """Van der Waerden scores ``ndtri(r / (n + 1))`` of the average ranks r, (n_samples,
+    n_features), from the sorted order and tie groups of :class:`_RankIndex`."""
+    d, n = order.shape
+    out = np.empty((n, d))
+    for i in range(d):
+        start = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            rank = 0.5 * (start + end) + 1.0
+            for p in range(start, end + 1):
+                out[order[i, p], i] = rank
+            start = end + 1
+    return out
+
+
+@njit(cache=True)
+def _place(sorted_x, order, w, xnew, lo, up):
+    """Neighbours of new values among the training values, feature by feature (paper 000,
+    section 3, predictions): for ``xnew[i, m]``, ``lo[i, m]`` is the maximum of the training
+    ``w[i]`` over strictly smaller training x and ``up[i, m]`` the minimum over strictly larger
+    (+-inf when there is none).  All arrays are (n_features, samples); ``sorted_x[i]`` holds
+    feature i's training values in increasing order, ``order[i]`` their samples."""
+    d, n = sorted_x.shape
+    cmax = np.empty(n)
+    cmin = np.empty(n)
+    for i in range(d):
+        m = -np.inf
+        for p in range(n):
+            m = max(m, w[i, order[i, p]])
+            cmax[p] = m
+        m = np.inf
+        for p in range(n - 1, -1, -1):
+            m = min(m, w[i, order[i, p]])
+            cmin[p] = m
+        row = sorted_x[i]
+        for j in range(xnew.shape[1]):
+            x = xnew[i, j]
+            n_lt = np.searchsorted(row, x, side="left")
+            n_le = np.searchsorted(row, x, side="right")
+            lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
+            up[i, j] = cmin[n_le] if n_le < n else np.inf
+
+
+class _RankIndex:
+    """Sorted order of each training feature and its tie groups (paper 000, section 2).
+
+    Kept compact, (n_features, n_samples) each: ``order_t`` (int32, samples in increasing x),
+    ``new_group_t`` (bool, sorted position starts a tie group) and ``sorted_t`` (the sorted
+    training values, to place new samples).  ``neighbours(W)`` returns, for every entry of ``W``
+    (training w, (n_samples, n_features)), the running maximum of w over strictly smaller x
+    (``w^l``) and the running minimum over strictly larger x (``w^u``), +-inf where there is
+    none (ERRATA.md, section 2); the arrays it needs (flat gathers, group bounds) are built on
+    first use, by the likelihoods that need them (rank, exact max-margin), not by the default
+    latent form.  ``new_neighbours(W, X_new)`` does the same for new values.
     """
 
     def __init__(self, X):
         n, d = X.shape
         self.n, self.d = n, d
         order = np.argsort(X, axis=0, kind="stable")
-        self.flat = (order * d + np.arange(d)).ravel()  # sorted position -> flat sample index
-        sorted_x = X.ravel()[self.flat].reshape(n, d)
+        self.sorted_t = np.ascontiguousarray(np.take_along_axis(X, order, axis=0).T)
+        self.order_t = np.ascontiguousarray(order.T, dtype=np.int32)
+        del order
+        self.new_group_t = np.ones((d, n), bool)
+        np.not_equal(self.sorted_t[:, 1:], self.sorted_t[:, :-1], out=self.new_group_t[:, 1:])
+        # entries of even / odd group rank per feature, and where each feature's entries start
+        # in the numbering of the random numbers of a half-sweep
+        odd = (np.cumsum(self.new_group_t, axis=1, dtype=np.int32) % 2).sum(axis=1)
+        counts = np.stack([n - odd, odd])
+        self.parity_count = [int(c) for c in counts.sum(axis=1)]
+        self.parity_offset = np.zeros((2, d), np.int64)
+        self.parity_offset[:, 1:] = np.cumsum(counts, axis=1)[:, :-1]
+
+    def normal_scores(self):
+        """Column-wise van der Waerden scores of the (average) ranks; depend on the ranks only."""
+        return special.ndtri(_normal_score_rows(self.order_t, self.new_group_t) / (self.n + 1))
+
+    @functools.cached_property
+    def _bounds(self):
+        """(n_samples, n_features) gathers of :meth:`neighbours`: sorted position -> flat sample
+        index, first / last sorted position of each entry's tie group, its dense group rank."""
+        n, d = self.n, self.d
+        flat = (self.order_t.T.astype(np.intp) * d + np.arange(d)).ravel()
+        new_group = self.new_group_t.T
         pos = np.broadcast_to(np.arange(n)[:, None], (n, d))
-        new_group = np.ones((n, d), bool)
-        new_group[1:] = sorted_x[1:] != sorted_x[:-1]
         end_group = np.ones((n, d), bool)
         end_group[:-1] = new_group[1:]
-        # first and last sorted position of each entry's tie group
-        self.start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=0)
-        self.end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[::-1], axis=0)[::-1]
-        self.group = np.cumsum(new_group, axis=0) - 1  # dense rank within the feature
-        self.has_l = self.start > 0
-        self.has_u = self.end < n - 1
-        self.lpos = (np.maximum(self.start - 1, 0) * d + np.arange(d)).ravel()
-        self.upos = (np.minimum(self.end + 1, n - 1) * d + np.arange(d)).ravel()
-        self.keys = (np.arange(d)[:, None] + 1j * sorted_x.T).ravel()
-        # (features x samples) copies for the compiled sweep
-        self.order_t = np.ascontiguousarray(order.T)
-        self.start_t = np.ascontiguousarray(self.start.T)
-        self.end_t = np.ascontiguousarray(self.end.T)
-        self.parity_t = np.ascontiguousarray((self.group % 2).T)
-        # index of each (feature, sorted position) among the entries of its parity, so that a
-        # half-sweep needs random numbers for its own entries only
-        flat_parity = self.parity_t.ravel()
-        self.slot_t = np.empty(flat_parity.shape, dtype=np.intp)
-        self.parity_count = []
-        for parity in (0, 1):
-            mine = flat_parity == parity
-            self.slot_t[mine] = np.arange(int(mine.sum()))
-            self.parity_count.append(int(mine.sum()))
-        self.slot_t = self.slot_t.reshape(self.parity_t.shape)
+        start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=0)
+        end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[::-1], axis=0)[::-1]
+        group = np.cumsum(new_group, axis=0) - 1
+        return flat, start, end, group
+
+    @property
+    def flat(self):
+        return self._bounds[0]
+
+    @functools.cached_property
+    def _gathers(self):
+        n, d = self.n, self.d
+        _, start, end, _ = self._bounds
+        has_l, has_u = start > 0, end < n - 1
+        lpos = (np.maximum(start - 1, 0) * d + np.arange(d)).ravel()
+        upos = (np.minimum(end + 1, n - 1) * d + np.arange(d)).ravel()
+        return has_l, has_u, lpos, upos
 
     def _sorted(self, W):
         return W.ravel()[self.flat].reshape(self.n, self.d)
@@ -348,24 +426,21 @@ class _RankIndex:
         return out.reshape(self.n, self.d)
 
     def neighbours(self, W):
+        has_l, has_u, lpos, upos = self._gathers
         ws = self._sorted(W)
         cmax = np.maximum.accumulate(ws, axis=0).ravel()
         cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1].ravel()
-        lo = np.where(self.has_l, cmax[self.lpos].reshape(ws.shape), -np.inf)
-        up = np.where(self.has_u, cmin[self.upos].reshape(ws.shape), np.inf)
+        lo = np.where(has_l, cmax[lpos].reshape(ws.shape), -np.inf)
+        up = np.where(has_u, cmin[upos].reshape(ws.shape), np.inf)
         return self._unsort(lo), self._unsort(up)
 
     def subset(self, flat_index):
         """Precomputed positions for :meth:`neighbours_at` on the entries ``flat_index``."""
+        has_l, has_u, lpos, upos = self._gathers
         inverse = np.empty(self.n * self.d, dtype=np.intp)
         inverse[self.flat] = np.arange(self.n * self.d)
         at = inverse[flat_index]
-        return (
-            self.lpos[at],
-            self.upos[at],
-            self.has_l.ravel()[at],
-            self.has_u.ravel()[at],
-        )
+        return lpos[at], upos[at], has_l.ravel()[at], has_u.ravel()[at]
 
     def neighbours_at(self, W, subset):
         """:meth:`neighbours` at the entries of a :meth:`subset` only (flat arrays)."""
@@ -376,28 +451,14 @@ class _RankIndex:
         return np.where(has_l, cmax[lpos], -np.inf), np.where(has_u, cmin[upos], np.inf)
 
     def group_parity(self):
-        return self._unsort((self.group % 2).astype(float)).astype(int)
+        return self._unsort((self._bounds[3] % 2).astype(float)).astype(int)
 
-    def place(self, Xnew):
-        """Counts (M x d) of training values < and <= each new value."""
-        xt = np.asarray(Xnew, float)
-        d = self.d
-        q = (np.arange(d)[None, :] + 1j * xt).ravel()
-        base = np.arange(d)[None, :] * self.n
-        n_lt = np.searchsorted(self.keys, q, side="left").reshape(xt.shape) - base
-        n_le = np.searchsorted(self.keys, q, side="right").reshape(xt.shape) - base
-        return n_lt, n_le
-
-    def new_neighbours(self, W, Xnew):
-        """Training neighbours ``(w^l, w^u)`` (M x d) of new values, from fitted training w."""
-        ws = self._sorted(W)
-        cmax = np.maximum.accumulate(ws, axis=0)
-        cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1]
-        n_lt, n_le = self.place(Xnew)
-        lo_pos = np.maximum(n_lt - 1, 0)
-        up_pos = np.minimum(n_le, self.n - 1)
-        lo = np.where(n_lt > 0, np.take_along_axis(cmax, lo_pos, axis=0), -np.inf)
-        up = np.where(n_le < self.n, np.take_along_axis(cmin, up_pos, axis=0), np.inf)
+    def new_neighbours(self, W_t, Xnew_t):
+        """Training neighbours ``(w^l, w^u)`` of new values, all (n_features, samples): ``W_t``
+        the fitted training w, ``Xnew_t`` the new values."""
+        lo = np.empty(Xnew_t.shape)
+        up = np.empty(Xnew_t.shape)
+        _place(self.sorted_t, self.order_t, W_t, np.ascontiguousarray(Xnew_t), lo, up)
         return lo, up
 
 
@@ -440,12 +501,15 @@ class _Engine:
             self.Elogtau = np.zeros(d)
         else:
             self.index = _RankIndex(X)
-            init = _normal_scores(X)
-            if self.like == "rank" or est.maxmargin_form == "latent":
-                self.Ew = init.copy()
-                self.H, self.H2 = init.copy(), init**2
+            init = self.index.normal_scores()
+            if self.like == "maxmargin_rank" and est.maxmargin_form == "latent":
+                # w and its running average in (features, samples) layout, as the sweep walks them
+                self.Ew_t = np.ascontiguousarray(init.T)
+                self.H_t = self.Ew_t.copy()
+                self.sum_h2 = float(np.sum(init**2))
                 self.n_draws = 0
             if self.like == "rank":
+                self.Ew = init.copy()
                 parity = self.index.group_parity().ravel()
                 self.parity_index = (np.flatnonzero(parity == 0), np.flatnonzero(parity == 1))
                 self.parity_subset = [self.index.subset(sel) for sel in self.parity_index]
@@ -564,10 +628,10 @@ class _Engine:
             self.data_ll = float(np.sum(_log_interval(wbar, np.sqrt(1 + var), lo, up)))
 
     def _maxmargin_step(self, eps):
-        wbar = self.Ez @ self.Ea.T
         if self.est.maxmargin_form == "latent":
-            self._maxmargin_latent(wbar, eps)
+            self._maxmargin_latent(eps)
             return
+        wbar = self.Ez @ self.Ea.T
         lo, up = self.index.neighbours(wbar)
         il, iu, self.data_ll = self._margin_weights(wbar, lo, up, None, eps)
         # Conditional of w_n = a^T z_n given fixed neighbours (sections 3 and 7): Gaussian with
@@ -608,7 +672,7 @@ class _Engine:
             - has_u
         )
 
-    def _maxmargin_latent(self, wbar, eps):
+    def _maxmargin_latent(self, eps):
         # w = a^T z + v, v ~ N(0, 1) (eq. 1) with the max-margin pseudo-likelihood (eqs. 5-7) on
         # w, augmented as in eq. 7: given 1/lam^l, 1/lam^u (section 7, item 3) w_n | . ~ N(m, 1/p),
         # p = 1 + 1/lam^l + 1/lam^u,
@@ -624,42 +688,39 @@ class _Engine:
         # :func:`margin_conditional_moments`) loses the spread that the ordering of noisy w forces,
         # and the scale of w contracts to zero over the iterations (observed on simulated data).
         ix = self.index
-        ew_t = self.Ew.T.copy()
-        wbar_t = wbar.T.copy()
+        wbar_t = self.Ea @ self.Ez.T
         ll = 0.0
         for parity in (0, 1):
             count = ix.parity_count[parity]
             ll += _margin_half_sweep(
-                ew_t,
+                self.Ew_t,
                 wbar_t,
                 ix.order_t,
-                ix.start_t,
-                ix.end_t,
-                ix.parity_t,
-                ix.slot_t,
+                ix.new_group_t,
+                ix.parity_offset[parity],
                 parity,
                 eps,
                 self.rng.standard_normal((3, count)),
                 self.rng.random((2, count)),
             )
-        self.Ew = np.ascontiguousarray(ew_t.T)
         self.P = np.ones((1, self.d))
         if self.gibbs:
-            self.H = self.Ew
-            resid2 = (self.Ew - wbar) ** 2
-            self.data_ll = ll - 0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
+            self.H = self.Ew_t.T
+            resid2 = float(np.sum((self.Ew_t - wbar_t) ** 2))
+            self.data_ll = ll - 0.5 * resid2 - 0.5 * _LOG2PI * self.Ew_t.size
             return
         self.n_draws += 1
         rho = 10.0 / (self.n_draws + 9)
-        self.H = (1 - rho) * self.H + rho * self.Ew
-        self.H2 = (1 - rho) * self.H2 + rho * self.Ew**2
+        sum_w2, cross = _running_average(self.H_t, self.Ew_t, wbar_t, rho)
+        self.sum_h2 = (1 - rho) * self.sum_h2 + rho * sum_w2
+        self.H = self.H_t.T
         # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);
         # the pseudo-likelihood and the entropy of q(W) have no closed form and are left out
         # (they do not depend on q(A), q(Z), q(beta)).
         # sum_{n,i} E[(a_i^T z_n)^2] = tr(sum_i E[a_i a_i^T] sum_n E[z_n z_n^T])
         eww = float(np.sum(self.EAA.sum(axis=0) * self.EZZ.sum(axis=0)))
-        resid2 = float(self.H2.sum() - 2 * np.sum(self.H * wbar)) + eww
-        self.data_ll = -0.5 * resid2 - 0.5 * _LOG2PI * self.H.size
+        resid2 = self.sum_h2 - 2 * cross + eww
+        self.data_ll = -0.5 * resid2 - 0.5 * _LOG2PI * self.H_t.size
 
     # ----------------------------------------------------------------- loadings
     def update_a(self):
@@ -1129,11 +1190,12 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             self._means["R"] = eng.R
 
     def _train_w(self, eng):
+        """Training w in (features, samples) layout, which new samples are placed among."""
         if self.likelihood == "rank":
-            return eng.Ew.copy()
+            return np.ascontiguousarray(eng.Ew.T)
         if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
-            return eng.H.copy()
-        return eng.Ez @ eng.Ea.T
+            return eng.H.T.copy()
+        return eng.Ea @ eng.Ez.T
 
     def _fit_gibbs(self, eng):
         import arviz as az
@@ -1229,7 +1291,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             P = self.noise_precision_[None, :]
             H = self.noise_precision_ * Xs
         else:
-            lo, up = self._index.new_neighbours(means["W"], X)
+            lo, up = (a.T for a in self._index.new_neighbours(means["W"], X.T))
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
             lo0, up0 = np.where(has_l, lo, 0.0), np.where(has_u, up, 0.0)
         if self.mixture:
