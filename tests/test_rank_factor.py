@@ -70,7 +70,7 @@ def test_new_sample_neighbours_match_brute_force():
     X = rng.integers(0, 6, size=(12, 3)).astype(float)
     W = rng.normal(size=(12, 3))
     Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
-    lo, up = _RankIndex(X).new_neighbours(W, Xnew)
+    lo, up = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
     for m in range(len(Xnew)):
         for i in range(3):
             smaller = [W[n, i] for n in range(12) if X[n, i] < Xnew[m, i]]
@@ -143,10 +143,8 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
         ew,
         np.tile(wbar, (1, reps)).T.copy(),
         index.order_t,
-        index.start_t,
-        index.end_t,
-        index.parity_t,
-        index.slot_t,
+        index.new_group_t,
+        index.parity_offset[1],
         1,
         eps,
         gen.standard_normal((3, index.parity_count[1])),

@@ -123,19 +123,91 @@ class _Sym:
         return (f1 * self.weight) @ f2.T
 
 
+@njit(cache=True)
+def _cholesky_inverse(S):
+    """Batched inverse Cholesky factor: ``S`` (k, k, b) symmetric positive definite (lower
+    triangle read), returns ``(Linv, ok)`` with ``L L^T = S``, ``Linv = L^-1`` lower triangular
+    (k, k, b); ``ok`` is False if some S is not positive definite.  The batch is the innermost
+    axis, so every step is a vector operation over the b matrices."""
+    k, _, b = S.shape
+    L = np.zeros((k, k, b))
+    Linv = np.zeros((k, k, b))
+    acc = np.empty(b)
+    for j in range(k):
+        for c in range(b):
+            acc[c] = S[j, j, c]
+        for p in range(j):
+            for c in range(b):
+                acc[c] -= L[j, p, c] * L[j, p, c]
+        for c in range(b):
+            if not acc[c] > 0.0:
+                return Linv, False
+            L[j, j, c] = np.sqrt(acc[c])
+        for i in range(j + 1, k):
+            for c in range(b):
+                acc[c] = S[i, j, c]
+            for p in range(j):
+                for c in range(b):
+                    acc[c] -= L[i, p, c] * L[j, p, c]
+            for c in range(b):
+                L[i, j, c] = acc[c] / L[j, j, c]
+    for j in range(k):
+        for c in range(b):
+            Linv[j, j, c] = 1.0 / L[j, j, c]
+        for i in range(j + 1, k):
+            for c in range(b):
+                acc[c] = 0.0
+            for p in range(j, i):
+                for c in range(b):
+                    acc[c] += L[i, p, c] * Linv[p, j, c]
+            for c in range(b):
+                Linv[i, j, c] = -acc[c] / L[i, i, c]
+    return Linv, True
+
+
+@njit(cache=True)
+def _cov_mean(Linv, rhs, eps):
+    """``cov = Linv^T Linv``, ``mean = cov rhs`` (+ ``Linv^T eps`` if ``eps`` has rows), with
+    ``Linv`` (k, k, b) from :func:`_cholesky_inverse` and ``rhs``, ``eps`` (k, b)."""
+    k, _, b = Linv.shape
+    cov = np.zeros((k, k, b))
+    for a in range(k):
+        for c2 in range(a + 1):
+            for p in range(a, k):
+                for c in range(b):
+                    cov[a, c2, c] += Linv[p, a, c] * Linv[p, c2, c]
+            if c2 < a:
+                for c in range(b):
+                    cov[c2, a, c] = cov[a, c2, c]
+    mean = np.zeros((k, b))
+    for a in range(k):
+        for l in range(k):
+            for c in range(b):
+                mean[a, c] += cov[a, l, c] * rhs[l, c]
+    if eps.shape[0] == k:
+        for a in range(k):
+            for p in range(a, k):
+                for c in range(b):
+                    mean[a, c] += Linv[p, a, c] * eps[p, c]
+    return cov, mean
+
+
 def _gaussian_block(precision, rhs, rng=None):
-    """Batched N(prec^-1 rhs, prec^-1): ``(mean, cov, logdet cov)``, or a draw instead of the
-    mean when ``rng`` is given."""
-    chol = np.linalg.cholesky(precision)
-    chol_inv = np.linalg.inv(chol)
-    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-    logdet = -2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-    mean = np.einsum("...kl,...l->...k", cov, rhs)
-    if rng is None:
-        return mean, cov, logdet
-    eps = rng.standard_normal(mean.shape)
-    draw = mean + np.einsum("...lk,...l->...k", chol_inv, eps)
-    return draw, cov, logdet
+    """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
+    draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``)."""
+    lead, k = precision.shape[:-2], precision.shape[-1]
+    S = np.ascontiguousarray(np.moveaxis(precision.reshape(-1, k, k), 0, -1))
+    Linv, ok = _cholesky_inverse(S)
+    if not ok:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    eps = np.empty((0, 0))
+    if rng is not None:
+        eps = np.ascontiguousarray(rng.standard_normal(rhs.shape).reshape(-1, k).T)
+    rhs_t = np.ascontiguousarray(rhs.reshape(-1, k).T)
+    cov, mean = _cov_mean(Linv, rhs_t, eps)
+    logdet = 2.0 * np.log(np.diagonal(Linv, axis1=0, axis2=1)).sum(-1)
+    cov = np.moveaxis(cov, -1, 0).reshape(*lead, k, k)
+    return mean.T.reshape(*lead, k), cov, logdet.reshape(lead)
 
 
 def _second(mean, cov):
