@@ -123,91 +123,104 @@ class _Sym:
         return (f1 * self.weight) @ f2.T
 
 
-@njit(cache=True)
-def _cholesky_inverse(S):
-    """Batched inverse Cholesky factor: ``S`` (k, k, b) symmetric positive definite (lower
-    triangle read), returns ``(Linv, ok)`` with ``L L^T = S``, ``Linv = L^-1`` lower triangular
-    (k, k, b); ``ok`` is False if some S is not positive definite.  The batch is the innermost
-    axis, so every step is a vector operation over the b matrices."""
-    k, _, b = S.shape
-    L = np.zeros((k, k, b))
-    Linv = np.zeros((k, k, b))
-    acc = np.empty(b)
-    for j in range(k):
-        for c in range(b):
-            acc[c] = S[j, j, c]
-        for p in range(j):
-            for c in range(b):
-                acc[c] -= L[j, p, c] * L[j, p, c]
-        for c in range(b):
-            if not acc[c] > 0.0:
-                return Linv, False
-            L[j, j, c] = np.sqrt(acc[c])
-        for i in range(j + 1, k):
-            for c in range(b):
-                acc[c] = S[i, j, c]
+_CHUNK = 32  # matrices per vector step of the batched Gaussian block (working set in cache)
+
+
+@njit(cache=True, error_model="numpy")
+def _gaussian_chunks(S, rhs, eps):
+    """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
+
+    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
+    ``eps`` (m, k, C) or empty.  With ``L L^T = S`` and ``Linv = L^-1`` returns ``cov =
+    Linv^T Linv``, ``mean = cov rhs (+ Linv^T eps)``, ``log det cov`` and whether every S was
+    positive definite.
+    """
+    m, k, _, C = S.shape
+    cov = np.zeros((m, k, k, C))
+    mean = np.zeros((m, k, C))
+    logdet = np.zeros((m, C))
+    L = np.empty((k, k, C))
+    Linv = np.zeros((k, k, C))
+    acc = np.empty(C)
+    for q in range(m):
+        for j in range(k):
+            acc[:] = S[q, j, j]
             for p in range(j):
-                for c in range(b):
-                    acc[c] -= L[i, p, c] * L[j, p, c]
-            for c in range(b):
-                L[i, j, c] = acc[c] / L[j, j, c]
-    for j in range(k):
-        for c in range(b):
-            Linv[j, j, c] = 1.0 / L[j, j, c]
-        for i in range(j + 1, k):
-            for c in range(b):
-                acc[c] = 0.0
-            for p in range(j, i):
-                for c in range(b):
-                    acc[c] += L[i, p, c] * Linv[p, j, c]
-            for c in range(b):
-                Linv[i, j, c] = -acc[c] / L[i, i, c]
-    return Linv, True
-
-
-@njit(cache=True)
-def _cov_mean(Linv, rhs, eps):
-    """``cov = Linv^T Linv``, ``mean = cov rhs`` (+ ``Linv^T eps`` if ``eps`` has rows), with
-    ``Linv`` (k, k, b) from :func:`_cholesky_inverse` and ``rhs``, ``eps`` (k, b)."""
-    k, _, b = Linv.shape
-    cov = np.zeros((k, k, b))
-    for a in range(k):
-        for c2 in range(a + 1):
-            for p in range(a, k):
-                for c in range(b):
-                    cov[a, c2, c] += Linv[p, a, c] * Linv[p, c2, c]
-            if c2 < a:
-                for c in range(b):
-                    cov[c2, a, c] = cov[a, c2, c]
-    mean = np.zeros((k, b))
-    for a in range(k):
-        for l in range(k):
-            for c in range(b):
-                mean[a, c] += cov[a, l, c] * rhs[l, c]
-    if eps.shape[0] == k:
+                for c in range(C):
+                    acc[c] -= L[j, p, c] * L[j, p, c]
+            for c in range(C):
+                if not acc[c] > 0.0:
+                    return cov, mean, logdet, False
+                L[j, j, c] = np.sqrt(acc[c])
+                Linv[j, j, c] = 1.0 / L[j, j, c]
+                logdet[q, c] -= 2.0 * np.log(L[j, j, c])
+            for i in range(j + 1, k):
+                acc[:] = S[q, i, j]
+                for p in range(j):
+                    for c in range(C):
+                        acc[c] -= L[i, p, c] * L[j, p, c]
+                for c in range(C):
+                    L[i, j, c] = acc[c] / L[j, j, c]
+        for j in range(k):
+            for i in range(j + 1, k):
+                acc[:] = 0.0
+                for p in range(j, i):
+                    for c in range(C):
+                        acc[c] += L[i, p, c] * Linv[p, j, c]
+                for c in range(C):
+                    Linv[i, j, c] = -acc[c] / L[i, i, c]
         for a in range(k):
-            for p in range(a, k):
-                for c in range(b):
-                    mean[a, c] += Linv[p, a, c] * eps[p, c]
-    return cov, mean
+            for b in range(a + 1):
+                acc[:] = 0.0
+                for p in range(a, k):
+                    for c in range(C):
+                        acc[c] += Linv[p, a, c] * Linv[p, b, c]
+                cov[q, a, b] = acc
+                cov[q, b, a] = acc
+        for a in range(k):
+            for b in range(k):
+                for c in range(C):
+                    mean[q, a, c] += cov[q, a, b, c] * rhs[q, b, c]
+            if eps.shape[0] == m:
+                for p in range(a, k):
+                    for c in range(C):
+                        mean[q, a, c] += Linv[p, a, c] * eps[q, p, c]
+    return cov, mean, logdet, True
+
+
+def _to_chunks(a, fill):
+    """(b, ...) -> (ceil(b / C), ..., C), padding the batch with ``fill``."""
+    b = a.shape[0]
+    m = -(-b // _CHUNK)
+    padded = np.empty((m * _CHUNK,) + a.shape[1:])
+    padded[:b] = a
+    padded[b:] = fill
+    return np.ascontiguousarray(np.moveaxis(padded.reshape((m, _CHUNK) + a.shape[1:]), 1, -1))
+
+
+def _from_chunks(a, b):
+    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...)."""
+    return np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b]
 
 
 def _gaussian_block(precision, rhs, rng=None):
     """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
     draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``)."""
     lead, k = precision.shape[:-2], precision.shape[-1]
-    S = np.ascontiguousarray(np.moveaxis(precision.reshape(-1, k, k), 0, -1))
-    Linv, ok = _cholesky_inverse(S)
+    b = int(np.prod(lead))
+    eps = np.empty((0, 0, 0))
+    if rng is not None:
+        eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
+    cov, mean, logdet, ok = _gaussian_chunks(
+        _to_chunks(precision.reshape(b, k, k), np.eye(k)), _to_chunks(rhs.reshape(b, k), 0.0), eps
+    )
     if not ok:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
-    eps = np.empty((0, 0))
-    if rng is not None:
-        eps = np.ascontiguousarray(rng.standard_normal(rhs.shape).reshape(-1, k).T)
-    rhs_t = np.ascontiguousarray(rhs.reshape(-1, k).T)
-    cov, mean = _cov_mean(Linv, rhs_t, eps)
-    logdet = 2.0 * np.log(np.diagonal(Linv, axis1=0, axis2=1)).sum(-1)
-    cov = np.moveaxis(cov, -1, 0).reshape(*lead, k, k)
-    return mean.T.reshape(*lead, k), cov, logdet.reshape(lead)
+    return (
+        _from_chunks(mean, b).reshape(*lead, k),
+        _from_chunks(cov, b).reshape(*lead, k, k),
+        _from_chunks(logdet, b).reshape(lead),
+    )
 
 
 def _second(mean, cov):
@@ -283,9 +296,29 @@ def _inv_gauss(mu, normal, uniform):
     in the cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu v^2 / 2."""
     a = 0.5 * mu * normal * normal
     x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
-    if uniform * (mu + x) <= mu:
-        return x
-    return mu * mu / x
+    return x if uniform * (mu + x) <= mu else mu * mu / x
+
+
+@njit(cache=True, error_model="numpy")
+def _margin_draws(w, lo, up, mu, eps, n0, n1, n2, u0, u1, new, ll_lo, ll_up):
+    """Branch-free draws of :func:`_margin_half_sweep_py` for entries with current value ``w``,
+    neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~
+    IG(1/|u|, 1) from (n0, u0), (n1, u1), then ``new = m + n2 / sqrt(p)`` (eq. 7), and the hinge
+    terms of eq. 6 of each side."""
+    for s in range(len(w)):
+        has_l = lo[s] > -np.inf
+        has_u = up[s] < np.inf
+        u = lo[s] + eps - w[s]
+        il = _inv_gauss(1.0 / max(abs(u), 1e-6), n0[s], u0[s])
+        ll_lo[s] = 2.0 * max(u, 0.0) if has_l else 0.0
+        prec = 1.0 + il if has_l else 1.0
+        lin = mu[s] + (il * (lo[s] + eps) + 1.0) if has_l else mu[s]
+        u = w[s] + eps - up[s]
+        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), n1[s], u1[s])
+        ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
+        prec = prec + iu if has_u else prec
+        lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
+        new[s] = lin / prec + n2[s] / np.sqrt(prec)
 
 
 def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, normals, uniforms):
@@ -299,22 +332,27 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, norma
     ``_Engine._maxmargin_latent``.  The random numbers come from the caller's Generator
     (``normals`` (3, m), ``uniforms`` (2, m), m the number of entries of this parity, numbered
     feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
-    how features are spread over threads.  The running extrema are a sequential pass over each
-    sorted row.  Returns the log pseudo-likelihood (eq. 6) at the w before the update.
+    how features are spread over threads.  Per feature, a sequential pass over the sorted row
+    collects each entry's neighbours, then one branch-free (vectorised) pass draws all of them.
+    Returns the log pseudo-likelihood (eq. 6) at the w before the update.
     """
     d, n = ew.shape
     ll_feature = np.zeros(d)
     for i in prange(d):
         ws = np.empty(n)
         cmin = np.empty(n)
+        col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
+        cur = np.empty(n)
+        lo = np.empty(n)
+        up = np.empty(n)
+        mu = np.empty(n)
         for p in range(n):
             ws[p] = ew[i, order[i, p]]
         m = np.inf
         for p in range(n - 1, -1, -1):
             m = min(m, ws[p])
             cmin[p] = m
-        ll = 0.0
-        k = offset[i]
+        t = 0
         below = -np.inf  # max of w over the groups before the current one
         start = 0
         group = 0
@@ -323,37 +361,51 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, norma
             while end + 1 < n and not new_group[i, end + 1]:
                 end += 1
             if group % 2 == parity:
+                above = cmin[end + 1] if end < n - 1 else np.inf
                 for p in range(start, end + 1):
-                    j = order[i, p]
-                    w = ws[p]
-                    prec = 1.0
-                    lin = wbar[i, j]
-                    if start > 0:
-                        u = below + eps - w
-                        il = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[0, k], uniforms[0, k])
-                        prec += il
-                        lin += il * (below + eps) + 1.0
-                        ll -= 2.0 * max(u, 0.0)
-                    if end < n - 1:
-                        up = cmin[end + 1]
-                        u = w + eps - up
-                        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[1, k], uniforms[1, k])
-                        prec += iu
-                        lin += iu * (up - eps) - 1.0
-                        ll -= 2.0 * max(u, 0.0)
-                    ew[i, j] = lin / prec + normals[2, k] / np.sqrt(prec)
-                    k += 1
+                    col[t] = order[i, p]
+                    mu[t] = wbar[i, col[t]]
+                    cur[t] = ws[p]
+                    lo[t] = below
+                    up[t] = above
+                    t += 1
             for p in range(start, end + 1):
                 below = max(below, ws[p])
             start = end + 1
             group += 1
+        k0 = offset[i]
+        new = np.empty(t)
+        ll_lo = np.empty(t)
+        ll_up = np.empty(t)
+        _margin_draws(
+            cur[:t],
+            lo[:t],
+            up[:t],
+            mu[:t],
+            eps,
+            normals[0, k0 : k0 + t],
+            normals[1, k0 : k0 + t],
+            normals[2, k0 : k0 + t],
+            uniforms[0, k0 : k0 + t],
+            uniforms[1, k0 : k0 + t],
+            new,
+            ll_lo,
+            ll_up,
+        )
+        ll = 0.0
+        for s in range(t):
+            ew[i, col[s]] = new[s]
+            ll -= ll_lo[s]
+            ll -= ll_up[s]
         ll_feature[i] = ll
     return ll_feature.sum()
 
 
 # compiled twice: threads pay off only on large matrices (their start-up costs milliseconds)
-_margin_half_sweep_serial = njit(cache=True)(_margin_half_sweep_py)
-_margin_half_sweep_threads = njit(cache=True, parallel=True)(_margin_half_sweep_py)
+_margin_half_sweep_serial = njit(cache=True, error_model="numpy")(_margin_half_sweep_py)
+_margin_half_sweep_threads = njit(cache=True, parallel=True, error_model="numpy")(
+    _margin_half_sweep_py
+)
 
 
 def _margin_half_sweep(ew, *args):
