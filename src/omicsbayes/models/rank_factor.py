@@ -59,6 +59,7 @@ Errata applied (ERRATA.md, 000) and found here:
 """
 
 import functools
+import math
 
 import numpy as np
 from numba import njit, prange
@@ -288,6 +289,85 @@ def margin_conditional_moments(mu, lower, upper, eps):
     mean = np.sum(pw * means, axis=0)
     var = np.sum(pw * (vars_ + means**2), axis=0) - mean**2
     return mean, np.maximum(var, 1e-12), log_z
+
+
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+
+
+@njit(cache=True)
+def _log_ndtr(x):
+    """log Phi(x), as ``scipy.special.log_ndtr``: erfc above -20, the asymptotic series below."""
+    if x > 6.0:
+        return np.log1p(-0.5 * math.erfc(x / np.sqrt(2.0)))
+    if x > -20.0:
+        return np.log(0.5 * math.erfc(-x / np.sqrt(2.0)))
+    x2 = 1.0 / (x * x)
+    series = 1.0 - x2 * (1.0 - 3.0 * x2 * (1.0 - 5.0 * x2 * (1.0 - 7.0 * x2)))
+    return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
+
+
+@njit(cache=True, error_model="numpy")
+def _margin_mean(mu, lower, upper, eps, out):
+    """Mean of :func:`margin_conditional_moments`' density, elementwise into ``out``.
+
+    With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
+    density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
+    N(mu - 2, 1)`` above m2 (``k1 = 2 mu + 2 - 2 l'``, ``k3 = -2 mu + 2 + 2 u'``, ``pen = -2
+    (l' - u')`` when the margins overlap); each piece contributes its mass times its truncated
+    mean, ``(c) Phi +- phi`` at the bounds, all scaled by the log normaliser.
+    """
+    for idx in range(mu.size):
+        m = mu.flat[idx]
+        lo = lower.flat[idx]
+        up = upper.flat[idx]
+        has_l = lo > -np.inf
+        has_u = up < np.inf
+        lp = lo + eps
+        upp = up - eps
+        m1 = min(lp, upp) if has_l else -np.inf
+        m2 = max(lp, upp) if has_u else np.inf
+        if has_l and not has_u:
+            m1 = lp
+        if has_u and not has_l:
+            m2 = upp
+        pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
+        lw1 = -np.inf
+        lw3 = -np.inf
+        k1 = 0.0
+        k3 = 0.0
+        if has_l:
+            k1 = 2.0 * m + 2.0 - 2.0 * lp
+            lw1 = k1 + _log_ndtr(m1 - m - 2.0)
+        if has_u:
+            k3 = -2.0 * m + 2.0 + 2.0 * upp
+            lw3 = k3 + _log_ndtr(m - 2.0 - m2)
+        b1 = m1 - m
+        b2 = m2 - m
+        lw2 = -np.inf
+        if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
+            if b1 > 0:
+                hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
+            else:
+                hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
+            lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
+        top = max(lw1, max(lw2, lw3))
+        e1 = np.exp(lw1 - top)
+        e2 = np.exp(lw2 - top)
+        e3 = np.exp(lw3 - top)
+        total = e1 + e2 + e3
+        s = e1 * (m + 2.0) + e2 * m + e3 * (m - 2.0)
+        if has_l:
+            a1 = m1 - m - 2.0
+            s -= np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
+        if has_u:
+            a3 = m2 - m + 2.0
+            s += np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
+        if b2 > b1:
+            if has_l:
+                s += np.exp(pen - 0.5 * b1 * b1 - _HALF_LOG_2PI - top)
+            if has_u:
+                s -= np.exp(pen - 0.5 * b2 * b2 - _HALF_LOG_2PI - top)
+        out.flat[idx] = s / total
 
 
 @njit(cache=True)
@@ -1401,21 +1481,28 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- prediction
     def _infer_new(self, X):
         """Posterior moments of z_* for new samples with the loadings fixed (section 3,
-        "Predictions"): ``(E[z], E[z z^T], responsibilities)``."""
+        "Predictions"): ``(E[z], E[z z^T], responsibilities)``.  All samples are updated together,
+        as matrix products and elementwise kernels over (features, samples) arrays; without the
+        mixture the precision of z_* is the same for every sample (one K x K factorisation)."""
         check_is_fitted(self, "loadings_")
         X = self._check_X(X, fitting=False)
         means = self._means
         k = self.n_factors
         sym = _Sym(k)
         Ea, EAA = means["Ea"], means["EAA"]
-        eaa_flat = sym.flat(EAA)
         m = X.shape[0]
+        latent = self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact"
+        exact = self.likelihood == "maxmargin_rank" and not latent
         if self.likelihood == "gaussian":
             Xs = (X - self.center_) / self.scale_
             P = self.noise_precision_[None, :]
             H = self.noise_precision_ * Xs
         else:
-            lo, up = (a.T for a in self._index.new_neighbours(means["W"], X.T))
+            lo_t, up_t = self._index.new_neighbours(means["W"], X.T)
+            lo, up = lo_t.T, up_t.T
+            P = np.ones((1, self.n_features_in_))
+        if exact:
+            eaa_flat = sym.flat(EAA)
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
             lo0, up0 = np.where(has_l, lo, 0.0), np.where(has_u, up, 0.0)
         if self.mixture:
@@ -1423,20 +1510,23 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             R = np.full((m, c), 1.0 / c)
         else:
             R = np.ones((m, 1))
+        shared = not (self.mixture or exact)  # P one row and psi = 1: one precision for all
+        if shared:
+            S = np.einsum("i,ikl->kl", P[0], EAA) + np.eye(k)
+            _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
+            cov = np.broadcast_to(cov, (m, k, k))
         Ez = np.zeros((m, k))
         EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
+        Ew_t = np.empty((self.n_features_in_, m))
         eps = self.epsilon
         for _ in range(self.transform_iter):
-            wbar = Ez @ Ea.T
-            if self.likelihood == "rank":
-                Ew, _ = truncnorm_moments(wbar, 1.0, lo, up)
-                P = np.ones((1, self.n_features_in_))
-                H = Ew
-            elif self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact":
-                Ew, _, _ = margin_conditional_moments(wbar, lo, up, eps)
-                P = np.ones((1, self.n_features_in_))
-                H = Ew
-            elif self.likelihood == "maxmargin_rank":
+            if latent:
+                _margin_mean(Ea @ Ez.T, lo_t, up_t, eps, Ew_t)
+                H = Ew_t.T
+            elif self.likelihood == "rank":
+                H = truncnorm_moments(Ez @ Ea.T, 1.0, lo, up)[0]
+            elif exact:
+                wbar = Ez @ Ea.T
                 var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
                 u_l = lo0 + eps - wbar
                 u_u = wbar + eps - up0
@@ -1449,14 +1539,20 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 rhs = R @ (means["Epsi"][:, None] * means["Emu"])
             else:
                 psibar, rhs = np.ones(m), np.zeros((m, k))
-            if P.shape[0] == 1:
-                S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
+            rhs = rhs + H @ Ea
+            if shared:
+                new = rhs @ cov[0]
             else:
-                S = sym.unflat(P @ eaa_flat)
-            S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-            new, cov, _ = _gaussian_block(S, rhs + H @ Ea)
+                if P.shape[0] == 1:
+                    S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
+                else:
+                    S = sym.unflat(P @ eaa_flat)
+                S[:, np.arange(k), np.arange(k)] += psibar[:, None]
+                new, cov, _ = _gaussian_block(S, rhs)
             change = np.max(np.abs(new - Ez))
-            Ez, EZZ = new, _second(new, cov)
+            Ez = new
+            if not shared:
+                EZZ = _second(new, cov)
             if self.mixture:
                 norm_mu = np.sum(means["Emu"] ** 2, axis=1)
                 sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu
@@ -1468,6 +1564,8 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 break
             if self.likelihood == "gaussian" and not self.mixture:
                 break
+        if shared:
+            EZZ = _second(Ez, cov)
         return Ez, EZZ, R
 
     def transform(self, X):
