@@ -60,10 +60,11 @@ Errata applied (ERRATA.md, 000) and found here:
 
 import functools
 import math
+import types
 
 import numpy as np
 from numba import njit, prange
-from scipy import linalg, special, stats
+from scipy import linalg, special
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -86,6 +87,7 @@ from ..inference.stick_breaking import (
 )
 from ..inference.tpbn import TPBNShrinkage
 from ..inference.truncnorm import sample_truncnorm, truncnorm_moments
+from ._base import SMALL_PROBLEM
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -291,6 +293,25 @@ def margin_conditional_moments(mu, lower, upper, eps):
     return mean, np.maximum(var, 1e-12), log_z
 
 
+def _serial_and_threaded(py_func):
+    """Compile ``py_func`` twice, serial and threaded over its ``prange``, and pick by size as
+    for BLAS (``_base.SMALL_PROBLEM``): threads pay off only on large matrices (their start-up
+    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest).
+    The threaded copy gets its own name, so that numba's on-disk cache (keyed by the
+    function's name) keeps the two apart."""
+    serial = njit(cache=True, error_model="numpy")(py_func)
+    clone = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_threads")
+    clone.__qualname__ = py_func.__qualname__ + "_threads"
+    threaded = njit(cache=True, parallel=True, error_model="numpy")(clone)
+
+    def dispatch(first, *args):
+        return (threaded if first.size >= SMALL_PROBLEM else serial)(first, *args)
+
+    dispatch.__doc__ = f":func:`{py_func.__name__}`, compiled, threaded for large matrices."
+    dispatch.serial, dispatch.threaded = serial, threaded
+    return dispatch
+
+
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 
@@ -306,9 +327,9 @@ def _log_ndtr(x):
     return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
 
 
-@njit(cache=True, error_model="numpy")
-def _margin_mean(mu, lower, upper, eps, out):
-    """Mean of :func:`margin_conditional_moments`' density, elementwise into ``out``.
+def _margin_mean_py(mu, lower, upper, eps, out):
+    """Mean of :func:`margin_conditional_moments`' density, elementwise into ``out`` (2-D
+    arrays, rows in parallel in the threaded version).
 
     With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
     density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
@@ -316,10 +337,11 @@ def _margin_mean(mu, lower, upper, eps, out):
     (l' - u')`` when the margins overlap); each piece contributes its mass times its truncated
     mean, ``(c) Phi +- phi`` at the bounds, all scaled by the log normaliser.
     """
-    for idx in range(mu.size):
-        m = mu.flat[idx]
-        lo = lower.flat[idx]
-        up = upper.flat[idx]
+    for idx in prange(mu.size):
+        row, col = divmod(idx, mu.shape[1])
+        m = mu[row, col]
+        lo = lower[row, col]
+        up = upper[row, col]
         has_l = lo > -np.inf
         has_u = up < np.inf
         lp = lo + eps
@@ -367,7 +389,10 @@ def _margin_mean(mu, lower, upper, eps, out):
                 s += np.exp(pen - 0.5 * b1 * b1 - _HALF_LOG_2PI - top)
             if has_u:
                 s -= np.exp(pen - 0.5 * b2 * b2 - _HALF_LOG_2PI - top)
-        out.flat[idx] = s / total
+        out[row, col] = s / total
+
+
+_margin_mean = _serial_and_threaded(_margin_mean_py)
 
 
 @njit(cache=True)
@@ -481,18 +506,7 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, norma
     return ll_feature.sum()
 
 
-# compiled twice: threads pay off only on large matrices (their start-up costs milliseconds)
-_margin_half_sweep_serial = njit(cache=True, error_model="numpy")(_margin_half_sweep_py)
-_margin_half_sweep_threads = njit(cache=True, parallel=True, error_model="numpy")(
-    _margin_half_sweep_py
-)
-
-
-def _margin_half_sweep(ew, *args):
-    """:func:`_margin_half_sweep_py`, compiled, threaded over features for large matrices."""
-    if ew.size >= 200_000:
-        return _margin_half_sweep_threads(ew, *args)
-    return _margin_half_sweep_serial(ew, *args)
+_margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
 
 
 @njit(cache=True)
