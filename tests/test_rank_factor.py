@@ -6,6 +6,7 @@ from scipy import integrate, linalg, stats
 from sklearn.metrics import roc_auc_score
 
 from omicsbayes.inference.bsvm import sample_inv_lambda
+from omicsbayes.inference.truncnorm import truncnorm_moments
 from omicsbayes.models import RankFactorClassifier
 from omicsbayes.models.rank_factor import (
     VARIANTS,
@@ -13,7 +14,7 @@ from omicsbayes.models.rank_factor import (
     _Engine,
     _gaussian_block,
     _margin_half_sweep,
-    _margin_mean,
+    _margin_moments,
     _RankIndex,
     margin_conditional_moments,
 )
@@ -104,9 +105,10 @@ def test_margin_conditional_moments_against_quadrature():
         assert log_z == pytest.approx(np.log(z), rel=1e-6)
 
 
-def test_compiled_margin_mean_matches_moments_including_tails():
-    """The prediction kernel's mean equals margin_conditional_moments' (checked against
-    quadrature above) on random neighbours, missing sides, overlapping margins and far tails."""
+def test_compiled_margin_moments_match_numpy_including_tails():
+    """The prediction kernel's mean, variance and log normaliser equal margin_conditional_moments'
+    (checked against quadrature above) on random neighbours, missing sides, overlapping margins
+    and far tails."""
     rng = np.random.default_rng(4)
     n = 20000
     mu = rng.normal(scale=3, size=n)
@@ -115,11 +117,36 @@ def test_compiled_margin_mean_matches_moments_including_tails():
     lo[rng.random(n) < 0.05] = -np.inf
     up[rng.random(n) < 0.05] = np.inf
     mu[:8] = [40.0, -40.0, 25.0, -25.0, 1e3, -1e3, 8.0, -8.0]
-    out = np.empty((1, n))
-    _margin_mean(mu[None], lo[None], up[None], 0.05, out)
-    ref = margin_conditional_moments(mu, lo, up, 0.05)[0]
-    assert np.all(np.isfinite(out))
-    np.testing.assert_allclose(out[0], ref, rtol=1e-9, atol=1e-8)
+    mean, var = np.empty((2, 2, n // 2))
+    log_z = _margin_moments(*(a.reshape(2, -1) for a in (mu, lo, up)), 0.05, mean, var)
+    ref_mean, ref_var, ref_log_z = margin_conditional_moments(mu, lo, up, 0.05)
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
+    np.testing.assert_allclose(mean.ravel(), ref_mean, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(var.ravel(), ref_var, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(log_z, ref_log_z.reshape(2, -1).sum(axis=1), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["R-L-BSVM", "OR-L-BSVM"])
+def test_prediction_newton_reaches_the_vb_fixed_point(cohort, name):
+    """New-sample scores (Newton steps with an EM fallback) are the fixed point of the plain VB
+    update z = S^-1 A^T E[w](A z), S = sum_i E[a_i a_i^T] + I, iterated here to convergence with
+    the numpy moments."""
+    X, y = cohort[:2]
+    model = RankFactorClassifier.from_variant(name, n_factors=3, max_iter=30, random_state=0)
+    model.fit(X[:100], y[:100])
+    Ez = model.transform(X[100:])
+    means = model._means
+    Ea, k = means["Ea"], model.n_factors
+    cov = np.linalg.inv(means["EAA"].sum(axis=0) + np.eye(k))
+    lo, up = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
+    z = np.zeros_like(Ez)
+    for _ in range(3000):
+        if name == "R-L-BSVM":
+            Ew = margin_conditional_moments(z @ Ea.T, lo, up, model.epsilon)[0]
+        else:
+            Ew = truncnorm_moments(z @ Ea.T, 1.0, lo, up)[0]
+        z = Ew @ Ea @ cov
+    np.testing.assert_allclose(Ez, z, atol=1e-4 * np.abs(z).max())
 
 
 def test_latent_w_gibbs_conditional_against_grid():

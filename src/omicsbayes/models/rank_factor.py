@@ -86,7 +86,7 @@ from ..inference.stick_breaking import (
     stick_weights,
 )
 from ..inference.tpbn import TPBNShrinkage
-from ..inference.truncnorm import sample_truncnorm, truncnorm_moments
+from ..inference.truncnorm import _log_diff_cdf, sample_truncnorm, truncnorm_moments
 from ._base import SMALL_PROBLEM
 
 VARIANTS = {
@@ -327,72 +327,86 @@ def _log_ndtr(x):
     return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
 
 
-def _margin_mean_py(mu, lower, upper, eps, out):
-    """Mean of :func:`margin_conditional_moments`' density, elementwise into ``out`` (2-D
-    arrays, rows in parallel in the threaded version).
+def _margin_moments_py(mu, lower, upper, eps, mean, var):
+    """Mean and variance of :func:`margin_conditional_moments`' density, elementwise into
+    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version); returns the sum
+    of its log normaliser over each row.
 
     With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
     density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
     N(mu - 2, 1)`` above m2 (``k1 = 2 mu + 2 - 2 l'``, ``k3 = -2 mu + 2 + 2 u'``, ``pen = -2
-    (l' - u')`` when the margins overlap); each piece contributes its mass times its truncated
-    mean, ``(c) Phi +- phi`` at the bounds, all scaled by the log normaliser.
+    (l' - u')`` when the margins overlap).  Each piece N(mu + c, 1) on (a, b) adds, relative to
+    mu, mass ``e Z``, first moment ``e (c Z + phi(a) - phi(b))`` and second moment ``e ((c^2 + 1)
+    Z + (2 c + a) phi(a) - (2 c + b) phi(b))`` (standardised bounds), all scaled by the largest
+    log mass.
     """
-    for idx in prange(mu.size):
-        row, col = divmod(idx, mu.shape[1])
-        m = mu[row, col]
-        lo = lower[row, col]
-        up = upper[row, col]
-        has_l = lo > -np.inf
-        has_u = up < np.inf
-        lp = lo + eps
-        upp = up - eps
-        m1 = min(lp, upp) if has_l else -np.inf
-        m2 = max(lp, upp) if has_u else np.inf
-        if has_l and not has_u:
-            m1 = lp
-        if has_u and not has_l:
-            m2 = upp
-        pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
-        lw1 = -np.inf
-        lw3 = -np.inf
-        k1 = 0.0
-        k3 = 0.0
-        if has_l:
-            k1 = 2.0 * m + 2.0 - 2.0 * lp
-            lw1 = k1 + _log_ndtr(m1 - m - 2.0)
-        if has_u:
-            k3 = -2.0 * m + 2.0 + 2.0 * upp
-            lw3 = k3 + _log_ndtr(m - 2.0 - m2)
-        b1 = m1 - m
-        b2 = m2 - m
-        lw2 = -np.inf
-        if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
-            if b1 > 0:
-                hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
-            else:
-                hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
-            lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
-        top = max(lw1, max(lw2, lw3))
-        e1 = np.exp(lw1 - top)
-        e2 = np.exp(lw2 - top)
-        e3 = np.exp(lw3 - top)
-        total = e1 + e2 + e3
-        s = e1 * (m + 2.0) + e2 * m + e3 * (m - 2.0)
-        if has_l:
-            a1 = m1 - m - 2.0
-            s -= np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
-        if has_u:
-            a3 = m2 - m + 2.0
-            s += np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
-        if b2 > b1:
+    n_rows, n_cols = mu.shape
+    log_z = np.zeros(n_rows)
+    for row in prange(n_rows):
+        total_log_z = 0.0
+        for col in range(n_cols):
+            m = mu[row, col]
+            lo = lower[row, col]
+            up = upper[row, col]
+            has_l = lo > -np.inf
+            has_u = up < np.inf
+            lp = lo + eps
+            upp = up - eps
+            m1 = min(lp, upp) if has_l else -np.inf
+            m2 = max(lp, upp) if has_u else np.inf
+            if has_l and not has_u:
+                m1 = lp
+            if has_u and not has_l:
+                m2 = upp
+            pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
+            b1 = m1 - m
+            b2 = m2 - m
+            a1 = b1 - 2.0  # piece 1: N(mu + 2, 1) below m1
+            a3 = b2 + 2.0  # piece 3: N(mu - 2, 1) above m2
+            k1 = 2.0 * m + 2.0 - 2.0 * lp if has_l else 0.0
+            k3 = -2.0 * m + 2.0 + 2.0 * upp if has_u else 0.0
+            lw1 = k1 + _log_ndtr(a1) if has_l else -np.inf
+            lw3 = k3 + _log_ndtr(-a3) if has_u else -np.inf
+            lw2 = -np.inf
+            if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
+                if b1 > 0:
+                    hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
+                else:
+                    hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
+                lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
+            top = max(lw1, max(lw2, lw3))
+            e1 = np.exp(lw1 - top)
+            e2 = np.exp(lw2 - top)
+            e3 = np.exp(lw3 - top)
+            s0 = e1 + e2 + e3
+            s1 = 2.0 * e1 - 2.0 * e3
+            s2 = 5.0 * (e1 + e3) + e2
             if has_l:
-                s += np.exp(pen - 0.5 * b1 * b1 - _HALF_LOG_2PI - top)
+                p = np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
+                s1 -= p
+                s2 -= (4.0 + a1) * p
             if has_u:
-                s -= np.exp(pen - 0.5 * b2 * b2 - _HALF_LOG_2PI - top)
-        out[row, col] = s / total
+                p = np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
+                s1 += p
+                s2 += (a3 - 4.0) * p
+            if b2 > b1:
+                if has_l:
+                    p = np.exp(pen - 0.5 * b1 * b1 - _HALF_LOG_2PI - top)
+                    s1 += p
+                    s2 += b1 * p
+                if has_u:
+                    p = np.exp(pen - 0.5 * b2 * b2 - _HALF_LOG_2PI - top)
+                    s1 -= p
+                    s2 -= b2 * p
+            shift = s1 / s0
+            mean[row, col] = m + shift
+            var[row, col] = max(s2 / s0 - shift * shift, 1e-12)
+            total_log_z += top + np.log(s0)
+        log_z[row] = total_log_z
+    return log_z
 
 
-_margin_mean = _serial_and_threaded(_margin_mean_py)
+_margin_moments = _serial_and_threaded(_margin_moments_py)
 
 
 @njit(cache=True)
@@ -1131,6 +1145,49 @@ class _Engine:
         return self.data_ll + label + log_prior + entropy_z - kl_a - kl_b
 
 
+def _newton_scores(moments, Ea, EAA, m, max_iter):
+    """Scores z_* of new samples with the loadings fixed (section 3, "Predictions"), for a rank
+    likelihood without the mixture: each z_* maximises
+
+        L(z) = sum_i log Z_i(a_i^T z) - z^T (C + I) z / 2,   C = sum_i Cov(a_i),
+
+    with ``Z_i(mu)`` the normaliser of N(w; mu, 1) times the pseudo-likelihood of w given its
+    training neighbours (``moments(mu, rows)`` -> E[w], Var(w) and row sums of log Z for the
+    new samples ``rows``, all (samples, features)).  Its stationary point is the fixed point of
+    the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
+    is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
+    Newton steps, each checked against L and replaced by the VB (EM) step where L would not
+    increase, stop when z_* moves by less than 1e-3 of its mean magnitude.  Returns ``(E[z],
+    Cov(z) = S^-1)`` per sample.
+    """
+    d, k = Ea.shape
+    S = EAA.sum(axis=0) + np.eye(k)
+    _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
+    CI = S - Ea.T @ Ea
+    sym = _Sym(k)
+    aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :])
+    z = np.zeros((m, k))
+    mean, var, log_z = moments(z @ Ea.T)
+    value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
+    for _ in range(max_iter):
+        grad = mean @ Ea - z @ S
+        hess = S - sym.unflat(var @ aa_flat)
+        step, _, _ = _gaussian_block(hess, grad)
+        new = z + step
+        new_mean, new_var, log_z = moments(new @ Ea.T)
+        new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
+        worse = new_value < value
+        if worse.any():  # the VB step never decreases L (it is an EM step in w)
+            new[worse] = (mean[worse] @ Ea) @ cov[0]
+            new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, worse)
+            new_value[worse] = log_z - 0.5 * np.einsum("nk,kl,nl->n", new[worse], CI, new[worse])
+        change = np.max(np.abs(new - z))
+        z, mean, var, value = new, new_mean, new_var, new_value
+        if change < 1e-3 * max(1.0, float(np.abs(z).mean())):
+            break
+    return z, np.broadcast_to(cov, (len(z), k, k))
+
+
 # --------------------------------------------------------------------------- targets
 def _encode_targets(y, n):
     """``(mode, classes, Y in {-1, +1}, observed mask)``; mode: binary, multiclass, multitask."""
@@ -1496,8 +1553,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     def _infer_new(self, X):
         """Posterior moments of z_* for new samples with the loadings fixed (section 3,
         "Predictions"): ``(E[z], E[z z^T], responsibilities)``.  All samples are updated together,
-        as matrix products and elementwise kernels over (features, samples) arrays; without the
-        mixture the precision of z_* is the same for every sample (one K x K factorisation)."""
+        as matrix products and elementwise kernels over (samples, features) arrays."""
         check_is_fitted(self, "loadings_")
         X = self._check_X(X, fitting=False)
         means = self._means
@@ -1507,14 +1563,28 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         m = X.shape[0]
         latent = self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact"
         exact = self.likelihood == "maxmargin_rank" and not latent
+        eps = self.epsilon
         if self.likelihood == "gaussian":
             Xs = (X - self.center_) / self.scale_
             P = self.noise_precision_[None, :]
             H = self.noise_precision_ * Xs
         else:
-            lo_t, up_t = self._index.new_neighbours(means["W"], X.T)
-            lo, up = lo_t.T, up_t.T
+            lo, up = (
+                np.ascontiguousarray(a.T) for a in self._index.new_neighbours(means["W"], X.T)
+            )
             P = np.ones((1, self.n_features_in_))
+
+            def moments(mu, rows=slice(None)):
+                if latent:
+                    mean, var = np.empty_like(mu), np.empty_like(mu)
+                    log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
+                    return mean, var, log_z
+                mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
+                return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
+
+            if not (self.mixture or exact):
+                Ez, cov = _newton_scores(moments, Ea, EAA, m, self.transform_iter)
+                return Ez, _second(Ez, cov), np.ones((m, 1))
         if exact:
             eaa_flat = sym.flat(EAA)
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
@@ -1524,21 +1594,11 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             R = np.full((m, c), 1.0 / c)
         else:
             R = np.ones((m, 1))
-        shared = not (self.mixture or exact)  # P one row and psi = 1: one precision for all
-        if shared:
-            S = np.einsum("i,ikl->kl", P[0], EAA) + np.eye(k)
-            _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
-            cov = np.broadcast_to(cov, (m, k, k))
         Ez = np.zeros((m, k))
         EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
-        Ew_t = np.empty((self.n_features_in_, m))
-        eps = self.epsilon
         for _ in range(self.transform_iter):
-            if latent:
-                _margin_mean(Ea @ Ez.T, lo_t, up_t, eps, Ew_t)
-                H = Ew_t.T
-            elif self.likelihood == "rank":
-                H = truncnorm_moments(Ez @ Ea.T, 1.0, lo, up)[0]
+            if self.likelihood in ("rank", "maxmargin_rank") and not exact:
+                H, _, _ = moments(Ez @ Ea.T)
             elif exact:
                 wbar = Ez @ Ea.T
                 var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
@@ -1553,20 +1613,14 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 rhs = R @ (means["Epsi"][:, None] * means["Emu"])
             else:
                 psibar, rhs = np.ones(m), np.zeros((m, k))
-            rhs = rhs + H @ Ea
-            if shared:
-                new = rhs @ cov[0]
+            if P.shape[0] == 1:
+                S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
             else:
-                if P.shape[0] == 1:
-                    S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
-                else:
-                    S = sym.unflat(P @ eaa_flat)
-                S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-                new, cov, _ = _gaussian_block(S, rhs)
+                S = sym.unflat(P @ eaa_flat)
+            S[:, np.arange(k), np.arange(k)] += psibar[:, None]
+            new, cov, _ = _gaussian_block(S, rhs + H @ Ea)
             change = np.max(np.abs(new - Ez))
-            Ez = new
-            if not shared:
-                EZZ = _second(new, cov)
+            Ez, EZZ = new, _second(new, cov)
             if self.mixture:
                 norm_mu = np.sum(means["Emu"] ** 2, axis=1)
                 sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu
@@ -1578,8 +1632,6 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 break
             if self.likelihood == "gaussian" and not self.mixture:
                 break
-        if shared:
-            EZZ = _second(Ez, cov)
         return Ez, EZZ, R
 
     def transform(self, X):
