@@ -67,6 +67,21 @@ def test_rank_index_neighbours_match_brute_force():
             assert up[n, i] == (min(larger) if larger else np.inf)
 
 
+def test_rank_index_parity_numbering_matches_brute_force():
+    """Each half-sweep numbers the entries of its parity (tie-group rank mod 2) feature by
+    feature in sorted order: counts and per-feature offsets, with ties and an odd n."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(11, 5)).astype(float)
+    index = _RankIndex(X)
+    for parity in (0, 1):
+        numbered = 0
+        for i in range(5):
+            assert index.parity_offset[parity, i] == numbered
+            ranks = np.unique(X[:, i], return_inverse=True)[1]
+            numbered += int(np.sum(ranks % 2 == parity))
+        assert index.parity_count[parity] == numbered
+
+
 def test_new_sample_neighbours_match_brute_force():
     rng = np.random.default_rng(1)
     X = rng.integers(0, 6, size=(12, 3)).astype(float)

@@ -87,7 +87,7 @@ from ..inference.stick_breaking import (
 )
 from ..inference.tpbn import TPBNShrinkage
 from ..inference.truncnorm import _log_diff_cdf, sample_truncnorm, truncnorm_moments
-from ._base import SMALL_PROBLEM
+from ._base import SMALL_PROBLEM, limit_blas
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -611,7 +611,9 @@ class _RankIndex:
         np.not_equal(self.sorted_t[:, 1:], self.sorted_t[:, :-1], out=self.new_group_t[:, 1:])
         # entries of even / odd group rank per feature, and where each feature's entries start
         # in the numbering of the random numbers of a half-sweep
-        odd = (np.cumsum(self.new_group_t, axis=1, dtype=np.int32) % 2).sum(axis=1)
+        group = np.cumsum(self.new_group_t, axis=1, dtype=np.int32) - 1  # rank of tie group
+        odd = (group % 2).sum(axis=1)
+        del group
         counts = np.stack([n - odd, odd])
         self.parity_count = [int(c) for c in counts.sum(axis=1)]
         self.parity_offset = np.zeros((2, d), np.int64)
@@ -1398,6 +1400,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return X
 
     # ----------------------------------------------------------------- fit
+    @limit_blas
     def fit(self, X, y):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (1-D, or 2-D with NaN)."""
         self._check_params()
@@ -1531,6 +1534,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
 
     def _finish(self, eng):
         means = self._means
+        self._fit_shape = (eng.n, eng.d)  # prediction multiplies n x d matrices (limit_blas)
         k = self.n_factors
         self.loadings_ = means["Ea"]
         self.scores_ = means["Ez"]
@@ -1634,6 +1638,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 break
         return Ez, EZZ, R
 
+    @limit_blas
     def transform(self, X):
         """Posterior mean factor scores z_* (n_samples, n_factors) of new samples."""
         return self._infer_new(X)[0]
@@ -1651,6 +1656,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         var = np.maximum(f2 - f**2, 0.0)
         return f, var, R
 
+    @limit_blas
     def decision_function(self, X):
         """Score ``E[beta]^T z_* + b`` per task (mixture: weighted by the responsibilities of
         z_* under the components, without labels); positive favours the second class.
@@ -1677,6 +1683,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return self.classifier == "probit"
 
     @available_if(_has_proba)
+    @limit_blas
     def predict_proba(self, X):
         """Probit probabilities ``Phi(f / sqrt(1 + Var f))``: (n, 2) binary, (n, n_classes)
         multiclass (normalised one-versus-rest), (n, n_tasks) of the second class per task."""
