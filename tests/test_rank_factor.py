@@ -82,6 +82,22 @@ def test_rank_index_parity_numbering_matches_brute_force():
         assert index.parity_count[parity] == numbered
 
 
+def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
+    """The latent max-margin step walks the features in blocks (memory); any block size gives
+    the same fit, the random numbers being numbered across all features."""
+    from omicsbayes.models import rank_factor
+
+    X, y = cohort[:2]
+
+    def fit():
+        model = RankFactorClassifier(n_factors=2, max_iter=5, tol=0.0, random_state=0)
+        return model.fit(X, y).scores_
+
+    one = fit()
+    monkeypatch.setattr(rank_factor, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
+    np.testing.assert_allclose(fit(), one, rtol=1e-10, atol=1e-12)
+
+
 def test_new_sample_neighbours_match_brute_force():
     rng = np.random.default_rng(1)
     X = rng.integers(0, 6, size=(12, 3)).astype(float)

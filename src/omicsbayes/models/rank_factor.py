@@ -313,6 +313,7 @@ def _serial_and_threaded(py_func):
 
 
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+_BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
 
 
 @njit(cache=True)
@@ -921,31 +922,42 @@ class _Engine:
         # Gaussian q(w) per entry (with E[1/lam], or the exact one-entry conditional of
         # :func:`margin_conditional_moments`) loses the spread that the ordering of noisy w forces,
         # and the scale of w contracts to zero over the iterations (observed on simulated data).
+        # Blocks of features keep a^T z (computed per block) to a few million entries at once.
         ix = self.index
-        wbar_t = self.Ea @ self.Ez.T
+        rows = max(1, _BLOCK // self.n)
+        blocks = [slice(i, i + rows) for i in range(0, self.d, rows)]
+
+        def wbar(block):
+            return self.Ea[block] @ self.Ez.T
+
         ll = 0.0
         for parity in (0, 1):
             count = ix.parity_count[parity]
-            ll += _margin_half_sweep(
-                self.Ew_t,
-                wbar_t,
-                ix.order_t,
-                ix.new_group_t,
-                ix.parity_offset[parity],
-                parity,
-                eps,
-                self.rng.standard_normal((3, count)),
-                self.rng.random((2, count)),
-            )
+            normals, uniforms = self.rng.standard_normal((3, count)), self.rng.random((2, count))
+            for block in blocks:
+                ll += _margin_half_sweep(
+                    self.Ew_t[block],
+                    wbar(block),
+                    ix.order_t[block],
+                    ix.new_group_t[block],
+                    ix.parity_offset[parity, block],
+                    parity,
+                    eps,
+                    normals,
+                    uniforms,
+                )
+            del normals, uniforms
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew_t.T
-            resid2 = float(np.sum((self.Ew_t - wbar_t) ** 2))
+            resid2 = sum(float(np.sum((self.Ew_t[b] - wbar(b)) ** 2)) for b in blocks)
             self.data_ll = ll - 0.5 * resid2 - 0.5 * _LOG2PI * self.Ew_t.size
             return
         self.n_draws += 1
         rho = 10.0 / (self.n_draws + 9)
-        sum_w2, cross = _running_average(self.H_t, self.Ew_t, wbar_t, rho)
+        sum_w2, cross = np.sum(
+            [_running_average(self.H_t[b], self.Ew_t[b], wbar(b), rho) for b in blocks], axis=0
+        )
         self.sum_h2 = (1 - rho) * self.sum_h2 + rho * sum_w2
         self.H = self.H_t.T
         # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);
