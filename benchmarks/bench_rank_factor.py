@@ -185,20 +185,17 @@ def run(quick: bool) -> list[dict]:
 # --------------------------------------------------------------------------- single-cell scale
 def sparse_cohort(n_cells, n_genes, seed=0, density=0.08, n_markers=200):
     """Sparse counts (cells x genes, CSR) of two cell states: Poisson counts at random positions
-    (``density``), with ``n_markers`` genes tripled in the cells of state 1; returns counts and
-    states."""
+    (about ``density`` of them, drawn per cell), with ``n_markers`` genes tripled in the cells of
+    state 1; returns counts and states.  Built from its nonzeros, never densified."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
     state = rng.random(n_cells) < 0.5
-    counts = sp.random(
-        n_cells,
-        n_genes,
-        density=density,
-        format="csr",
-        random_state=rng,
-        data_rvs=lambda size: rng.poisson(2.0, size) + 1.0,
-    )
+    indptr = np.concatenate([[0], np.cumsum(rng.binomial(n_genes, density, n_cells))])
+    indices = rng.integers(0, n_genes, indptr[-1], dtype=np.int32)
+    data = rng.poisson(2.0, indptr[-1]) + 1.0
+    counts = sp.csr_matrix((data, indices, indptr), shape=(n_cells, n_genes))
+    counts.sum_duplicates()
     markers = np.zeros(n_genes, bool)
     markers[rng.choice(n_genes, n_markers, replace=False)] = True
     rows = np.repeat(np.arange(n_cells), np.diff(counts.indptr))
