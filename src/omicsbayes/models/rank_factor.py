@@ -542,20 +542,20 @@ def _running_average(h, ew, wbar, rho):
 
 
 @njit(cache=True)
-def _normal_score_rows(order, new_group):
-    """Van der Waerden scores ``ndtri(r / (n + 1))`` of the average ranks r, (n_samples,
-    n_features), from the sorted order and tie groups of :class:`_RankIndex`."""
+def _rank_fractions(order, new_group):
+    """Average ranks over n + 1, (n_features, n_samples), from the sorted order and tie groups
+    of :class:`_RankIndex`."""
     d, n = order.shape
-    out = np.empty((n, d))
+    out = np.empty((d, n))
     for i in range(d):
         start = 0
         while start < n:
             end = start
             while end + 1 < n and not new_group[i, end + 1]:
                 end += 1
-            rank = 0.5 * (start + end) + 1.0
+            rank = (0.5 * (start + end) + 1.0) / (n + 1)
             for p in range(start, end + 1):
-                out[order[i, p], i] = rank
+                out[i, order[i, p]] = rank
             start = end + 1
     return out
 
@@ -621,8 +621,10 @@ class _RankIndex:
         self.parity_offset[:, 1:] = np.cumsum(counts, axis=1)[:, :-1]
 
     def normal_scores(self):
-        """Column-wise van der Waerden scores of the (average) ranks; depend on the ranks only."""
-        return special.ndtri(_normal_score_rows(self.order_t, self.new_group_t) / (self.n + 1))
+        """Van der Waerden scores of the (average) ranks of each feature, (n_features,
+        n_samples); they depend on the ranks only."""
+        scores = _rank_fractions(self.order_t, self.new_group_t)
+        return special.ndtri(scores, out=scores)
 
     @functools.cached_property
     def _bounds(self):
@@ -736,12 +738,14 @@ class _Engine:
             self.Elogtau = np.zeros(d)
         else:
             self.index = _RankIndex(X)
-            init = self.index.normal_scores()
+            init_t = self.index.normal_scores()
+            init = init_t.T
             if self.like == "maxmargin_rank" and est.maxmargin_form == "latent":
                 # w and its running average in (features, samples) layout, as the sweep walks them
-                self.Ew_t = np.ascontiguousarray(init.T)
-                self.H_t = self.Ew_t.copy()
-                self.sum_h2 = float(np.sum(init**2))
+                # (w starts as the scores: the sweep changes it only after the set-up below)
+                self.Ew_t = init_t
+                self.H_t = init_t.copy()
+                self.sum_h2 = float(np.sum(init_t**2))
                 self.n_draws = 0
             if self.like == "rank":
                 self.Ew = init.copy()
@@ -1274,8 +1278,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     max_iter, tol : VB iterations and relative-change stopping rule of the monitoring bound.
     n_samples, burn_in, thin : Gibbs settings.
     transform_iter : int
-        At most this many iterations of the z_* update for new samples (it stops when z_*
-        changes by less than 1e-3 of its mean magnitude).
+        At most this many iterations of the z_* update for new samples (Newton steps for the
+        rank likelihoods without the mixture; it stops when z_* changes by less than 1e-3 of its
+        mean magnitude).
     random_state : int, Generator or None
     verbose : bool
 
