@@ -202,8 +202,9 @@ def _to_chunks(a, fill):
 
 
 def _from_chunks(a, b):
-    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...)."""
-    return np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b]
+    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...), C-contiguous (a fitted array's
+    layout must not change when it is saved and loaded: BLAS rounds by layout)."""
+    return np.ascontiguousarray(np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b])
 
 
 def _gaussian_block(precision, rhs, rng=None):
