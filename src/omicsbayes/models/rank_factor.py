@@ -1591,22 +1591,37 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             P = self.noise_precision_[None, :]
             H = self.noise_precision_ * Xs
         else:
-            lo, up = (
-                np.ascontiguousarray(a.T) for a in self._index.new_neighbours(means["W"], X.T)
-            )
             P = np.ones((1, self.n_features_in_))
 
-            def moments(mu, rows=slice(None)):
-                if latent:
-                    mean, var = np.empty_like(mu), np.empty_like(mu)
-                    log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
-                    return mean, var, log_z
-                mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
-                return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
+            def neighbours(rows):
+                lo_t, up_t = self._index.new_neighbours(means["W"], X[rows].T)
+                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T)
+
+            def moments_of(lo, up):
+                def moments(mu, rows=slice(None)):
+                    if latent:
+                        mean, var = np.empty_like(mu), np.empty_like(mu)
+                        log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
+                        return mean, var, log_z
+                    mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
+                    return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
+
+                return moments
 
             if not (self.mixture or exact):
-                Ez, cov = _newton_scores(moments, Ea, EAA, m, self.transform_iter)
+                # samples in blocks of a few million entries (each sample's z_* is its own problem)
+                step = max(1, _BLOCK // self.n_features_in_)
+                Ez = np.empty((m, k))
+                for start in range(0, m, step):
+                    rows = slice(start, min(start + step, m))
+                    moments = moments_of(*neighbours(rows))
+                    Ez[rows], cov = _newton_scores(
+                        moments, Ea, EAA, rows.stop - rows.start, self.transform_iter
+                    )
+                cov = np.broadcast_to(cov[0], (m, k, k))
                 return Ez, _second(Ez, cov), np.ones((m, 1))
+            lo, up = neighbours(slice(None))
+            moments = moments_of(lo, up)
         if exact:
             eaa_flat = sym.flat(EAA)
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
