@@ -224,6 +224,7 @@ def single_cell_worker():
     model = _model(n_factors=20, max_iter=30)
     fit_wall, fit_cpu = _timed(functools.partial(model.fit, X_train, state[train]))
     fit_peak = count_peak_mb()
+    print(json.dumps({"fit": fit_wall, "fit_cpu": fit_cpu, "fit_peak_mb": fit_peak}), flush=True)
     X_train = counts[test]  # the held-out cells, through the fitted steps
     for step in steps:
         X_train = step.transform(X_train)

@@ -1176,8 +1176,8 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
     is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
     Newton steps, each checked against L and replaced by the VB (EM) step where L would not
-    increase, stop when z_* moves by less than 1e-3 of its mean magnitude.  Returns ``(E[z],
-    Cov(z) = S^-1)`` per sample.
+    increase; a sample stops when its z_* moves by less than 1e-3 of the mean magnitude of all
+    z_*.  Returns ``(E[z], Cov(z) = S^-1)`` per sample.
     """
     d, k = Ea.shape
     S = EAA.sum(axis=0) + np.eye(k)
@@ -1188,21 +1188,24 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     z = np.zeros((m, k))
     mean, var, log_z = moments(z @ Ea.T)
     value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
+    active = np.arange(m)  # samples still moving; each stops on its own
     for _ in range(max_iter):
-        grad = mean @ Ea - z @ S
+        grad = mean @ Ea - z[active] @ S
         hess = S - sym.unflat(var @ aa_flat)
         step, _, _ = _gaussian_block(hess, grad)
-        new = z + step
-        new_mean, new_var, log_z = moments(new @ Ea.T)
+        new = z[active] + step
+        new_mean, new_var, log_z = moments(new @ Ea.T, active)
         new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
         worse = new_value < value
         if worse.any():  # the VB step never decreases L (it is an EM step in w)
             new[worse] = (mean[worse] @ Ea) @ cov[0]
-            new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, worse)
+            new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
             new_value[worse] = log_z - 0.5 * np.einsum("nk,kl,nl->n", new[worse], CI, new[worse])
-        change = np.max(np.abs(new - z))
-        z, mean, var, value = new, new_mean, new_var, new_value
-        if change < 1e-3 * max(1.0, float(np.abs(z).mean())):
+        change = np.max(np.abs(new - z[active]), axis=1)
+        z[active] = new
+        moving = change >= 1e-3 * max(1.0, float(np.abs(z).mean()))
+        active, mean, var, value = (a[moving] for a in (active, new_mean, new_var, new_value))
+        if not active.size:
             break
     return z, np.broadcast_to(cov, (len(z), k, k))
 
