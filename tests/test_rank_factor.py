@@ -6,6 +6,7 @@ from scipy import integrate, linalg, stats
 from sklearn.metrics import roc_auc_score
 
 from omicsbayes.inference.bsvm import sample_inv_lambda
+from omicsbayes.inference.truncnorm import truncnorm_moments
 from omicsbayes.models import RankFactorClassifier
 from omicsbayes.models.rank_factor import (
     VARIANTS,
@@ -13,6 +14,7 @@ from omicsbayes.models.rank_factor import (
     _Engine,
     _gaussian_block,
     _margin_half_sweep,
+    _margin_moments,
     _RankIndex,
     margin_conditional_moments,
 )
@@ -65,12 +67,43 @@ def test_rank_index_neighbours_match_brute_force():
             assert up[n, i] == (min(larger) if larger else np.inf)
 
 
+def test_rank_index_parity_numbering_matches_brute_force():
+    """Each half-sweep numbers the entries of its parity (tie-group rank mod 2) feature by
+    feature in sorted order: counts and per-feature offsets, with ties and an odd n."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(11, 5)).astype(float)
+    index = _RankIndex(X)
+    for parity in (0, 1):
+        numbered = 0
+        for i in range(5):
+            assert index.parity_offset[parity, i] == numbered
+            ranks = np.unique(X[:, i], return_inverse=True)[1]
+            numbered += int(np.sum(ranks % 2 == parity))
+        assert index.parity_count[parity] == numbered
+
+
+def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
+    """The latent max-margin step walks the features in blocks (memory); any block size gives
+    the same fit, the random numbers being numbered across all features."""
+    from omicsbayes.models import rank_factor
+
+    X, y = cohort[:2]
+
+    def fit():
+        model = RankFactorClassifier(n_factors=2, max_iter=5, tol=0.0, random_state=0)
+        return model.fit(X, y).scores_
+
+    one = fit()
+    monkeypatch.setattr(rank_factor, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
+    np.testing.assert_allclose(fit(), one, rtol=1e-10, atol=1e-12)
+
+
 def test_new_sample_neighbours_match_brute_force():
     rng = np.random.default_rng(1)
     X = rng.integers(0, 6, size=(12, 3)).astype(float)
     W = rng.normal(size=(12, 3))
     Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
-    lo, up = _RankIndex(X).new_neighbours(W, Xnew)
+    lo, up = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
     for m in range(len(Xnew)):
         for i in range(3):
             smaller = [W[n, i] for n in range(12) if X[n, i] < Xnew[m, i]]
@@ -101,6 +134,50 @@ def test_margin_conditional_moments_against_quadrature():
         assert mean == pytest.approx(m, rel=1e-6, abs=1e-9)
         assert var == pytest.approx(v, rel=1e-6)
         assert log_z == pytest.approx(np.log(z), rel=1e-6)
+
+
+def test_compiled_margin_moments_match_numpy_including_tails():
+    """The prediction kernel's mean, variance and log normaliser equal margin_conditional_moments'
+    (checked against quadrature above) on random neighbours, missing sides, overlapping margins
+    and far tails."""
+    rng = np.random.default_rng(4)
+    n = 20000
+    mu = rng.normal(scale=3, size=n)
+    lo = rng.normal(scale=2, size=n)
+    up = lo + rng.normal(scale=0.1, size=n)  # overlapping margins when up - lo < 2 eps
+    lo[rng.random(n) < 0.05] = -np.inf
+    up[rng.random(n) < 0.05] = np.inf
+    mu[:8] = [40.0, -40.0, 25.0, -25.0, 1e3, -1e3, 8.0, -8.0]
+    mean, var = np.empty((2, 2, n // 2))
+    log_z = _margin_moments(*(a.reshape(2, -1) for a in (mu, lo, up)), 0.05, mean, var)
+    ref_mean, ref_var, ref_log_z = margin_conditional_moments(mu, lo, up, 0.05)
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
+    np.testing.assert_allclose(mean.ravel(), ref_mean, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(var.ravel(), ref_var, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(log_z, ref_log_z.reshape(2, -1).sum(axis=1), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["R-L-BSVM", "OR-L-BSVM"])
+def test_prediction_newton_reaches_the_vb_fixed_point(cohort, name):
+    """New-sample scores (Newton steps with an EM fallback) are the fixed point of the plain VB
+    update z = S^-1 A^T E[w](A z), S = sum_i E[a_i a_i^T] + I, iterated here to convergence with
+    the numpy moments."""
+    X, y = cohort[:2]
+    model = RankFactorClassifier.from_variant(name, n_factors=3, max_iter=30, random_state=0)
+    model.fit(X[:100], y[:100])
+    Ez = model.transform(X[100:])
+    means = model._means
+    Ea, k = means["Ea"], model.n_factors
+    cov = np.linalg.inv(means["EAA"].sum(axis=0) + np.eye(k))
+    lo, up = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
+    z = np.zeros_like(Ez)
+    for _ in range(3000):
+        if name == "R-L-BSVM":
+            Ew = margin_conditional_moments(z @ Ea.T, lo, up, model.epsilon)[0]
+        else:
+            Ew = truncnorm_moments(z @ Ea.T, 1.0, lo, up)[0]
+        z = Ew @ Ea @ cov
+    np.testing.assert_allclose(Ez, z, atol=1e-4 * np.abs(z).max())
 
 
 def test_latent_w_gibbs_conditional_against_grid():
@@ -143,10 +220,8 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
         ew,
         np.tile(wbar, (1, reps)).T.copy(),
         index.order_t,
-        index.start_t,
-        index.end_t,
-        index.parity_t,
-        index.slot_t,
+        index.new_group_t,
+        index.parity_offset[1],
         1,
         eps,
         gen.standard_normal((3, index.parity_count[1])),

@@ -58,11 +58,14 @@ Errata applied (ERRATA.md, 000) and found here:
   training and not at prediction.
 """
 
+import functools
+import math
+import types
 from numbers import Integral, Real
 
 import numpy as np
 from numba import njit, prange
-from scipy import linalg, special, stats
+from scipy import linalg, special
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -85,8 +88,8 @@ from ..inference.stick_breaking import (
     stick_weights,
 )
 from ..inference.tpbn import TPBNShrinkage
-from ..inference.truncnorm import sample_truncnorm, truncnorm_moments
-from ._base import MCMC_CONSTRAINTS, POSITIVE, check_rng
+from ..inference.truncnorm import _log_diff_cdf, sample_truncnorm, truncnorm_moments
+from ._base import MCMC_CONSTRAINTS, POSITIVE, SMALL_PROBLEM, check_rng, limit_blas
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -125,19 +128,105 @@ class _Sym:
         return (f1 * self.weight) @ f2.T
 
 
+_CHUNK = 32  # matrices per vector step of the batched Gaussian block (working set in cache)
+
+
+@njit(cache=True, error_model="numpy")
+def _gaussian_chunks(S, rhs, eps):
+    """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
+
+    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
+    ``eps`` (m, k, C) or empty.  With ``L L^T = S`` and ``Linv = L^-1`` returns ``cov =
+    Linv^T Linv``, ``mean = cov rhs (+ Linv^T eps)``, ``log det cov`` and whether every S was
+    positive definite.
+    """
+    m, k, _, C = S.shape
+    cov = np.zeros((m, k, k, C))
+    mean = np.zeros((m, k, C))
+    logdet = np.zeros((m, C))
+    L = np.empty((k, k, C))
+    Linv = np.zeros((k, k, C))
+    acc = np.empty(C)
+    for q in range(m):
+        for j in range(k):
+            acc[:] = S[q, j, j]
+            for p in range(j):
+                for c in range(C):
+                    acc[c] -= L[j, p, c] * L[j, p, c]
+            for c in range(C):
+                if not acc[c] > 0.0:
+                    return cov, mean, logdet, False
+                L[j, j, c] = np.sqrt(acc[c])
+                Linv[j, j, c] = 1.0 / L[j, j, c]
+                logdet[q, c] -= 2.0 * np.log(L[j, j, c])
+            for i in range(j + 1, k):
+                acc[:] = S[q, i, j]
+                for p in range(j):
+                    for c in range(C):
+                        acc[c] -= L[i, p, c] * L[j, p, c]
+                for c in range(C):
+                    L[i, j, c] = acc[c] / L[j, j, c]
+        for j in range(k):
+            for i in range(j + 1, k):
+                acc[:] = 0.0
+                for p in range(j, i):
+                    for c in range(C):
+                        acc[c] += L[i, p, c] * Linv[p, j, c]
+                for c in range(C):
+                    Linv[i, j, c] = -acc[c] / L[i, i, c]
+        for a in range(k):
+            for b in range(a + 1):
+                acc[:] = 0.0
+                for p in range(a, k):
+                    for c in range(C):
+                        acc[c] += Linv[p, a, c] * Linv[p, b, c]
+                cov[q, a, b] = acc
+                cov[q, b, a] = acc
+        for a in range(k):
+            for b in range(k):
+                for c in range(C):
+                    mean[q, a, c] += cov[q, a, b, c] * rhs[q, b, c]
+            if eps.shape[0] == m:
+                for p in range(a, k):
+                    for c in range(C):
+                        mean[q, a, c] += Linv[p, a, c] * eps[q, p, c]
+    return cov, mean, logdet, True
+
+
+def _to_chunks(a, fill):
+    """(b, ...) -> (ceil(b / C), ..., C), padding the batch with ``fill``."""
+    b = a.shape[0]
+    m = -(-b // _CHUNK)
+    padded = np.empty((m * _CHUNK,) + a.shape[1:])
+    padded[:b] = a
+    padded[b:] = fill
+    return np.ascontiguousarray(np.moveaxis(padded.reshape((m, _CHUNK) + a.shape[1:]), 1, -1))
+
+
+def _from_chunks(a, b):
+    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...), C-contiguous (a fitted array's
+    layout must not change when it is saved and loaded: BLAS rounds by layout)."""
+    return np.ascontiguousarray(np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b])
+
+
 def _gaussian_block(precision, rhs, rng=None):
-    """Batched N(prec^-1 rhs, prec^-1): ``(mean, cov, logdet cov)``, or a draw instead of the
-    mean when ``rng`` is given."""
-    chol = np.linalg.cholesky(precision)
-    chol_inv = np.linalg.inv(chol)
-    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-    logdet = -2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-    mean = np.einsum("...kl,...l->...k", cov, rhs)
-    if rng is None:
-        return mean, cov, logdet
-    eps = rng.standard_normal(mean.shape)
-    draw = mean + np.einsum("...lk,...l->...k", chol_inv, eps)
-    return draw, cov, logdet
+    """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
+    draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``)."""
+    lead, k = precision.shape[:-2], precision.shape[-1]
+    b = int(np.prod(lead))
+    eps = np.empty((0, 0, 0))
+    if rng is not None:
+        eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
+    cov, mean, logdet, ok = _gaussian_chunks(
+        _to_chunks(precision.reshape(b, k, k), np.eye(k)), _to_chunks(rhs.reshape(b, k), 0.0), eps
+    )
+    if not ok:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    return (
+        _from_chunks(mean, b).reshape(*lead, k),
+        _from_chunks(cov, b).reshape(*lead, k, k),
+        _from_chunks(logdet, b).reshape(lead),
+    )
 
 
 def _second(mean, cov):
@@ -154,12 +243,6 @@ def _with_one(ez, ezz):
     ezzt[:, k, :k] = ez
     ezzt[:, k, k] = 1.0
     return ezt, ezzt
-
-
-def _normal_scores(X):
-    """Column-wise van der Waerden scores of the (average) ranks; depend on the ranks only."""
-    ranks = stats.rankdata(X, axis=0)
-    return special.ndtri(ranks / (X.shape[0] + 1))
 
 
 def _log_interval(mean, sd, lower, upper):
@@ -213,135 +296,366 @@ def margin_conditional_moments(mu, lower, upper, eps):
     return mean, np.maximum(var, 1e-12), log_z
 
 
+def _serial_and_threaded(py_func):
+    """Compile ``py_func`` twice, serial and threaded over its ``prange``, and pick by size as
+    for BLAS (``_base.SMALL_PROBLEM``): threads pay off only on large matrices (their start-up
+    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest).
+    The threaded copy gets its own name, so that numba's on-disk cache (keyed by the
+    function's name) keeps the two apart."""
+    serial = njit(cache=True, error_model="numpy")(py_func)
+    clone = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_threads")
+    clone.__qualname__ = py_func.__qualname__ + "_threads"
+    threaded = njit(cache=True, parallel=True, error_model="numpy")(clone)
+
+    def dispatch(first, *args):
+        return (threaded if first.size >= SMALL_PROBLEM else serial)(first, *args)
+
+    dispatch.__doc__ = f":func:`{py_func.__name__}`, compiled, threaded for large matrices."
+    dispatch.serial, dispatch.threaded = serial, threaded
+    return dispatch
+
+
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+_BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
+
+
+@njit(cache=True)
+def _log_ndtr(x):
+    """log Phi(x), as ``scipy.special.log_ndtr``: erfc above -20, the asymptotic series below."""
+    if x > 6.0:
+        return np.log1p(-0.5 * math.erfc(x / np.sqrt(2.0)))
+    if x > -20.0:
+        return np.log(0.5 * math.erfc(-x / np.sqrt(2.0)))
+    x2 = 1.0 / (x * x)
+    series = 1.0 - x2 * (1.0 - 3.0 * x2 * (1.0 - 5.0 * x2 * (1.0 - 7.0 * x2)))
+    return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
+
+
+def _margin_moments_py(mu, lower, upper, eps, mean, var):
+    """Mean and variance of :func:`margin_conditional_moments`' density, elementwise into
+    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version); returns the sum
+    of its log normaliser over each row.
+
+    With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
+    density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
+    N(mu - 2, 1)`` above m2 (``k1 = 2 mu + 2 - 2 l'``, ``k3 = -2 mu + 2 + 2 u'``, ``pen = -2
+    (l' - u')`` when the margins overlap).  Each piece N(mu + c, 1) on (a, b) adds, relative to
+    mu, mass ``e Z``, first moment ``e (c Z + phi(a) - phi(b))`` and second moment ``e ((c^2 + 1)
+    Z + (2 c + a) phi(a) - (2 c + b) phi(b))`` (standardised bounds), all scaled by the largest
+    log mass.
+    """
+    n_rows, n_cols = mu.shape
+    log_z = np.zeros(n_rows)
+    for row in prange(n_rows):
+        total_log_z = 0.0
+        for col in range(n_cols):
+            m = mu[row, col]
+            lo = lower[row, col]
+            up = upper[row, col]
+            has_l = lo > -np.inf
+            has_u = up < np.inf
+            lp = lo + eps
+            upp = up - eps
+            m1 = min(lp, upp) if has_l else -np.inf
+            m2 = max(lp, upp) if has_u else np.inf
+            if has_l and not has_u:
+                m1 = lp
+            if has_u and not has_l:
+                m2 = upp
+            pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
+            b1 = m1 - m
+            b2 = m2 - m
+            a1 = b1 - 2.0  # piece 1: N(mu + 2, 1) below m1
+            a3 = b2 + 2.0  # piece 3: N(mu - 2, 1) above m2
+            k1 = 2.0 * m + 2.0 - 2.0 * lp if has_l else 0.0
+            k3 = -2.0 * m + 2.0 + 2.0 * upp if has_u else 0.0
+            lw1 = k1 + _log_ndtr(a1) if has_l else -np.inf
+            lw3 = k3 + _log_ndtr(-a3) if has_u else -np.inf
+            lw2 = -np.inf
+            if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
+                if b1 > 0:
+                    hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
+                else:
+                    hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
+                lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
+            top = max(lw1, max(lw2, lw3))
+            e1 = np.exp(lw1 - top)
+            e2 = np.exp(lw2 - top)
+            e3 = np.exp(lw3 - top)
+            s0 = e1 + e2 + e3
+            s1 = 2.0 * e1 - 2.0 * e3
+            s2 = 5.0 * (e1 + e3) + e2
+            if has_l:
+                p = np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
+                s1 -= p
+                s2 -= (4.0 + a1) * p
+            if has_u:
+                p = np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
+                s1 += p
+                s2 += (a3 - 4.0) * p
+            if b2 > b1:
+                if has_l:
+                    p = np.exp(pen - 0.5 * b1 * b1 - _HALF_LOG_2PI - top)
+                    s1 += p
+                    s2 += b1 * p
+                if has_u:
+                    p = np.exp(pen - 0.5 * b2 * b2 - _HALF_LOG_2PI - top)
+                    s1 -= p
+                    s2 -= b2 * p
+            shift = s1 / s0
+            mean[row, col] = m + shift
+            var[row, col] = max(s2 / s0 - shift * shift, 1e-12)
+            total_log_z += top + np.log(s0)
+        log_z[row] = total_log_z
+    return log_z
+
+
+_margin_moments = _serial_and_threaded(_margin_moments_py)
+
+
 @njit(cache=True)
 def _inv_gauss(mu, normal, uniform):
     """IG(mu, 1) draw from one standard normal and one uniform (Michael, Schucany & Haas 1976),
     in the cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu v^2 / 2."""
     a = 0.5 * mu * normal * normal
     x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
-    if uniform * (mu + x) <= mu:
-        return x
-    return mu * mu / x
+    return x if uniform * (mu + x) <= mu else mu * mu / x
 
 
-def _margin_half_sweep_py(
-    ew, wbar, order, start, end, parity_of, slot, parity, eps, normals, uniforms
-):
+@njit(cache=True, error_model="numpy")
+def _margin_draws(w, lo, up, mu, eps, n0, n1, n2, u0, u1, new, ll_lo, ll_up):
+    """Branch-free draws of :func:`_margin_half_sweep_py` for entries with current value ``w``,
+    neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~
+    IG(1/|u|, 1) from (n0, u0), (n1, u1), then ``new = m + n2 / sqrt(p)`` (eq. 7), and the hinge
+    terms of eq. 6 of each side."""
+    for s in range(len(w)):
+        has_l = lo[s] > -np.inf
+        has_u = up[s] < np.inf
+        u = lo[s] + eps - w[s]
+        il = _inv_gauss(1.0 / max(abs(u), 1e-6), n0[s], u0[s])
+        ll_lo[s] = 2.0 * max(u, 0.0) if has_l else 0.0
+        prec = 1.0 + il if has_l else 1.0
+        lin = mu[s] + (il * (lo[s] + eps) + 1.0) if has_l else mu[s]
+        u = w[s] + eps - up[s]
+        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), n1[s], u1[s])
+        ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
+        prec = prec + iu if has_u else prec
+        lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
+        new[s] = lin / prec + n2[s] / np.sqrt(prec)
+
+
+def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, normals, uniforms):
     """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
 
-    All arrays are (n_features, n_samples); ``order[i]`` lists the samples of feature i in
-    increasing x, ``start`` / ``end`` give each sorted position's tie-group bounds and
-    ``parity_of`` its group rank modulo 2.  For the entries of the given parity: w^l / w^u are
-    the running max / min of the current w below / above the tie group, 1/lam ~ IG(1/|u|, 1)
-    (section 7, item 3), and w ~ N(m, 1/p) as in ``_Engine._maxmargin_latent``.  The random
-    numbers come from the caller's Generator (``normals`` (3, m), ``uniforms`` (2, m), m the
-    number of entries of this parity, indexed by ``slot``), so the result does not depend on how
-    features are spread over threads.  The running extrema are a sequential pass over each
-    sorted row.
+    ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
+    in increasing x and ``new_group[i, p]`` is True where sorted position p starts a new tie
+    group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
+    maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
+    1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
+    ``_Engine._maxmargin_latent``.  The random numbers come from the caller's Generator
+    (``normals`` (3, m), ``uniforms`` (2, m), m the number of entries of this parity, numbered
+    feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
+    how features are spread over threads.  Per feature, a sequential pass over the sorted row
+    collects each entry's neighbours, then one branch-free (vectorised) pass draws all of them.
     Returns the log pseudo-likelihood (eq. 6) at the w before the update.
     """
     d, n = ew.shape
     ll_feature = np.zeros(d)
     for i in prange(d):
         ws = np.empty(n)
-        cmax = np.empty(n)
         cmin = np.empty(n)
+        col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
+        cur = np.empty(n)
+        lo = np.empty(n)
+        up = np.empty(n)
+        mu = np.empty(n)
         for p in range(n):
             ws[p] = ew[i, order[i, p]]
-        m = -np.inf
-        for p in range(n):
-            m = max(m, ws[p])
-            cmax[p] = m
         m = np.inf
         for p in range(n - 1, -1, -1):
             m = min(m, ws[p])
             cmin[p] = m
+        t = 0
+        below = -np.inf  # max of w over the groups before the current one
+        start = 0
+        group = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            if group % 2 == parity:
+                above = cmin[end + 1] if end < n - 1 else np.inf
+                for p in range(start, end + 1):
+                    col[t] = order[i, p]
+                    mu[t] = wbar[i, col[t]]
+                    cur[t] = ws[p]
+                    lo[t] = below
+                    up[t] = above
+                    t += 1
+            for p in range(start, end + 1):
+                below = max(below, ws[p])
+            start = end + 1
+            group += 1
+        k0 = offset[i]
+        new = np.empty(t)
+        ll_lo = np.empty(t)
+        ll_up = np.empty(t)
+        _margin_draws(
+            cur[:t],
+            lo[:t],
+            up[:t],
+            mu[:t],
+            eps,
+            normals[0, k0 : k0 + t],
+            normals[1, k0 : k0 + t],
+            normals[2, k0 : k0 + t],
+            uniforms[0, k0 : k0 + t],
+            uniforms[1, k0 : k0 + t],
+            new,
+            ll_lo,
+            ll_up,
+        )
         ll = 0.0
-        for p in range(n):
-            if parity_of[i, p] != parity:
-                continue
-            j = order[i, p]
-            k = slot[i, p]
-            w = ws[p]
-            prec = 1.0
-            lin = wbar[i, j]
-            if start[i, p] > 0:
-                lo = cmax[start[i, p] - 1]
-                u = lo + eps - w
-                il = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[0, k], uniforms[0, k])
-                prec += il
-                lin += il * (lo + eps) + 1.0
-                ll -= 2.0 * max(u, 0.0)
-            if end[i, p] < n - 1:
-                up = cmin[end[i, p] + 1]
-                u = w + eps - up
-                iu = _inv_gauss(1.0 / max(abs(u), 1e-6), normals[1, k], uniforms[1, k])
-                prec += iu
-                lin += iu * (up - eps) - 1.0
-                ll -= 2.0 * max(u, 0.0)
-            ew[i, j] = lin / prec + normals[2, k] / np.sqrt(prec)
+        for s in range(t):
+            ew[i, col[s]] = new[s]
+            ll -= ll_lo[s]
+            ll -= ll_up[s]
         ll_feature[i] = ll
     return ll_feature.sum()
 
 
-# compiled twice: threads pay off only on large matrices (their start-up costs milliseconds)
-_margin_half_sweep_serial = njit(cache=True)(_margin_half_sweep_py)
-_margin_half_sweep_threads = njit(cache=True, parallel=True)(_margin_half_sweep_py)
+_margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
 
 
-def _margin_half_sweep(ew, *args):
-    """:func:`_margin_half_sweep_py`, compiled, threaded over features for large matrices."""
-    if ew.size >= 200_000:
-        return _margin_half_sweep_threads(ew, *args)
-    return _margin_half_sweep_serial(ew, *args)
+@njit(cache=True)
+def _running_average(h, ew, wbar, rho):
+    """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
+    ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
+    sq = 0.0
+    cross = 0.0
+    d, n = h.shape
+    for i in range(d):
+        for j in range(n):
+            e = ew[i, j]
+            v = (1 - rho) * h[i, j] + rho * e
+            h[i, j] = v
+            sq += e * e
+            cross += v * wbar[i, j]
+    return sq, cross
+
+
+@njit(cache=True)
+def _rank_fractions(order, new_group):
+    """Average ranks over n + 1, (n_features, n_samples), from the sorted order and tie groups
+    of :class:`_RankIndex`."""
+    d, n = order.shape
+    out = np.empty((d, n))
+    for i in range(d):
+        start = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            rank = (0.5 * (start + end) + 1.0) / (n + 1)
+            for p in range(start, end + 1):
+                out[i, order[i, p]] = rank
+            start = end + 1
+    return out
+
+
+@njit(cache=True)
+def _place(sorted_x, order, w, xnew, lo, up):
+    """Neighbours of new values among the training values, feature by feature (paper 000,
+    section 3, predictions): for ``xnew[i, m]``, ``lo[i, m]`` is the maximum of the training
+    ``w[i]`` over strictly smaller training x and ``up[i, m]`` the minimum over strictly larger
+    (+-inf when there is none).  All arrays are (n_features, samples); ``sorted_x[i]`` holds
+    feature i's training values in increasing order, ``order[i]`` their samples."""
+    d, n = sorted_x.shape
+    cmax = np.empty(n)
+    cmin = np.empty(n)
+    for i in range(d):
+        m = -np.inf
+        for p in range(n):
+            m = max(m, w[i, order[i, p]])
+            cmax[p] = m
+        m = np.inf
+        for p in range(n - 1, -1, -1):
+            m = min(m, w[i, order[i, p]])
+            cmin[p] = m
+        row = sorted_x[i]
+        for j in range(xnew.shape[1]):
+            x = xnew[i, j]
+            n_lt = np.searchsorted(row, x, side="left")
+            n_le = np.searchsorted(row, x, side="right")
+            lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
+            up[i, j] = cmin[n_le] if n_le < n else np.inf
 
 
 class _RankIndex:
-    """Sorted order of each training feature and the tie-group boundaries (paper 000, section 2).
+    """Sorted order of each training feature and its tie groups (paper 000, section 2).
 
-    All arrays are (n_samples, n_features), sorted along axis 0 feature by feature.
-    ``neighbours(W)`` returns, for every entry of ``W`` (training w), the running maximum of w over
-    strictly smaller x (``w^l``) and the running minimum over strictly larger x (``w^u``), +-inf
-    where there is none (ERRATA.md, section 2).  ``place(X_new)`` counts, for new values, the
-    training values strictly smaller and <= (a row-wise ``searchsorted`` done at once on complex
-    keys ``feature + 1j * value``, which numpy orders lexicographically).
+    Kept compact, (n_features, n_samples) each: ``order_t`` (int32, samples in increasing x),
+    ``new_group_t`` (bool, sorted position starts a tie group) and ``sorted_t`` (the sorted
+    training values, to place new samples).  ``neighbours(W)`` returns, for every entry of ``W``
+    (training w, (n_samples, n_features)), the running maximum of w over strictly smaller x
+    (``w^l``) and the running minimum over strictly larger x (``w^u``), +-inf where there is
+    none (ERRATA.md, section 2); the arrays it needs (flat gathers, group bounds) are built on
+    first use, by the likelihoods that need them (rank, exact max-margin), not by the default
+    latent form.  ``new_neighbours(W, X_new)`` does the same for new values.
     """
 
     def __init__(self, X):
         n, d = X.shape
         self.n, self.d = n, d
         order = np.argsort(X, axis=0, kind="stable")
-        self.flat = (order * d + np.arange(d)).ravel()  # sorted position -> flat sample index
-        sorted_x = X.ravel()[self.flat].reshape(n, d)
+        self.sorted_t = np.ascontiguousarray(np.take_along_axis(X, order, axis=0).T)
+        self.order_t = np.ascontiguousarray(order.T, dtype=np.int32)
+        del order
+        self.new_group_t = np.ones((d, n), bool)
+        np.not_equal(self.sorted_t[:, 1:], self.sorted_t[:, :-1], out=self.new_group_t[:, 1:])
+        # entries of even / odd group rank per feature, and where each feature's entries start
+        # in the numbering of the random numbers of a half-sweep
+        group = np.cumsum(self.new_group_t, axis=1, dtype=np.int32) - 1  # rank of tie group
+        odd = (group % 2).sum(axis=1)
+        del group
+        counts = np.stack([n - odd, odd])
+        self.parity_count = [int(c) for c in counts.sum(axis=1)]
+        self.parity_offset = np.zeros((2, d), np.int64)
+        self.parity_offset[:, 1:] = np.cumsum(counts, axis=1)[:, :-1]
+
+    def normal_scores(self):
+        """Van der Waerden scores of the (average) ranks of each feature, (n_features,
+        n_samples); they depend on the ranks only."""
+        scores = _rank_fractions(self.order_t, self.new_group_t)
+        return special.ndtri(scores, out=scores)
+
+    @functools.cached_property
+    def _bounds(self):
+        """(n_samples, n_features) gathers of :meth:`neighbours`: sorted position -> flat sample
+        index, first / last sorted position of each entry's tie group, its dense group rank."""
+        n, d = self.n, self.d
+        flat = (self.order_t.T.astype(np.intp) * d + np.arange(d)).ravel()
+        new_group = self.new_group_t.T
         pos = np.broadcast_to(np.arange(n)[:, None], (n, d))
-        new_group = np.ones((n, d), bool)
-        new_group[1:] = sorted_x[1:] != sorted_x[:-1]
         end_group = np.ones((n, d), bool)
         end_group[:-1] = new_group[1:]
-        # first and last sorted position of each entry's tie group
-        self.start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=0)
-        self.end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[::-1], axis=0)[::-1]
-        self.group = np.cumsum(new_group, axis=0) - 1  # dense rank within the feature
-        self.has_l = self.start > 0
-        self.has_u = self.end < n - 1
-        self.lpos = (np.maximum(self.start - 1, 0) * d + np.arange(d)).ravel()
-        self.upos = (np.minimum(self.end + 1, n - 1) * d + np.arange(d)).ravel()
-        self.keys = (np.arange(d)[:, None] + 1j * sorted_x.T).ravel()
-        # (features x samples) copies for the compiled sweep
-        self.order_t = np.ascontiguousarray(order.T)
-        self.start_t = np.ascontiguousarray(self.start.T)
-        self.end_t = np.ascontiguousarray(self.end.T)
-        self.parity_t = np.ascontiguousarray((self.group % 2).T)
-        # index of each (feature, sorted position) among the entries of its parity, so that a
-        # half-sweep needs random numbers for its own entries only
-        flat_parity = self.parity_t.ravel()
-        self.slot_t = np.empty(flat_parity.shape, dtype=np.intp)
-        self.parity_count = []
-        for parity in (0, 1):
-            mine = flat_parity == parity
-            self.slot_t[mine] = np.arange(int(mine.sum()))
-            self.parity_count.append(int(mine.sum()))
-        self.slot_t = self.slot_t.reshape(self.parity_t.shape)
+        start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=0)
+        end = np.minimum.accumulate(np.where(end_group, pos, n - 1)[::-1], axis=0)[::-1]
+        group = np.cumsum(new_group, axis=0) - 1
+        return flat, start, end, group
+
+    @property
+    def flat(self):
+        return self._bounds[0]
+
+    @functools.cached_property
+    def _gathers(self):
+        n, d = self.n, self.d
+        _, start, end, _ = self._bounds
+        has_l, has_u = start > 0, end < n - 1
+        lpos = (np.maximum(start - 1, 0) * d + np.arange(d)).ravel()
+        upos = (np.minimum(end + 1, n - 1) * d + np.arange(d)).ravel()
+        return has_l, has_u, lpos, upos
 
     def _sorted(self, W):
         return W.ravel()[self.flat].reshape(self.n, self.d)
@@ -352,24 +666,21 @@ class _RankIndex:
         return out.reshape(self.n, self.d)
 
     def neighbours(self, W):
+        has_l, has_u, lpos, upos = self._gathers
         ws = self._sorted(W)
         cmax = np.maximum.accumulate(ws, axis=0).ravel()
         cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1].ravel()
-        lo = np.where(self.has_l, cmax[self.lpos].reshape(ws.shape), -np.inf)
-        up = np.where(self.has_u, cmin[self.upos].reshape(ws.shape), np.inf)
+        lo = np.where(has_l, cmax[lpos].reshape(ws.shape), -np.inf)
+        up = np.where(has_u, cmin[upos].reshape(ws.shape), np.inf)
         return self._unsort(lo), self._unsort(up)
 
     def subset(self, flat_index):
         """Precomputed positions for :meth:`neighbours_at` on the entries ``flat_index``."""
+        has_l, has_u, lpos, upos = self._gathers
         inverse = np.empty(self.n * self.d, dtype=np.intp)
         inverse[self.flat] = np.arange(self.n * self.d)
         at = inverse[flat_index]
-        return (
-            self.lpos[at],
-            self.upos[at],
-            self.has_l.ravel()[at],
-            self.has_u.ravel()[at],
-        )
+        return lpos[at], upos[at], has_l.ravel()[at], has_u.ravel()[at]
 
     def neighbours_at(self, W, subset):
         """:meth:`neighbours` at the entries of a :meth:`subset` only (flat arrays)."""
@@ -380,28 +691,14 @@ class _RankIndex:
         return np.where(has_l, cmax[lpos], -np.inf), np.where(has_u, cmin[upos], np.inf)
 
     def group_parity(self):
-        return self._unsort((self.group % 2).astype(float)).astype(int)
+        return self._unsort((self._bounds[3] % 2).astype(float)).astype(int)
 
-    def place(self, Xnew):
-        """Counts (M x d) of training values < and <= each new value."""
-        xt = np.asarray(Xnew, float)
-        d = self.d
-        q = (np.arange(d)[None, :] + 1j * xt).ravel()
-        base = np.arange(d)[None, :] * self.n
-        n_lt = np.searchsorted(self.keys, q, side="left").reshape(xt.shape) - base
-        n_le = np.searchsorted(self.keys, q, side="right").reshape(xt.shape) - base
-        return n_lt, n_le
-
-    def new_neighbours(self, W, Xnew):
-        """Training neighbours ``(w^l, w^u)`` (M x d) of new values, from fitted training w."""
-        ws = self._sorted(W)
-        cmax = np.maximum.accumulate(ws, axis=0)
-        cmin = np.minimum.accumulate(ws[::-1], axis=0)[::-1]
-        n_lt, n_le = self.place(Xnew)
-        lo_pos = np.maximum(n_lt - 1, 0)
-        up_pos = np.minimum(n_le, self.n - 1)
-        lo = np.where(n_lt > 0, np.take_along_axis(cmax, lo_pos, axis=0), -np.inf)
-        up = np.where(n_le < self.n, np.take_along_axis(cmin, up_pos, axis=0), np.inf)
+    def new_neighbours(self, W_t, Xnew_t):
+        """Training neighbours ``(w^l, w^u)`` of new values, all (n_features, samples): ``W_t``
+        the fitted training w, ``Xnew_t`` the new values."""
+        lo = np.empty(Xnew_t.shape)
+        up = np.empty(Xnew_t.shape)
+        _place(self.sorted_t, self.order_t, W_t, np.ascontiguousarray(Xnew_t), lo, up)
         return lo, up
 
 
@@ -444,12 +741,17 @@ class _Engine:
             self.Elogtau = np.zeros(d)
         else:
             self.index = _RankIndex(X)
-            init = _normal_scores(X)
-            if self.like == "rank" or est.maxmargin_form == "latent":
-                self.Ew = init.copy()
-                self.H, self.H2 = init.copy(), init**2
+            init_t = self.index.normal_scores()
+            init = init_t.T
+            if self.like == "maxmargin_rank" and est.maxmargin_form == "latent":
+                # w and its running average in (features, samples) layout, as the sweep walks them
+                # (w starts as the scores: the sweep changes it only after the set-up below)
+                self.Ew_t = init_t
+                self.H_t = init_t.copy()
+                self.sum_h2 = float(np.sum(init_t**2))
                 self.n_draws = 0
             if self.like == "rank":
+                self.Ew = init.copy()
                 parity = self.index.group_parity().ravel()
                 self.parity_index = (np.flatnonzero(parity == 0), np.flatnonzero(parity == 1))
                 self.parity_subset = [self.index.subset(sel) for sel in self.parity_index]
@@ -568,10 +870,10 @@ class _Engine:
             self.data_ll = float(np.sum(_log_interval(wbar, np.sqrt(1 + var), lo, up)))
 
     def _maxmargin_step(self, eps):
-        wbar = self.Ez @ self.Ea.T
         if self.est.maxmargin_form == "latent":
-            self._maxmargin_latent(wbar, eps)
+            self._maxmargin_latent(eps)
             return
+        wbar = self.Ez @ self.Ea.T
         lo, up = self.index.neighbours(wbar)
         il, iu, self.data_ll = self._margin_weights(wbar, lo, up, None, eps)
         # Conditional of w_n = a^T z_n given fixed neighbours (sections 3 and 7): Gaussian with
@@ -612,7 +914,7 @@ class _Engine:
             - has_u
         )
 
-    def _maxmargin_latent(self, wbar, eps):
+    def _maxmargin_latent(self, eps):
         # w = a^T z + v, v ~ N(0, 1) (eq. 1) with the max-margin pseudo-likelihood (eqs. 5-7) on
         # w, augmented as in eq. 7: given 1/lam^l, 1/lam^u (section 7, item 3) w_n | . ~ N(m, 1/p),
         # p = 1 + 1/lam^l + 1/lam^u,
@@ -627,43 +929,51 @@ class _Engine:
         # Gaussian q(w) per entry (with E[1/lam], or the exact one-entry conditional of
         # :func:`margin_conditional_moments`) loses the spread that the ordering of noisy w forces,
         # and the scale of w contracts to zero over the iterations (observed on simulated data).
+        # Blocks of features keep a^T z (computed per block) to a few million entries at once.
         ix = self.index
-        ew_t = self.Ew.T.copy()
-        wbar_t = wbar.T.copy()
+        rows = max(1, _BLOCK // self.n)
+        blocks = [slice(i, i + rows) for i in range(0, self.d, rows)]
+
+        def wbar(block):
+            return self.Ea[block] @ self.Ez.T
+
         ll = 0.0
         for parity in (0, 1):
             count = ix.parity_count[parity]
-            ll += _margin_half_sweep(
-                ew_t,
-                wbar_t,
-                ix.order_t,
-                ix.start_t,
-                ix.end_t,
-                ix.parity_t,
-                ix.slot_t,
-                parity,
-                eps,
-                self.rng.standard_normal((3, count)),
-                self.rng.random((2, count)),
-            )
-        self.Ew = np.ascontiguousarray(ew_t.T)
+            normals, uniforms = self.rng.standard_normal((3, count)), self.rng.random((2, count))
+            for block in blocks:
+                ll += _margin_half_sweep(
+                    self.Ew_t[block],
+                    wbar(block),
+                    ix.order_t[block],
+                    ix.new_group_t[block],
+                    ix.parity_offset[parity, block],
+                    parity,
+                    eps,
+                    normals,
+                    uniforms,
+                )
+            del normals, uniforms
         self.P = np.ones((1, self.d))
         if self.gibbs:
-            self.H = self.Ew
-            resid2 = (self.Ew - wbar) ** 2
-            self.data_ll = ll - 0.5 * float(resid2.sum()) - 0.5 * _LOG2PI * resid2.size
+            self.H = self.Ew_t.T
+            resid2 = sum(float(np.sum((self.Ew_t[b] - wbar(b)) ** 2)) for b in blocks)
+            self.data_ll = ll - 0.5 * resid2 - 0.5 * _LOG2PI * self.Ew_t.size
             return
         self.n_draws += 1
         rho = 10.0 / (self.n_draws + 9)
-        self.H = (1 - rho) * self.H + rho * self.Ew
-        self.H2 = (1 - rho) * self.H2 + rho * self.Ew**2
+        sum_w2, cross = np.sum(
+            [_running_average(self.H_t[b], self.Ew_t[b], wbar(b), rho) for b in blocks], axis=0
+        )
+        self.sum_h2 = (1 - rho) * self.sum_h2 + rho * sum_w2
+        self.H = self.H_t.T
         # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);
         # the pseudo-likelihood and the entropy of q(W) have no closed form and are left out
         # (they do not depend on q(A), q(Z), q(beta)).
         # sum_{n,i} E[(a_i^T z_n)^2] = tr(sum_i E[a_i a_i^T] sum_n E[z_n z_n^T])
         eww = float(np.sum(self.EAA.sum(axis=0) * self.EZZ.sum(axis=0)))
-        resid2 = float(self.H2.sum() - 2 * np.sum(self.H * wbar)) + eww
-        self.data_ll = -0.5 * resid2 - 0.5 * _LOG2PI * self.H.size
+        resid2 = self.sum_h2 - 2 * cross + eww
+        self.data_ll = -0.5 * resid2 - 0.5 * _LOG2PI * self.H_t.size
 
     # ----------------------------------------------------------------- loadings
     def update_a(self):
@@ -856,6 +1166,52 @@ class _Engine:
         return self.data_ll + label + log_prior + entropy_z - kl_a - kl_b
 
 
+def _newton_scores(moments, Ea, EAA, m, max_iter):
+    """Scores z_* of new samples with the loadings fixed (section 3, "Predictions"), for a rank
+    likelihood without the mixture: each z_* maximises
+
+        L(z) = sum_i log Z_i(a_i^T z) - z^T (C + I) z / 2,   C = sum_i Cov(a_i),
+
+    with ``Z_i(mu)`` the normaliser of N(w; mu, 1) times the pseudo-likelihood of w given its
+    training neighbours (``moments(mu, rows)`` -> E[w], Var(w) and row sums of log Z for the
+    new samples ``rows``, all (samples, features)).  Its stationary point is the fixed point of
+    the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
+    is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
+    Newton steps, each checked against L and replaced by the VB (EM) step where L would not
+    increase; a sample stops when its z_* moves by less than 1e-3 of the mean magnitude of all
+    z_*.  Returns ``(E[z], Cov(z) = S^-1)`` per sample.
+    """
+    d, k = Ea.shape
+    S = EAA.sum(axis=0) + np.eye(k)
+    _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
+    CI = S - Ea.T @ Ea
+    sym = _Sym(k)
+    aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :])
+    z = np.zeros((m, k))
+    mean, var, log_z = moments(z @ Ea.T)
+    value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
+    active = np.arange(m)  # samples still moving; each stops on its own
+    for _ in range(max_iter):
+        grad = mean @ Ea - z[active] @ S
+        hess = S - sym.unflat(var @ aa_flat)
+        step, _, _ = _gaussian_block(hess, grad)
+        new = z[active] + step
+        new_mean, new_var, log_z = moments(new @ Ea.T, active)
+        new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
+        worse = new_value < value
+        if worse.any():  # the VB step never decreases L (it is an EM step in w)
+            new[worse] = (mean[worse] @ Ea) @ cov[0]
+            new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
+            new_value[worse] = log_z - 0.5 * np.einsum("nk,kl,nl->n", new[worse], CI, new[worse])
+        change = np.max(np.abs(new - z[active]), axis=1)
+        z[active] = new
+        moving = change >= 1e-3 * max(1.0, float(np.abs(z).mean()))
+        active, mean, var, value = (a[moving] for a in (active, new_mean, new_var, new_value))
+        if not active.size:
+            break
+    return z, np.broadcast_to(cov, (len(z), k, k))
+
+
 # --------------------------------------------------------------------------- targets
 def _encode_targets(y, n):
     """``(mode, classes, Y in {-1, +1}, observed mask)``; mode: binary, multiclass, multitask."""
@@ -982,8 +1338,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         cores allow. Prediction uses the first chain's posterior means (factors are identified
         only within a chain); ``idata_`` holds every chain for R-hat / ESS.
     transform_iter : int
-        At most this many iterations of the z_* update for new samples (it stops when z_*
-        changes by less than 1e-3 of its mean magnitude).
+        At most this many iterations of the z_* update for new samples (Newton steps for the
+        rank likelihoods without the mixture; it stops when z_* changes by less than 1e-3 of its
+        mean magnitude).
     random_state : int, Generator or None
     verbose : bool
 
@@ -1131,6 +1488,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return X
 
     # ----------------------------------------------------------------- fit
+    @limit_blas
     def fit(self, X, y):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (1-D, or 2-D with NaN)."""
         self._validate_params()
@@ -1183,11 +1541,12 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         self._means = _GibbsSampler.current(self, eng)
 
     def _train_w(self, eng):
+        """Training w in (features, samples) layout, which new samples are placed among."""
         if self.likelihood == "rank":
-            return eng.Ew.copy()
+            return np.ascontiguousarray(eng.Ew.T)
         if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
-            return eng.H.copy()
-        return eng.Ez @ eng.Ea.T
+            return eng.H.T.copy()
+        return eng.Ea @ eng.Ez.T
 
     def _fit_gibbs(self, X, Y, O, rng):
         """``n_chains`` Gibbs chains through :func:`~omicsbayes.inference.chain.run_chain`;
@@ -1228,6 +1587,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
 
     def _finish(self, eng):
         means = self._means
+        self._fit_shape = (eng.n, eng.d)  # prediction multiplies n x d matrices (limit_blas)
         k = self.n_factors
         self.loadings_ = means["Ea"]
         self.scores_ = means["Ez"]
@@ -1249,21 +1609,56 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- prediction
     def _infer_new(self, X):
         """Posterior moments of z_* for new samples with the loadings fixed (section 3,
-        "Predictions"): ``(E[z], E[z z^T], responsibilities)``."""
+        "Predictions"): ``(E[z], E[z z^T], responsibilities)``.  All samples are updated together,
+        as matrix products and elementwise kernels over (samples, features) arrays."""
         check_is_fitted(self, "loadings_")
         X = self._check_X(X, fitting=False)
         means = self._means
         k = self.n_factors
         sym = _Sym(k)
         Ea, EAA = means["Ea"], means["EAA"]
-        eaa_flat = sym.flat(EAA)
         m = X.shape[0]
+        latent = self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact"
+        exact = self.likelihood == "maxmargin_rank" and not latent
+        eps = self.epsilon
         if self.likelihood == "gaussian":
             Xs = (X - self.center_) / self.scale_
             P = self.noise_precision_[None, :]
             H = self.noise_precision_ * Xs
         else:
-            lo, up = self._index.new_neighbours(means["W"], X)
+            P = np.ones((1, self.n_features_in_))
+
+            def neighbours(rows):
+                lo_t, up_t = self._index.new_neighbours(means["W"], X[rows].T)
+                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T)
+
+            def moments_of(lo, up):
+                def moments(mu, rows=slice(None)):
+                    if latent:
+                        mean, var = np.empty_like(mu), np.empty_like(mu)
+                        log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
+                        return mean, var, log_z
+                    mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
+                    return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
+
+                return moments
+
+            if not (self.mixture or exact):
+                # samples in blocks of a few million entries (each sample's z_* is its own problem)
+                step = max(1, _BLOCK // self.n_features_in_)
+                Ez = np.empty((m, k))
+                for start in range(0, m, step):
+                    rows = slice(start, min(start + step, m))
+                    moments = moments_of(*neighbours(rows))
+                    Ez[rows], cov = _newton_scores(
+                        moments, Ea, EAA, rows.stop - rows.start, self.transform_iter
+                    )
+                cov = np.broadcast_to(cov[0], (m, k, k))
+                return Ez, _second(Ez, cov), np.ones((m, 1))
+            lo, up = neighbours(slice(None))
+            moments = moments_of(lo, up)
+        if exact:
+            eaa_flat = sym.flat(EAA)
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
             lo0, up0 = np.where(has_l, lo, 0.0), np.where(has_u, up, 0.0)
         if self.mixture:
@@ -1273,18 +1668,11 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             R = np.ones((m, 1))
         Ez = np.zeros((m, k))
         EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
-        eps = self.epsilon
         for _ in range(self.transform_iter):
-            wbar = Ez @ Ea.T
-            if self.likelihood == "rank":
-                Ew, _ = truncnorm_moments(wbar, 1.0, lo, up)
-                P = np.ones((1, self.n_features_in_))
-                H = Ew
-            elif self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact":
-                Ew, _, _ = margin_conditional_moments(wbar, lo, up, eps)
-                P = np.ones((1, self.n_features_in_))
-                H = Ew
-            elif self.likelihood == "maxmargin_rank":
+            if self.likelihood in ("rank", "maxmargin_rank") and not exact:
+                H, _, _ = moments(Ez @ Ea.T)
+            elif exact:
+                wbar = Ez @ Ea.T
                 var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
                 u_l = lo0 + eps - wbar
                 u_u = wbar + eps - up0
@@ -1318,6 +1706,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 break
         return Ez, EZZ, R
 
+    @limit_blas
     def transform(self, X):
         """Posterior mean factor scores z_* (n_samples, n_factors) of new samples."""
         return self._infer_new(X)[0]
@@ -1335,6 +1724,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         var = np.maximum(f2 - f**2, 0.0)
         return f, var, R
 
+    @limit_blas
     def decision_function(self, X):
         """Score ``E[beta]^T z_* + b`` per task (mixture: weighted by the responsibilities of
         z_* under the components, without labels); positive favours the second class.
@@ -1361,6 +1751,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return self.classifier == "probit"
 
     @available_if(_has_proba)
+    @limit_blas
     def predict_proba(self, X):
         """Probit probabilities ``Phi(f / sqrt(1 + Var f))``: (n, 2) binary, (n, n_classes)
         multiclass (normalised one-versus-rest), (n, n_tasks) of the second class per task."""
