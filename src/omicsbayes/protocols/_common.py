@@ -7,6 +7,17 @@ from .. import models
 from ..models._base import capabilities_of, models_with
 
 
+def per_split_tables(name, experiment, splits, folder):
+    """``results/{name}/{folder}/{transform}/{model}/split{s}.tsv`` for every transform x model x
+    split of an experiment (the kinds fitted on a transformed cohort)."""
+    return [
+        f"results/{name}/{folder}/{t}/{m}/split{s}.tsv"
+        for t in experiment["transforms"]
+        for m in experiment["models"]
+        for s in splits
+    ]
+
+
 class ExperimentError(ValueError):
     """A configuration or data problem found while setting up an experiment."""
 

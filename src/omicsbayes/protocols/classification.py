@@ -27,7 +27,7 @@ from ..evaluate import metrics
 from ..evaluate.splitters import classification_splits
 from ..models._base import capabilities_of
 from ..preprocess.transforms import dense_matrix
-from ._common import ExperimentError, make_estimator
+from ._common import ExperimentError, make_estimator, per_split_tables
 
 KIND = "classification"
 REQUIRES = frozenset({"classifier"})
@@ -61,12 +61,7 @@ def make_splits(adata, protocol, random_state, label=None):
 
 def fold_tables(name, experiment, splits):
     """The prediction table of every transform x model x split."""
-    return [
-        f"results/{name}/fits/{t}/{m}/split{s}.tsv"
-        for t in experiment["transforms"]
-        for m in experiment["models"]
-        for s in splits
-    ]
+    return per_split_tables(name, experiment, splits, "fits")
 
 
 def targets(name, experiment):

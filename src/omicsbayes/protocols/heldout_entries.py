@@ -15,7 +15,7 @@ import numpy as np
 from ..evaluate.splitters import heldout_entry_splits
 from ..models._base import capabilities_of
 from ..preprocess.transforms import dense_matrix
-from ._common import check_model, make_estimator, split_count
+from ._common import check_model, make_estimator, per_split_tables, split_count
 
 logger = logging.getLogger("omicsbayes")
 
@@ -36,12 +36,7 @@ def make_splits(adata, protocol, random_state, label=None):
 
 def fold_tables(name, experiment, splits):
     """The scores row of every transform x model x repeat."""
-    return [
-        f"results/{name}/entries/{t}/{m}/split{s}.tsv"
-        for t in experiment["transforms"]
-        for m in experiment["models"]
-        for s in splits
-    ]
+    return per_split_tables(name, experiment, splits, "entries")
 
 
 def latent_tables(name, experiment):
