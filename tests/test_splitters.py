@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 
 from omicsbayes.evaluate.splitters import (
+    PROTOCOLS,
+    SPLIT_COUNTS,
     _reject_sample,
     classification_splits,
     entry_kfold_splits,
@@ -78,6 +80,29 @@ def test_deterministic_per_seed(protocol, kwargs):
     first = classification_splits(Y, protocol, 11, **kwargs)
     pd.testing.assert_frame_equal(first, classification_splits(Y, protocol, 11, **kwargs))
     assert not first.equals(classification_splits(Y, protocol, 12, **kwargs))
+
+
+def test_split_count_defaults_come_from_split_counts():
+    """Each splitter, called without its count, makes the number of splits SPLIT_COUNTS names;
+    the experiment kinds read their defaults from the same table."""
+    from omicsbayes import protocols
+
+    y = np.array(["a", "b"] * 60, dtype=object)
+    extra = {"few_shot": {"n_per_class": 2}}
+    for protocol in PROTOCOLS:
+        table = classification_splits(y, protocol, 0, **extra.get(protocol, {}))
+        assert table["split"].nunique() == SPLIT_COUNTS[protocol][1], protocol
+    mask = np.ones((6, 5), dtype=bool)
+    counts = {
+        "heldout_entries": heldout_entry_splits(mask, random_state=0),
+        "new_rows": row_kfold_splits(30, random_state=0),
+        "known_rows": entry_kfold_splits(np.arange(30), np.arange(30), random_state=0),
+    }
+    for protocol, table in counts.items():
+        assert table["split"].nunique() == SPLIT_COUNTS[protocol][1], protocol
+    for kind in protocols.KINDS:
+        for key, default in protocols.get(kind).SPLIT_COUNTS.values():
+            assert (key, default) in SPLIT_COUNTS.values()
 
 
 def test_labels_of_any_dtype():

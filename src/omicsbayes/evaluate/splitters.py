@@ -30,6 +30,19 @@ from ..jobs import atomic_write
 PROTOCOLS = ("stratified_kfold", "repeated_subsampling", "few_shot")
 """Protocols of :func:`classification_splits`."""
 
+SPLIT_COUNTS = {
+    "stratified_kfold": ("n_splits", 10),
+    "repeated_subsampling": ("n_splits", 100),
+    "few_shot": ("n_repeats", 20),
+    "heldout_entries": ("n_repeats", 5),
+    "known_rows": ("n_splits", 5),
+    "new_rows": ("n_splits", 5),
+}
+"""Protocol -> (the parameter that counts its splits, its default): the one place the defaults
+live. The splitters' defaults and the experiment kinds' ``SPLIT_COUNTS``
+(:mod:`omicsbayes.protocols`) are read from it; ``known_rows`` is :func:`entry_kfold_splits`,
+``new_rows`` :func:`row_kfold_splits`."""
+
 _INT_COLUMNS = ("split", "sample", "row", "col", "entry", "set")
 
 
@@ -47,6 +60,11 @@ def _check_count(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
     return int(value)
+
+
+def _split_count(protocol, value):
+    """``value``, or the protocol's default split count when it is None."""
+    return SPLIT_COUNTS[protocol][1] if value is None else value
 
 
 def _table(parts, columns):
@@ -86,7 +104,7 @@ def classification_splits(
     n_splits=None,
     test_size=0.25,
     n_per_class=None,
-    n_repeats=20,
+    n_repeats=SPLIT_COUNTS["few_shot"][1],
 ):
     """Train/test splits of the samples of a classification cohort.
 
@@ -107,7 +125,8 @@ def classification_splits(
           20 repeats). Needs ``n_per_class + 1`` samples per class.
     random_state : int
     n_splits : int or None
-        Folds (stratified_kfold, default 10) or splits (repeated_subsampling, default 100).
+        Folds (stratified_kfold) or splits (repeated_subsampling); None: the protocol's default
+        in :data:`SPLIT_COUNTS` (10 and 100).
     test_size : float in (0, 1)
         repeated_subsampling only.
     n_per_class : int
@@ -147,11 +166,11 @@ def classification_splits(
         )
 
     if protocol == "stratified_kfold":
-        k = _check_count(10 if n_splits is None else n_splits, "n_splits", 2)
+        k = _check_count(_split_count(protocol, n_splits), "n_splits", 2)
         _require_per_class(classes, counts, k, f"stratified_kfold with n_splits={k}")
         folds = StratifiedKFold(k, shuffle=True, random_state=seed).split(labelled, codes)
     elif protocol == "repeated_subsampling":
-        k = _check_count(100 if n_splits is None else n_splits, "n_splits", 1)
+        k = _check_count(_split_count(protocol, n_splits), "n_splits", 1)
         if not 0 < test_size < 1:
             raise ValueError(f"test_size={test_size!r} must be in (0, 1)")
         _require_per_class(classes, counts, 2, "repeated_subsampling")
@@ -203,7 +222,9 @@ def _few_shot(codes, n_per_class, n_repeats, seed):
         yield np.flatnonzero(is_train), np.flatnonzero(~is_train)
 
 
-def heldout_entry_splits(observed_mask, fraction=0.2, n_repeats=5, *, random_state):
+def heldout_entry_splits(
+    observed_mask, fraction=0.2, n_repeats=SPLIT_COUNTS["heldout_entries"][1], *, random_state
+):
     """Held-out matrix entries (paper 002: 20 % of the observed entries, five trials).
 
     In each repeat, ``round(fraction * n_observed)`` observed entries are held out uniformly at
@@ -288,7 +309,7 @@ def _kfold_table(n, n_splits, seed, key):
     return _table(parts, ["split", key, "role"])
 
 
-def row_kfold_splits(n_rows, n_splits=5, *, random_state):
+def row_kfold_splits(n_rows, n_splits=SPLIT_COUNTS["new_rows"][1], *, random_state):
     """Row-wise k-fold for new-row prediction (paper 004's new diseases or users).
 
     Returns
@@ -305,7 +326,7 @@ def row_kfold_splits(n_rows, n_splits=5, *, random_state):
     return _kfold_table(n_rows, k, seed, "row")
 
 
-def entry_kfold_splits(rows, cols, n_splits=5, *, random_state):
+def entry_kfold_splits(rows, cols, n_splits=SPLIT_COUNTS["known_rows"][1], *, random_state):
     """K-fold over the positive entries for known-row prediction (paper 004, section 5).
 
     The folds are drawn uniformly over the entries, as in the paper; a test entry's row may

@@ -23,7 +23,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from .. import models
-from ..evaluate import metrics
+from ..evaluate import metrics, splitters
 from ..evaluate.splitters import classification_splits
 from ..models._base import capabilities_of
 from ..preprocess.transforms import dense_matrix
@@ -31,11 +31,7 @@ from ._common import ExperimentError, make_estimator, per_split_tables
 
 KIND = "classification"
 REQUIRES = frozenset({"classifier"})
-SPLIT_COUNTS = {
-    "stratified_kfold": ("n_splits", 10),
-    "repeated_subsampling": ("n_splits", 100),
-    "few_shot": ("n_repeats", 20),
-}
+SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in splitters.PROTOCOLS}
 TRANSFORMS = True
 TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
 METRICS = ("auroc", "aupr", "accuracy", "error_rate")

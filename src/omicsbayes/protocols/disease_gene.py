@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
 from ..models.mvgp import LAMBDA_GRID, SIGMA2_GRID, _check_count, _check_shape
@@ -20,7 +21,7 @@ from ._common import check_model, make_estimator, split_count
 
 KIND = "disease_gene"
 REQUIRES = frozenset({"matrix_completion"})
-SPLIT_COUNTS = {"known_rows": ("n_splits", 5), "new_rows": ("n_splits", 5)}
+SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in ("known_rows", "new_rows")}
 TRANSFORMS = False
 METRICS = ("precision", "recall")
 N_CANDIDATES = 20

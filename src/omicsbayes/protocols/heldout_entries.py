@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from ..evaluate import splitters
 from ..evaluate.splitters import heldout_entry_splits
 from ..models._base import capabilities_of
 from ..preprocess.transforms import dense_matrix
@@ -21,7 +22,7 @@ logger = logging.getLogger("omicsbayes")
 
 KIND = "heldout_entries"
 REQUIRES = frozenset({"heldout_scoring"})
-SPLIT_COUNTS = {"heldout_entries": ("n_repeats", 5)}
+SPLIT_COUNTS = {"heldout_entries": splitters.SPLIT_COUNTS["heldout_entries"]}
 TRANSFORMS = True
 METRICS = ("log_likelihood_per_entry", "perplexity")
 

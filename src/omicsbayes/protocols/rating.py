@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..models.mvgp import _check_shape
 from . import entries
@@ -22,7 +23,10 @@ logger = logging.getLogger("omicsbayes")
 
 KIND = "rating"
 REQUIRES = frozenset({"matrix_completion"})
-SPLIT_COUNTS = {"known_users": ("n_splits", 5), "new_users": ("n_splits", 5)}
+SPLIT_COUNTS = {  # the folds of disease_gene's known_rows / new_rows
+    "known_users": splitters.SPLIT_COUNTS["known_rows"],
+    "new_users": splitters.SPLIT_COUNTS["new_rows"],
+}
 TRANSFORMS = False
 METRICS = ("rmse", "recall", "rmse_training_mean")
 
