@@ -12,7 +12,13 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from omicsbayes.inference import NumericalError
 from omicsbayes.inference import chain as chain_mod
-from omicsbayes.inference.chain import burn_in_of, run_chain, run_vb, sample_chains
+from omicsbayes.inference.chain import (
+    burn_in_of,
+    run_chain,
+    run_vb,
+    sample_chains,
+    sample_estimator_chains,
+)
 from omicsbayes.models import (
     RFLVM,
     IBPFactorModel,
@@ -54,6 +60,29 @@ def test_run_chain_keeps_burn_in_plus_multiples_of_thin(n_iter, burn_in, thin):
     np.testing.assert_array_equal(out.traces["log_likelihood"], -np.arange(n_iter))
     np.testing.assert_array_equal(out.traces["u"], np.random.default_rng(0).uniform(size=n_iter))
     assert out.final == "done"
+    np.testing.assert_array_equal(out.kept("log_likelihood"), -np.array(out.draws))
+
+
+def test_sample_estimator_chains_runs_the_estimator_settings(tmp_path):
+    """Each chain is run_chain with the estimator's settings on its spawned generator, and
+    checkpoints to its own file (removed after the chain)."""
+    from types import SimpleNamespace
+
+    est = SimpleNamespace(
+        n_iter=9, thin=2, n_chains=2, verbose=False, checkpoint=tmp_path / "c", checkpoint_every=3
+    )
+    chains = sample_estimator_chains(
+        est,
+        lambda rng, state: _Counter(rng),
+        np.random.default_rng(5),
+        burn_in=3,
+        name="toy",
+        fingerprint="f",
+    )
+    for chain, rng in zip(chains, np.random.default_rng(5).spawn(2), strict=True):
+        assert chain.draws == [3, 5, 7] and (chain.burn_in, chain.thin) == (3, 2)
+        np.testing.assert_array_equal(chain.traces["u"], rng.uniform(size=9))
+    assert not list(tmp_path.iterdir())
 
 
 def test_run_chain_refuses_a_non_finite_log_likelihood():

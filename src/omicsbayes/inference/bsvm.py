@@ -282,9 +282,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         posterior = {"coef": [draws[:, :n_coef]]}
         if self.fit_intercept:
             posterior["intercept"] = [draws[:, -1]]
-        keep = slice(int(self.burn_in), None, self.thin)
         self.idata_ = chains_to_idata(
-            posterior, sample_stats={"log_pseudo_likelihood": [self.log_likelihood_[keep]]}
+            posterior, sample_stats={"log_pseudo_likelihood": [chain.kept("log_likelihood")]}
         )
 
     def _set_coef(self, mean):

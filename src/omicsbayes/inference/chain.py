@@ -42,17 +42,25 @@ __all__ = [
     "run_chain",
     "run_vb",
     "sample_chains",
+    "sample_estimator_chains",
 ]
 
 
 @dataclass
 class ChainResult:
     """One chain: per-iteration ``traces`` (name -> array of length n_iter), the retained
-    ``draws`` (a list, one entry per kept iteration) and the sampler's ``final()``."""
+    ``draws`` (a list, one entry per kept iteration), the sampler's ``final()`` and the
+    ``burn_in`` and ``thin`` that chose the retained iterations."""
 
     traces: dict
     draws: list
     final: object
+    burn_in: int = 0
+    thin: int = 1
+
+    def kept(self, name):
+        """Trace ``name`` at the retained iterations (one value per entry of ``draws``)."""
+        return self.traces[name][self.burn_in :: self.thin]
 
 
 def burn_in_of(burn_in, n_iter):
@@ -121,7 +129,8 @@ def run_chain(
             ckpt.save(it + 1, state, fingerprint, rng)
     progress.close()
     ckpt.remove()
-    return ChainResult({k: np.asarray(v) for k, v in traces.items()}, draws, sampler.final())
+    traces = {k: np.asarray(v) for k, v in traces.items()}
+    return ChainResult(traces, draws, sampler.final(), int(burn_in), int(thin))
 
 
 def chain_rngs(rng, n_chains):
@@ -157,6 +166,47 @@ def sample_chains(run, rng, n_chains):
     return Parallel(n_jobs=n_jobs, backend="loky")(
         delayed(_one_blas_thread)(run, (r, c)) for c, r in enumerate(rngs)
     )
+
+
+def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint):
+    """The chains of an MCMC estimator: :func:`sample_chains` of :func:`run_chain` with the
+    estimator's chain settings (``n_iter``, ``thin`` (1 if it has none), ``n_chains``,
+    ``verbose``, ``checkpoint``, ``checkpoint_every``; :data:`~omicsbayes.models._base.
+    MCMC_CONSTRAINTS`).
+
+    Parameters
+    ----------
+    make : callable
+        ``make(rng, state)``: the sampler of the chain with generator ``rng``, new
+        (``state=None``) or restored from a checkpoint.
+    rng : numpy.random.Generator
+        Seeds the chains (:func:`chain_rngs`).
+    burn_in : int
+        From :func:`check_burn_in`.
+    name, fingerprint
+        As for :func:`run_chain` (the fingerprint taken before anything draws from ``rng``).
+
+    Returns
+    -------
+    list of ChainResult
+    """
+    est = estimator
+
+    def run(chain_rng, chain):
+        return run_chain(
+            lambda state: make(chain_rng, state),
+            chain_rng,
+            n_iter=est.n_iter,
+            burn_in=burn_in,
+            thin=getattr(est, "thin", 1),
+            name=name,
+            verbose=est.verbose,
+            checkpoint=chain_checkpoint(est.checkpoint, chain, est.n_chains),
+            checkpoint_every=est.checkpoint_every,
+            fingerprint=fingerprint,
+        )
+
+    return sample_chains(run, rng, est.n_chains)
 
 
 def chains_to_idata(posterior, sample_stats=None, dims=None, coords=None):

@@ -26,6 +26,7 @@ Gibbs sampler, one sweep:
 Missing entries (NaN) are left out of every likelihood term: the sampler never reads them.
 """
 
+from functools import partial
 from numbers import Integral
 
 import numpy as np
@@ -34,13 +35,7 @@ from scipy import special
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from omicsbayes.inference.chain import (
-    chain_checkpoint,
-    chains_to_idata,
-    check_burn_in,
-    run_chain,
-    sample_chains,
-)
+from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
 from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
@@ -436,22 +431,14 @@ class IBPFactorModel(BaseEstimator):
         burn = check_burn_in(self.burn_in, self.n_iter, "IBPFactorModel")
         Y, missing = self._check_Y(Y, "IBPFactorModel")
         key = fingerprint(self, Y)
-
-        def run(rng, chain):
-            return run_chain(
-                lambda state: _IBPSampler(self, Y, missing, rng, state),
-                rng,
-                n_iter=self.n_iter,
-                burn_in=burn,
-                thin=self.thin,
-                name="IBPFactorModel",
-                verbose=self.verbose,
-                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
-                checkpoint_every=self.checkpoint_every,
-                fingerprint=key,
-            )
-
-        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        chains = sample_estimator_chains(
+            self,
+            partial(_IBPSampler, self, Y, missing),
+            check_rng(self.random_state),
+            burn_in=burn,
+            name="IBPFactorModel",
+            fingerprint=key,
+        )
         first = chains[0]  # features are identified only within a chain
         latent_sum = {}
         for d in first.draws:
@@ -474,16 +461,15 @@ class IBPFactorModel(BaseEstimator):
             "W": [d["W"] for d in draws],
             "lam": np.stack([d["lam"] for d in draws]),
         }
-        keep = slice(burn, None, self.thin)
         self.idata_ = chains_to_idata(
             posterior={
-                "alpha": [c.traces["alpha"][keep] for c in chains],
-                "n_active": [c.traces["n_active"][keep] for c in chains],
-                "sigma_a": [1.0 / np.sqrt(c.traces["tau"][keep]) for c in chains],
+                "alpha": [c.kept("alpha") for c in chains],
+                "n_active": [c.kept("n_active") for c in chains],
+                "sigma_a": [1.0 / np.sqrt(c.kept("tau")) for c in chains],
                 "noise_precision": [np.stack([d["lam"] for d in c.draws]) for c in chains],
             },
             sample_stats={
-                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
+                "log_likelihood_observed": [c.kept("log_likelihood") for c in chains],
                 "predictive_mean": [
                     np.stack([d["predictive_mean"] for d in c.draws]) for c in chains
                 ],

@@ -36,13 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from omicsbayes.inference import NumericalError
 from omicsbayes.inference.bsvm import BayesianSVM
-from omicsbayes.inference.chain import (
-    chain_checkpoint,
-    chains_to_idata,
-    check_burn_in,
-    run_chain,
-    sample_chains,
-)
+from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
 from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
 
@@ -417,23 +411,14 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         eps0 = min(1.0 / self.n_factors, 0.5) if self.eps0 is None else self.eps0
         X, missing = check_counts(X, "PoissonFactorAnalysis")
         key = fingerprint(self, X)
-        sampler = partial(_PFASampler, self, X, missing, eps0)
-
-        def run(rng, chain):
-            return run_chain(
-                lambda state: sampler(rng, state),
-                rng,
-                n_iter=self.n_iter,
-                burn_in=burn,
-                thin=self.thin,
-                name="PoissonFactorAnalysis",
-                verbose=self.verbose,
-                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
-                checkpoint_every=self.checkpoint_every,
-                fingerprint=key,
-            )
-
-        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        chains = sample_estimator_chains(
+            self,
+            partial(_PFASampler, self, X, missing, eps0),
+            check_rng(self.random_state),
+            burn_in=burn,
+            name="PoissonFactorAnalysis",
+            fingerprint=key,
+        )
         names = ("theta", "phi", "r", "p")
         per_chain = [{k: np.stack([d[k] for d in c.draws]) for k in names} for c in chains]
         first = per_chain[0]  # factors are identified only within a chain
@@ -447,11 +432,10 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self._draws = {k: np.concatenate([c[k] for c in per_chain]) for k in names}
         self._transform_seed = chains[0].final
-        keep = slice(burn, None, self.thin)
         self.idata_ = chains_to_idata(
             posterior={k: [c[k] for c in per_chain] for k in names},
             sample_stats={
-                "log_likelihood_observed": [c.traces["log_likelihood"][keep] for c in chains],
+                "log_likelihood_observed": [c.kept("log_likelihood") for c in chains],
                 # expected total count of each sample (phi_k sums to one): identifiable
                 "predictive_mean": [c["theta"].sum(2) for c in per_chain],
             },
