@@ -15,7 +15,14 @@ from omicsbayes.models import (
     BM2PCARegressor,
     LinearSVMBaseline,
 )
-from omicsbayes.models._base import check_count_X, check_fitted, check_rng, check_X, split_labels
+from omicsbayes.models._base import (
+    check_count_X,
+    check_fitted,
+    check_rng,
+    check_X,
+    heldout_values,
+    split_labels,
+)
 
 
 class _Plain(BaseEstimator):
@@ -67,6 +74,17 @@ def test_check_count_x():
         check_count_X(est, [[1, 2.5]], reset=True)
     with pytest.raises(ValueError, match="NaN"):
         check_count_X(est, [[1, np.nan]], reset=True, allow_nan=False)
+
+
+def test_heldout_values():
+    X = np.array([[1.0, np.nan, 3.0], [np.inf, 5.0, 6.0]])
+    mask = np.array([[True, False, False], [False, True, True]])
+    rows, cols, values = heldout_values(X, mask, (2, 3))
+    assert (rows.tolist(), cols.tolist(), values.tolist()) == ([0, 1, 1], [0, 1, 2], [1, 5, 6])
+    with pytest.raises(ValueError, match=r"Y \(2, 3\) and mask \(1, 3\) must have .* \(2, 3\)"):
+        heldout_values(X, mask[:1], (2, 3), "Y")
+    with pytest.raises(ValueError, match="non-finite values at held-out entries"):
+        heldout_values(X, ~mask, (2, 3))
 
 
 def test_split_labels():

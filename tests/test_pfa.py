@@ -212,7 +212,7 @@ def test_fixed_seed_reproducible():
         (np.array([[1.0, 2.5], [0.0, 1.0]]), "non-integer"),
         (np.array([[1.0, -2.0], [0.0, 1.0]]), "negative"),
         (np.array([[1.0, np.inf], [0.0, 1.0]]), "infinite"),
-        (np.ones(3), "2-D"),
+        (np.ones(3), "2D array"),
     ],
 )
 def test_bad_input(X, match):

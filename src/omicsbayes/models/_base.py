@@ -12,7 +12,8 @@
   kernel with another process on the other core, issue 17), so small problems run on one.
 - **Input checks.** :func:`check_X` (scikit-learn's ``validate_data``: DataFrames keep
   ``feature_names_in_``, the feature count is checked at predict time; then finiteness),
-  :func:`check_count_X` (non-negative integer counts, NaN = missing), :func:`split_labels`
+  :func:`check_count_X` (non-negative integer counts, NaN = missing), :func:`heldout_values`
+  (the held-out entries of a full matrix, for ``log_likelihood(X, mask)``), :func:`split_labels`
   (NaN / None labels = unlabelled rows) and :func:`check_rng` (one numpy ``Generator`` from any
   ``random_state``).
 - **Capabilities.** Each estimator class declares ``capabilities``, a frozenset of the names in
@@ -45,8 +46,10 @@ __all__ = [
     "capabilities_of",
     "check_X",
     "check_count_X",
+    "check_count_values",
     "check_fitted",
     "check_rng",
+    "heldout_values",
     "limit_blas",
     "models_with",
     "split_labels",
@@ -172,17 +175,39 @@ def check_X(estimator, X, *, reset, allow_nan=False):
 
 def check_count_X(estimator, X, *, reset, allow_nan=True):
     """``(X, missing)``: :func:`check_X`, then non-negative integer counts (NaN = missing)."""
-    who = type(estimator).__name__
     X = check_X(estimator, X, reset=reset, allow_nan=allow_nan)
     missing = np.isnan(X)
-    observed = X[~missing]
-    n_neg = int((observed < 0).sum())
+    check_count_values(X[~missing], type(estimator).__name__)
+    return X, missing
+
+
+def check_count_values(values, who):
+    """Raise ValueError unless every one of ``values`` is a non-negative integer (a count)."""
+    n_neg = int((values < 0).sum())
     if n_neg:
         raise ValueError(f"X has {n_neg} negative values; {who} needs non-negative integer counts")
-    n_frac = int((observed != np.round(observed)).sum())
+    n_frac = int((values != np.round(values)).sum())
     if n_frac:
         raise ValueError(f"X has {n_frac} non-integer values; {who} needs integer counts")
-    return X, missing
+
+
+def heldout_values(X, mask, shape, name="X"):
+    """``(rows, cols, values)`` of the held-out entries (``mask`` True) of the full matrix ``X``.
+
+    Raises ValueError unless ``X`` and ``mask`` have the training ``shape`` and the held-out
+    values are finite (``X`` may hold anything elsewhere).
+    """
+    X = np.asarray(X, dtype=float)
+    mask = np.asarray(mask, dtype=bool)
+    if X.shape != shape or mask.shape != shape:
+        raise ValueError(
+            f"{name} {X.shape} and mask {mask.shape} must have the training shape {shape}"
+        )
+    rows, cols = np.nonzero(mask)
+    values = X[rows, cols]
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} has non-finite values at held-out entries (mask True)")
+    return rows, cols, values
 
 
 def split_labels(y, who, n_samples):

@@ -37,7 +37,14 @@ from sklearn.utils._param_validation import Interval
 
 from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
+from omicsbayes.models._base import (
+    MCMC_CONSTRAINTS,
+    POSITIVE,
+    check_fitted,
+    check_rng,
+    check_X,
+    heldout_values,
+)
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -409,27 +416,14 @@ class IBPFactorModel(BaseEstimator):
                     f"pair of positive numbers. Got {value!r} instead."
                 )
 
-    @staticmethod
-    def _check_Y(Y, who):
-        Y = np.asarray(Y, dtype=float)
-        if Y.ndim != 2 or Y.shape[0] < 2 or Y.shape[1] < 1:
-            raise ValueError(
-                f"Y must be a 2-D array with at least 2 samples and 1 feature for {who}; "
-                f"got shape {Y.shape}"
-            )
-        n_inf = int(np.isinf(Y).sum())
-        if n_inf:
-            raise ValueError(f"Y has {n_inf} infinite values; use NaN to mark missing entries")
-        missing = np.isnan(Y)
-        if missing.all():
-            raise ValueError(f"Y has only NaN values; {who} needs observed entries")
-        return Y, missing
-
     def fit(self, Y, y=None):
         """Run ``n_chains`` Gibbs chains on Y (samples x features, NaN = missing)."""
         self._validate_params()
         burn = check_burn_in(self.burn_in, self.n_iter, "IBPFactorModel")
-        Y, missing = self._check_Y(Y, "IBPFactorModel")
+        Y = check_X(self, Y, reset=True, allow_nan=True)
+        if Y.shape[0] < 2:
+            raise ValueError(f"Y has {Y.shape[0]} sample; IBPFactorModel needs at least 2")
+        missing = np.isnan(Y)
         key = fingerprint(self, Y)
         chains = sample_estimator_chains(
             self,
@@ -453,7 +447,6 @@ class IBPFactorModel(BaseEstimator):
         self.alpha_ = first.traces["alpha"]
         self.log_likelihood_ = first.traces["log_likelihood"]
         self.n_iter_ = self.n_iter
-        self.n_features_in_ = Y.shape[1]
         self._n_samples = Y.shape[0]
         draws = [d for c in chains for d in c.draws]
         self._draws = {
@@ -485,17 +478,7 @@ class IBPFactorModel(BaseEstimator):
         draws; ``Y`` is the full matrix with the true held-out values.
         """
         check_fitted(self, "latent_")
-        Y = np.asarray(Y, dtype=float)
-        mask = np.asarray(mask, dtype=bool)
-        shape = (self._n_samples, self.n_features_in_)
-        if Y.shape != shape or mask.shape != shape:
-            raise ValueError(
-                f"Y {Y.shape} and mask {mask.shape} must have the training shape {shape}"
-            )
-        rows, cols = np.nonzero(mask)
-        y = Y[rows, cols]
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Y has non-finite values at held-out entries (mask True)")
+        rows, cols, y = heldout_values(Y, mask, (self._n_samples, self.n_features_in_), "Y")
         logp = np.empty((len(self._draws["W"]), y.size))
         for s, (X, W) in enumerate(zip(self._draws["latent"], self._draws["W"])):
             mu = np.einsum("ik,ki->i", X[rows], W[:, cols])

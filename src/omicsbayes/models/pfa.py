@@ -38,49 +38,19 @@ from omicsbayes.inference import NumericalError
 from omicsbayes.inference.bsvm import BayesianSVM
 from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
+from omicsbayes.models._base import (
+    MCMC_CONSTRAINTS,
+    POSITIVE,
+    check_count_values,
+    check_count_X,
+    check_fitted,
+    check_rng,
+    heldout_values,
+)
 
 logger = logging.getLogger("omicsbayes")
 
 _TINY = 1e-300
-
-
-def check_counts(X, who, allow_missing=True):
-    """Validate a samples x features matrix of non-negative integer counts (NaN = missing).
-
-    Returns
-    -------
-    X : ndarray of float, shape (n_samples, n_features)
-    missing : ndarray of bool, same shape
-    """
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2:
-        raise ValueError(
-            f"X must be a 2-D array (samples x features) for {who}; got shape {X.shape}"
-        )
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(
-            f"X is empty (shape {X.shape}); {who} needs at least one sample and feature"
-        )
-    n_inf = int(np.isinf(X).sum())
-    if n_inf:
-        raise ValueError(f"X has {n_inf} infinite values; {who} needs finite non-negative counts")
-    missing = np.isnan(X)
-    if missing.any() and not allow_missing:
-        raise ValueError(f"X has {int(missing.sum())} NaN values; {who} needs a complete matrix")
-    if missing.all():
-        raise ValueError(f"X has only NaN values; {who} needs some observed counts")
-    observed = X[~missing]
-    n_neg = int((observed < 0).sum())
-    if n_neg:
-        raise ValueError(f"X has {n_neg} negative values; {who} needs non-negative integer counts")
-    n_frac = int((observed != np.round(observed)).sum())
-    if n_frac:
-        raise ValueError(
-            f"X has {n_frac} non-integer values; {who} needs integer counts "
-            "(round first, as PFAClassifier does)"
-        )
-    return X, missing
 
 
 def allocate_counts(counts, rows, cols, theta, phi, rng, unit_max=16):
@@ -409,7 +379,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self._validate_params()
         burn = check_burn_in(self.burn_in, self.n_iter, "PoissonFactorAnalysis")
         eps0 = min(1.0 / self.n_factors, 0.5) if self.eps0 is None else self.eps0
-        X, missing = check_counts(X, "PoissonFactorAnalysis")
+        X, missing = check_count_X(self, X, reset=True)
         key = fingerprint(self, X)
         chains = sample_estimator_chains(
             self,
@@ -429,7 +399,6 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.components_ = (phi_mean / phi_mean.sum(0, keepdims=True)).T
         self.r_ = first["r"].mean(0)
         self.p_ = first["p"].mean(0)
-        self.n_features_in_ = X.shape[1]
         self._draws = {k: np.concatenate([c[k] for c in per_chain]) for k in names}
         self._transform_seed = chains[0].final
         self.idata_ = chains_to_idata(
@@ -454,15 +423,6 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         """Fit and return the posterior mean training scores ``scores_``."""
         return self.fit(X).scores_
 
-    def _check_fitted_counts(self, X, who):
-        check_fitted(self, "components_")
-        X, missing = check_counts(X, f"PoissonFactorAnalysis.{who}")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features; the model was fitted on {self.n_features_in_}"
-            )
-        return X, missing
-
     def transform(self, X):
         """Factor scores of new samples with the loadings fixed at their posterior mean.
 
@@ -470,7 +430,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         (``r`` and ``p`` at their posterior means) and returns the mean of theta over the second
         half of the sweeps.  NaN entries are imputed as in :meth:`fit`.
         """
-        X, missing = self._check_fitted_counts(X, "transform")
+        check_fitted(self, "components_")
+        X, missing = check_count_X(self, X, reset=False)
         rng = np.random.default_rng(self._transform_seed)
         phi = self.components_.T
         n = X.shape[0]
@@ -488,17 +449,10 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         return total / (self.n_transform_iter - n_burn)
 
     def _heldout_pointwise(self, X, mask):
-        X = np.asarray(X, dtype=float)
-        mask = np.asarray(mask, dtype=bool)
         check_fitted(self, "components_")
-        if X.shape != self.scores_.shape[:1] + (self.n_features_in_,) or mask.shape != X.shape:
-            raise ValueError(
-                f"X {X.shape} and mask {mask.shape} must both have the training shape "
-                f"{(self.scores_.shape[0], self.n_features_in_)}"
-            )
-        rows, cols = np.nonzero(mask)
-        y = X[rows, cols]
-        check_counts(y[None, :], "held-out evaluation", allow_missing=False)
+        shape = (self.scores_.shape[0], self.n_features_in_)
+        rows, cols, y = heldout_values(X, mask, shape)
+        check_count_values(y, "the held-out evaluation of PoissonFactorAnalysis")
         theta, phi = self._draws["theta"], self._draws["phi"]
         rate = np.stack(  # (draws, entries); one draw at a time keeps memory at entries x K
             [np.einsum("ik,ik->i", th[rows], ph[cols]) for th, ph in zip(theta, phi)]
@@ -527,6 +481,22 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             raise ValueError("the held-out entries have no counts; perplexity is undefined")
         share = np.mean(rate / theta.sum(axis=2)[:, rows], axis=0)
         return float(np.exp(-np.sum(special.xlogy(y, share)) / y.sum()))
+
+
+#: The parameters :class:`PFAClassifier` passes on to :class:`PoissonFactorAnalysis`.
+_PFA_PARAMS = (
+    "n_factors",
+    "n_iter",
+    "burn_in",
+    "thin",
+    "n_chains",
+    "a0",
+    "b0",
+    "c0",
+    "eps0",
+    "eta",
+    "n_transform_iter",
+)
 
 
 def _task_matrix(y, n_samples):
@@ -619,9 +589,8 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         **{
-            k: v
-            for k, v in PoissonFactorAnalysis._parameter_constraints.items()
-            if k not in ("checkpoint", "checkpoint_every")
+            name: PoissonFactorAnalysis._parameter_constraints[name]
+            for name in (*_PFA_PARAMS, "random_state", "verbose")
         },
         "svm_inference": [StrOptions({"vb", "gibbs"})],
         "svm_max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -656,17 +625,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         Y = _task_matrix(y, X.shape[0])
         rng = check_rng(self.random_state)
         self.pfa_ = PoissonFactorAnalysis(
-            n_factors=self.n_factors,
-            n_iter=self.n_iter,
-            burn_in=self.burn_in,
-            thin=self.thin,
-            n_chains=self.n_chains,
-            a0=self.a0,
-            b0=self.b0,
-            c0=self.c0,
-            eps0=self.eps0,
-            eta=self.eta,
-            n_transform_iter=self.n_transform_iter,
+            **{name: getattr(self, name) for name in _PFA_PARAMS},
             random_state=int(rng.integers(2**63 - 1)),
             verbose=self.verbose,
         ).fit(X)
