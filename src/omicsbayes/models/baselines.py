@@ -41,12 +41,6 @@ _CONSTRAINTS = {
 _N_COMPONENTS = {"n_components": [Interval(Integral, 1, None, closed="left")]}
 
 
-def _crammer_singer(C, max_iter, random_state):
-    return LinearSVC(
-        C=C, multi_class="crammer_singer", max_iter=max_iter, random_state=random_state
-    )
-
-
 class _Baseline(ClassifierMixin, BaseEstimator):
     """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows."""
 
@@ -109,7 +103,19 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         return self.classes_[self.classifier_.predict(features)]
 
 
-class FullSVM(_Baseline):
+class _CrammerSingerSVM(_Baseline):
+    """Ends in LIBLINEAR's Crammer-Singer multi-class linear SVM (paper 003's competitors)."""
+
+    def _classifier(self):
+        return LinearSVC(
+            C=self.C,
+            multi_class="crammer_singer",
+            max_iter=self.max_iter,
+            random_state=self.random_state,
+        )
+
+
+class FullSVM(_CrammerSingerSVM):
     """Crammer-Singer linear SVM on the original features (paper 003's FULL)."""
 
     def __init__(self, C=1.0, max_iter=5000, random_state=None):
@@ -117,49 +123,37 @@ class FullSVM(_Baseline):
         self.max_iter = max_iter
         self.random_state = random_state
 
-    def _classifier(self):
-        return _crammer_singer(self.C, self.max_iter, self.random_state)
+
+class _ProjectedSVM(_CrammerSingerSVM):
+    """A projection to at most ``n_components`` dimensions, then the Crammer-Singer SVM."""
+
+    _parameter_constraints = {**_CONSTRAINTS, **_N_COMPONENTS}
+
+    def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None):
+        self.n_components = n_components
+        self.C = C
+        self.max_iter = max_iter
+        self.random_state = random_state
 
 
-class PCASVM(_Baseline):
+class PCASVM(_ProjectedSVM):
     """PCA to ``n_components`` (fitted on all rows, labelled or not), then the Crammer-Singer
     linear SVM (paper 003's PCA)."""
 
     uses_unlabelled = True
-    _parameter_constraints = {**_CONSTRAINTS, **_N_COMPONENTS}
-
-    def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None):
-        self.n_components = n_components
-        self.C = C
-        self.max_iter = max_iter
-        self.random_state = random_state
 
     def _projection(self, n_classes, max_dim):
         return PCA(n_components=min(self.n_components, max_dim), random_state=self.random_state)
 
-    def _classifier(self):
-        return _crammer_singer(self.C, self.max_iter, self.random_state)
 
-
-class LDASVM(_Baseline):
+class LDASVM(_ProjectedSVM):
     """LDA projection to ``min(n_components, n_classes - 1)`` dimensions, then the
     Crammer-Singer linear SVM (paper 003's LDA)."""
-
-    _parameter_constraints = {**_CONSTRAINTS, **_N_COMPONENTS}
-
-    def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None):
-        self.n_components = n_components
-        self.C = C
-        self.max_iter = max_iter
-        self.random_state = random_state
 
     def _projection(self, n_classes, max_dim):
         return LinearDiscriminantAnalysis(
             n_components=min(self.n_components, n_classes - 1, max_dim)
         )
-
-    def _classifier(self):
-        return _crammer_singer(self.C, self.max_iter, self.random_state)
 
 
 class LogisticBaseline(_Baseline):
