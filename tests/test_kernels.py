@@ -76,6 +76,13 @@ def test_constant_feature_zero_sample_and_errors():
     with pytest.raises(ValueError, match="identical"):
         EmpiricalKernelMap("gaussian").fit(np.ones((3, 2)))
     assert list(km.get_feature_names_out()) == ["k0", "k1", "k2", "k3"]
+    # a sparse matrix is expanded, as by every preprocessing step
+    from scipy import sparse
+
+    np.testing.assert_array_equal(
+        EmpiricalKernelMap("gaussian").fit(sparse.csr_matrix(X)).transform(sparse.csr_matrix(X)),
+        EmpiricalKernelMap("gaussian").fit(X).transform(X),
+    )
 
 
 @parametrize_with_checks([EmpiricalKernelMap()])

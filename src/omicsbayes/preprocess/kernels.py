@@ -1,10 +1,9 @@
 """Empirical kernel map of paper 001, section 4."""
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .transforms import ZScore, check_matrix
+from .transforms import ZScore, _Transform
 
 KERNELS = ("linear", "gaussian")
 
@@ -14,7 +13,7 @@ def _squared_distances(A, B, sq_a, sq_b):
     return np.maximum(sq_a[:, None] + sq_b[None, :] - 2.0 * (A @ B.T), 0.0)
 
 
-class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
+class EmpiricalKernelMap(_Transform):
     """Represent each sample by its kernel values against the training samples.
 
     :meth:`fit` z-scores the training samples with their own mean and standard deviation
@@ -52,25 +51,8 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel={self.kernel!r}; expected one of {KERNELS}")
 
-    def _check_X(self, X, reset):
-        """scikit-learn's checks (sparse, complex, empty, feature count), then finiteness."""
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
-        return check_matrix(X, "EmpiricalKernelMap")
-
-    def fit(self, X, y=None):
-        """Learn the z-scoring moments, the training samples and the Gaussian width.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_train, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._check_X(X, reset=True)
+    def _fit(self, X):
+        """Learn the z-scoring moments, the training samples and the Gaussian width."""
         if self.kernel == "gaussian" and X.shape[0] < 2:
             raise ValueError(
                 "X has 1 sample; the Gaussian EmpiricalKernelMap needs at least two training "
@@ -89,21 +71,10 @@ class EmpiricalKernelMap(TransformerMixin, BaseEstimator):
                     "EmpiricalKernelMap needs a positive mean pairwise distance"
                 )
             self.width_ = width
-        return self
 
-    def transform(self, X):
-        """Kernel values of each sample of ``X`` against the training samples.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_train)
-        """
-        check_is_fitted(self, "train_")
-        X = self._check_X(X, reset=False)
+    def _transform(self, X):
+        """Kernel values of each sample of ``X`` against the training samples, shape
+        (n_samples, n_train)."""
         Xz = (X - self.mean_) / self.scale_
         sq = np.einsum("ij,ij->i", Xz, Xz)
         if self.kernel == "gaussian":

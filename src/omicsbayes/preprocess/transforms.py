@@ -123,6 +123,11 @@ class _Transform(TransformerMixin, BaseEstimator):
     learns_from_samples = False
     keeps_sparse = False
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # kept as CSR or expanded (``_check``)
+        return tags
+
     def _check_params(self):
         """Raise ValueError naming a hyperparameter that is out of range (none by default)."""
 
