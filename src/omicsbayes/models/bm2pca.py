@@ -155,13 +155,7 @@ class _BinaryVB:
         self.eta_mean = np.zeros(k + 1)
         self.eta_cov = np.eye(k + 1)
         self.nu_shape, self.nu_rate = 1.0, 1.0
-        self.update_w()
-        self.update_r()
-        self.update_tau()
-        if self.supervised:
-            self.update_eta()
-            self.update_nu()
-            self.update_lambda()
+        self.update_from_w()
 
     # -- moments ------------------------------------------------------------------------------
     def _zcov_sum(self, weights=None):
@@ -286,10 +280,9 @@ class _BinaryVB:
         self.lam_inv = np.zeros_like(self.a)
         self.lam_inv[self.lab] = lam_inv
 
-    def sweep(self):
-        """One VB iteration: Z, t, W, r, tau, then eta, nu, lambda (labelled problems only)."""
-        self.update_z()
-        self.update_t()
+    def update_from_w(self):
+        """W, r, tau, then eta, nu, lambda (labelled problems only): the part of a sweep after
+        Z and t, also run once from the initial Z and t."""
         self.update_w()
         self.update_r()
         self.update_tau()
@@ -297,6 +290,12 @@ class _BinaryVB:
             self.update_eta()
             self.update_nu()
             self.update_lambda()
+
+    def sweep(self):
+        """One VB iteration: Z, t, then :meth:`update_from_w`."""
+        self.update_z()
+        self.update_t()
+        self.update_from_w()
 
     # -- bound --------------------------------------------------------------------------------
     def lower_bound(self):
