@@ -42,11 +42,17 @@ _N_COMPONENTS = {"n_components": [Interval(Integral, 1, None, closed="left")]}
 
 
 class _Baseline(ClassifierMixin, BaseEstimator):
-    """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows."""
+    """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows; ``C``,
+    ``max_iter`` and ``random_state`` are the classifier's."""
 
     uses_unlabelled = False
     capabilities = frozenset({"classifier"})
     _parameter_constraints = _CONSTRAINTS
+
+    def __init__(self, C=1.0, max_iter=5000, random_state=None):
+        self.C = C
+        self.max_iter = max_iter
+        self.random_state = random_state
 
     def _projection(self, n_classes, max_dim):
         """The projection before the classifier (None: original features); at most
@@ -118,11 +124,6 @@ class _CrammerSingerSVM(_Baseline):
 class FullSVM(_CrammerSingerSVM):
     """Crammer-Singer linear SVM on the original features (paper 003's FULL)."""
 
-    def __init__(self, C=1.0, max_iter=5000, random_state=None):
-        self.C = C
-        self.max_iter = max_iter
-        self.random_state = random_state
-
 
 class _ProjectedSVM(_CrammerSingerSVM):
     """A projection to at most ``n_components`` dimensions, then the Crammer-Singer SVM."""
@@ -176,11 +177,6 @@ class LogisticBaseline(_Baseline):
 
 class LinearSVMBaseline(_Baseline):
     """Linear SVM (squared hinge, one-vs-rest for more than two classes)."""
-
-    def __init__(self, C=1.0, max_iter=5000, random_state=None):
-        self.C = C
-        self.max_iter = max_iter
-        self.random_state = random_state
 
     def _classifier(self):
         return LinearSVC(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
