@@ -246,9 +246,9 @@ def test_build_pipeline_errors():
         build_pipeline(["logg"])
     with pytest.raises(ValueError, match="'log'.*no parameter 'bse'"):
         build_pipeline([{"name": "log", "bse": 2}])
-    with pytest.raises(ValueError, match="'log'.*base=-1"):
+    with pytest.raises(ValueError, match="'log'.*'base' parameter of Log.*Got -1"):
         build_pipeline([{"name": "log", "base": -1}])
-    with pytest.raises(ValueError, match="'top_genes'.*n=0"):
+    with pytest.raises(ValueError, match="'top_genes'.*'n' parameter of TopGenes.*Got 0"):
         build_pipeline([{"name": "top_genes", "n": 0}])
     with pytest.raises(ValueError, match="no 'name'"):
         build_pipeline([{"base": 2}])
@@ -298,3 +298,17 @@ def test_rank_transform_property_strictly_increasing(data, n_train, power, shift
     base = RankTransform().fit(train).transform(test)
     np.testing.assert_array_equal(RankTransform().fit(f(train)).transform(f(test)), base)
     assert ((base > 0) & (base < 1)).all()
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_every_step_checks_each_parameter_by_its_constraints(name):
+    cls = STEPS[name]
+    assert set(cls._parameter_constraints) == set(cls._get_param_names())
+    for param in cls._get_param_names():
+        with pytest.raises(ValueError, match=f"The '{param}' parameter of {cls.__name__}"):
+            cls(**{param: "not a value"}).fit(np.ones((4, 3)))
+
+
+def test_log_base_one_refused():
+    with pytest.raises(ValueError, match="'base' parameter of Log .* other than 1"):
+        STEPS["log"](base=1).fit_transform(np.ones((2, 2)))

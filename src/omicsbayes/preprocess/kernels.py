@@ -1,6 +1,7 @@
 """Empirical kernel map of paper 001, section 4."""
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .transforms import ZScore, _Transform
@@ -47,9 +48,7 @@ class EmpiricalKernelMap(_Transform):
     def __init__(self, kernel="linear"):
         self.kernel = kernel
 
-    def _check_params(self):
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel={self.kernel!r}; expected one of {KERNELS}")
+    _parameter_constraints = {"kernel": [StrOptions(set(KERNELS))]}
 
     def _fit(self, X):
         """Learn the z-scoring moments, the training samples and the Gaussian width."""

@@ -21,6 +21,7 @@ Every class is a scikit-learn transformer with a class attribute ``learns_from_s
 """
 
 import logging
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +29,7 @@ from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import normalize
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
@@ -116,20 +118,19 @@ def check_matrix(X, who, name="X", accept_sparse=False):
 class _Transform(TransformerMixin, BaseEstimator):
     """Shared fit/transform plumbing: input checks, ``n_features_in_``, parameter checks.
 
-    Subclasses define ``_transform(X)`` on a checked matrix, and ``_fit``/``_check_params``
-    when they learn from samples or have hyperparameters. Those whose ``keeps_sparse`` is True
-    get a sparse input as CSR (and must keep it sparse); the others get it expanded."""
+    Subclasses define ``_transform(X)`` on a checked matrix, ``_fit`` when they learn from
+    samples and scikit-learn's ``_parameter_constraints`` when they have hyperparameters
+    (checked by ``_validate_params``). Those whose ``keeps_sparse`` is True get a sparse input
+    as CSR (and must keep it sparse); the others get it expanded."""
 
     learns_from_samples = False
     keeps_sparse = False
+    _parameter_constraints: dict = {}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # kept as CSR or expanded (``_check``)
         return tags
-
-    def _check_params(self):
-        """Raise ValueError naming a hyperparameter that is out of range (none by default)."""
 
     def _fit(self, X):
         """Learn from checked training data ``X`` (nothing by default)."""
@@ -162,7 +163,7 @@ class _Transform(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
         X = self._check(X, reset=True)
         self._fit(X)
         return self
@@ -180,7 +181,7 @@ class _Transform(TransformerMixin, BaseEstimator):
         -------
         ndarray or CSR matrix of shape (n_samples, n_features_out)
         """
-        self._check_params()
+        self._validate_params()
         X = self._check(X, reset=True)
         self._fit(X)
         return self._transform(X)
@@ -262,14 +263,13 @@ class BackgroundCorrect(_Stateless):
         self.quantile = quantile
         self.offset = offset
 
-    def _check_params(self):
-        if not 0 <= self.quantile < 1:
-            raise ValueError(f"BackgroundCorrect quantile={self.quantile!r} must be in [0, 1)")
-        if not self.offset > 0:
-            raise ValueError(f"BackgroundCorrect offset={self.offset!r} must be > 0")
+    _parameter_constraints = {
+        "quantile": [Interval(Real, 0, 1, closed="left")],
+        "offset": [Interval(Real, 0, None, closed="neither")],
+    }
 
     def _transform(self, X):
-        self._check_params()
+        self._validate_params()
         background = np.quantile(X, self.quantile, axis=1, keepdims=True)
         return np.maximum(X - background, self.offset)
 
@@ -312,9 +312,7 @@ class NormalizeTotal(_NonNegative, _OneToOne):
     learns_from_samples = _LearnsWhenTargetSumIsNone()
     keeps_sparse = True
 
-    def _check_params(self):
-        if self.target_sum is not None and not self.target_sum > 0:
-            raise ValueError(f"NormalizeTotal target_sum={self.target_sum!r} must be > 0 or None")
+    _parameter_constraints = {"target_sum": [None, Interval(Real, 0, None, closed="neither")]}
 
     def _check(self, X, reset=False):
         X = super()._check(X, reset)
@@ -400,11 +398,19 @@ class Log(_Stateless):
         self.base = base
         self.pseudocount = pseudocount
 
-    def _check_params(self):
-        if not (self.base > 0 and self.base != 1):
-            raise ValueError(f"Log base={self.base!r} must be > 0 and != 1")
-        if not self.pseudocount >= 0:
-            raise ValueError(f"Log pseudocount={self.pseudocount!r} must be >= 0")
+    _parameter_constraints = {
+        "base": [Interval(Real, 0, None, closed="neither")],
+        "pseudocount": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def _validate_params(self):
+        """scikit-learn's checks, then ``base != 1``."""
+        super()._validate_params()
+        if self.base == 1:
+            raise ValueError(
+                "The 'base' parameter of Log must be a float in the range (0, inf) other than 1. "
+                "Got 1 instead."
+            )
 
     @property
     def keeps_sparse(self):
@@ -412,7 +418,7 @@ class Log(_Stateless):
         return self.pseudocount == 1
 
     def _transform(self, X):
-        self._check_params()
+        self._validate_params()
         n_bad = int(((X.data if sp.issparse(X) else X) + self.pseudocount <= 0).sum())
         if n_bad:
             raise ValueError(
@@ -505,11 +511,10 @@ class TopGenes(_Selector):
         self.n = n
         self.by = by
 
-    def _check_params(self):
-        if isinstance(self.n, bool) or not isinstance(self.n, int | np.integer) or self.n < 1:
-            raise ValueError(f"TopGenes n={self.n!r} must be an integer >= 1")
-        if self.by not in ("mean", "variance"):
-            raise ValueError(f"TopGenes by={self.by!r} must be 'mean' or 'variance'")
+    _parameter_constraints = {
+        "n": [Interval(Integral, 1, None, closed="left")],
+        "by": [StrOptions({"mean", "variance"})],
+    }
 
     def _fit(self, X):
         if self.n > X.shape[1]:
@@ -542,11 +547,7 @@ class MaxZeroFraction(_Selector):
     def __init__(self, max_fraction=0.25):
         self.max_fraction = max_fraction
 
-    def _check_params(self):
-        if not 0 <= self.max_fraction <= 1:
-            raise ValueError(
-                f"MaxZeroFraction max_fraction={self.max_fraction!r} must be in [0, 1]"
-            )
+    _parameter_constraints = {"max_fraction": [Interval(Real, 0, 1, closed="both")]}
 
     def _fit(self, X):
         if sp.issparse(X):  # CSR: count the stored nonzeros of each column
@@ -724,7 +725,7 @@ def _make_step(step, position):
         )
     transformer = cls(**params)
     try:
-        transformer._check_params()
+        transformer._validate_params()
     except (TypeError, ValueError) as err:
         raise ValueError(f"preprocessing step {name!r} (step {position}): {err}") from None
     return name, transformer
