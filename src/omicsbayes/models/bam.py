@@ -44,14 +44,12 @@ from scipy import linalg, special
 from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
 
 from ..inference.chain import run_vb
 from ..inference.convergence import check_finite
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
-from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas
+from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -343,24 +341,16 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         return check_X(self, X, reset=False)
 
     def _validate_fit(self, X, y):
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        who = type(self).__name__
         X = check_X(self, X, reset=True)
-        y = column_or_1d(y, warn=True)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"y has {y.shape[0]} labels; expected one per sample of X ({X.shape[0]})"
-            )
-        if y.dtype.kind == "f" and np.isnan(y).any():
-            raise ValueError(f"y has {int(np.isnan(y).sum())} NaN labels; expected every label")
-        check_classification_targets(y)
+        y, labelled = split_labels(y, who, X.shape[0])
+        if not labelled.all():
+            raise ValueError(f"y has {int((~labelled).sum())} NaN labels; expected every label")
         classes = np.unique(y)
         if classes.size != 2:
             raise ValueError(
                 f"Only binary classification is supported: y has {classes.size} class(es) "
-                f"{classes.tolist()}; {type(self).__name__} needs exactly two"
+                f"{classes.tolist()}; {who} needs exactly two"
             )
         return X, y, classes
 
