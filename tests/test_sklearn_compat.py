@@ -68,11 +68,9 @@ EXPECTED_FAILED = {
     },
     "PFAClassifier": {
         "check_supervised_y_2d": "a 2-D y is several binary tasks fitted jointly (multi-task)",
-        "check_estimators_unfitted": "raises ValueError, not NotFittedError, before fit",
         "check_n_features_in_after_fitting": _NO_VALIDATE_DATA,
         "check_complex_data": _NO_VALIDATE_DATA,
         "check_dtype_object": _NO_VALIDATE_DATA,
-        "check_estimators_empty_data_messages": _NO_VALIDATE_DATA,
         "check_estimators_nan_inf": _NO_VALIDATE_DATA,
         "check_estimator_sparse_tag": _NO_VALIDATE_DATA,
         "check_estimator_sparse_array": _NO_VALIDATE_DATA,
