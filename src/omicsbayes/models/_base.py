@@ -42,6 +42,7 @@ __all__ = [
     "NotFittedError",
     "POSITIVE",
     "RANDOM_STATE",
+    "VB_CONSTRAINTS",
     "blas_threads",
     "capabilities_of",
     "check_X",
@@ -86,6 +87,15 @@ MCMC_CONSTRAINTS = {
     "verbose": ["boolean"],
     "checkpoint": [None, str, os.PathLike],
     "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
+}
+
+#: ``_parameter_constraints`` of the settings every VB estimator shares (driven by
+#: :func:`omicsbayes.inference.chain.run_vb`).
+VB_CONSTRAINTS = {
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, np.inf, closed="left")],
+    "random_state": RANDOM_STATE,
+    "verbose": ["boolean"],
 }
 
 # Below this many elements (2048 x 2048) in the largest matrix a product touches, one BLAS thread.

@@ -37,7 +37,7 @@ Where the paper's text and its model disagree (each derived again from the model
   with zeta at its optimum (10)-(11) for the current q(f), which keeps it non-decreasing.
 """
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy import linalg, special
@@ -49,7 +49,15 @@ from ..inference.chain import run_vb
 from ..inference.convergence import check_finite
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
-from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
+from ._base import (
+    POSITIVE,
+    VB_CONSTRAINTS,
+    check_fitted,
+    check_rng,
+    check_X,
+    limit_blas,
+    split_labels,
+)
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -313,7 +321,6 @@ def weights_bound(prior, posterior, e_bw2, logdet):
 # ----------------------------------------------------------------------------------------------
 # Estimators
 # ----------------------------------------------------------------------------------------------
-_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 
 
 class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
@@ -321,14 +328,8 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
 
     capabilities = frozenset({"classifier", "vb"})
     _parameter_constraints = {
-        "alpha_gamma": [_POSITIVE],
-        "beta_gamma": [_POSITIVE],
-        "alpha_eta": [_POSITIVE],
-        "beta_eta": [_POSITIVE],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, np.inf, closed="left")],
-        "random_state": RANDOM_STATE,
-        "verbose": ["boolean"],
+        **{name: [POSITIVE] for name in ("alpha_gamma", "beta_gamma", "alpha_eta", "beta_eta")},
+        **VB_CONSTRAINTS,
     }
 
     def __sklearn_tags__(self):

@@ -32,7 +32,15 @@ from sklearn.utils.validation import column_or_1d
 from ..inference import gig_moments
 from ..inference.chain import run_vb
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
-from ._base import RANDOM_STATE, check_fitted, check_rng, check_X, limit_blas, split_labels
+from ._base import (
+    POSITIVE,
+    VB_CONSTRAINTS,
+    check_fitted,
+    check_rng,
+    check_X,
+    limit_blas,
+    split_labels,
+)
 
 logger = logging.getLogger("omicsbayes")
 
@@ -376,15 +384,11 @@ def _run_vb(vb, max_iter, tol, verbose, label):
 
 
 _HYPER_NAMES = ("a_r", "b_r", "a_tau", "b_tau", "a_nu", "b_nu", "delta")
-_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 _CONSTRAINTS = {
     "n_components": [Interval(Integral, 1, None, closed="left")],
-    "C": [_POSITIVE],
-    **{name: [_POSITIVE] for name in _HYPER_NAMES},
-    "max_iter": [Interval(Integral, 1, None, closed="left")],
-    "tol": [Interval(Real, 0, np.inf, closed="left")],
-    "random_state": RANDOM_STATE,
-    "verbose": ["boolean"],
+    "C": [POSITIVE],
+    **{name: [POSITIVE] for name in _HYPER_NAMES},
+    **VB_CONSTRAINTS,
 }
 
 
@@ -461,7 +465,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """
 
     capabilities = frozenset({"classifier", "vb"})
-    _parameter_constraints = {**_CONSTRAINTS, "C": [_POSITIVE, StrOptions({"cv"})]}
+    _parameter_constraints = {**_CONSTRAINTS, "C": [POSITIVE, StrOptions({"cv"})]}
 
     def __init__(
         self,
