@@ -4,7 +4,8 @@
 likelihood is finite, record the per-iteration traces, keep a draw at ``burn_in + j * thin``,
 write checkpoints, report progress. :func:`sample_chains` runs ``n_chains`` of them, each seeded
 from ``random_state`` (``Generator.spawn``), in parallel processes where cores allow (one BLAS
-thread each); :func:`chains_to_idata` stacks their draws into ArviZ ``InferenceData`` with a
+thread each), and :func:`sample_estimator_chains` does so with an estimator's chain settings;
+:func:`chains_to_idata` stacks their draws into ArviZ ``InferenceData`` with a
 chain dimension. :func:`run_vb` iterates a variational update until the relative change of the
 lower bound falls below ``tol`` (``ConvergenceWarning`` otherwise).
 
@@ -170,9 +171,8 @@ def sample_chains(run, rng, n_chains):
 
 def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint):
     """The chains of an MCMC estimator: :func:`sample_chains` of :func:`run_chain` with the
-    estimator's chain settings (``n_iter``, ``thin`` (1 if it has none), ``n_chains``,
-    ``verbose``, ``checkpoint``, ``checkpoint_every``; :data:`~omicsbayes.models._base.
-    MCMC_CONSTRAINTS`).
+    estimator's chain settings ``n_iter``, ``thin`` (1 if it has none), ``n_chains``,
+    ``verbose``, ``checkpoint`` and ``checkpoint_every`` (``models._base.MCMC_CONSTRAINTS``).
 
     Parameters
     ----------
@@ -190,23 +190,22 @@ def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint)
     -------
     list of ChainResult
     """
-    est = estimator
 
     def run(chain_rng, chain):
         return run_chain(
             lambda state: make(chain_rng, state),
             chain_rng,
-            n_iter=est.n_iter,
+            n_iter=estimator.n_iter,
             burn_in=burn_in,
-            thin=getattr(est, "thin", 1),
+            thin=getattr(estimator, "thin", 1),
             name=name,
-            verbose=est.verbose,
-            checkpoint=chain_checkpoint(est.checkpoint, chain, est.n_chains),
-            checkpoint_every=est.checkpoint_every,
+            verbose=estimator.verbose,
+            checkpoint=chain_checkpoint(estimator.checkpoint, chain, estimator.n_chains),
+            checkpoint_every=estimator.checkpoint_every,
             fingerprint=fingerprint,
         )
 
-    return sample_chains(run, rng, est.n_chains)
+    return sample_chains(run, rng, estimator.n_chains)
 
 
 def chains_to_idata(posterior, sample_stats=None, dims=None, coords=None):
