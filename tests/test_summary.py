@@ -61,12 +61,13 @@ def test_multiclass_is_judged_on_accuracy_and_tasks_are_averaged():
 def test_transforms_are_candidates_and_nan_splits_leave_the_pair():
     table = pd.concat(
         [
-            classification_table({"A": [0.9, np.nan, 0.7]}, transform="rank"),
-            classification_table({"A": [0.8, 0.6, 0.6]}, transform="zscore"),
+            classification_table({"A": [0.9, np.nan, 0.7], "B": [0.6, 0.6, 0.5]}, "rank"),
+            classification_table({"A": [0.85, 0.8, 0.7], "B": [0.8, 0.6, 0.6]}, "zscore"),
         ]
     )
     row = experiment_winner(table, BINARY)
-    assert (row["winner"], row["runner_up"]) == ("A (rank)", "A (zscore)")
+    assert row["winner"] == "A (rank)"  # 0.8 over its two splits, A (zscore) 0.783
+    assert row["runner_up"] == "B (zscore)"  # the same model on another transform is no rival
     assert row["n_splits"] == 2 and row["margin"] == pytest.approx(0.1)  # splits 0 and 2
 
 

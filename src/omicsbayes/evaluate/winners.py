@@ -56,15 +56,17 @@ def primary_metric(experiment):
 def per_split_scores(metrics, metric):
     """One value per candidate (model, or ``model (transform)`` when there are several
     transforms) and split: ``metric`` averaged over tasks, at the largest ``k`` where the table
-    has one. Returns a splits x candidates frame."""
+    has one. Returns a splits x candidates frame and the model of each candidate."""
     table = metrics
     if "k" in table:
         table = table[table["k"] == table["k"].max()]
     several = table["transform"].nunique() > 1
     candidate = table["model"] + (" (" + table["transform"] + ")" if several else "")
-    return table.assign(candidate=candidate).pivot_table(
+    table = table.assign(candidate=candidate)
+    scores = table.pivot_table(
         index="split", columns="candidate", values=metric, aggfunc="mean", sort=False
     )
+    return scores, dict(zip(table["candidate"], table["model"]))
 
 
 def experiment_winner(metrics, experiment):
@@ -81,29 +83,32 @@ def experiment_winner(metrics, experiment):
     Returns
     -------
     dict
-        The :data:`COLUMNS` except ``paper`` and ``experiment``. ``margin`` is how far the
+        The :data:`COLUMNS` except ``paper`` and ``experiment``. The runner-up is the best
+        candidate of another model (the same model on another transform is no rival: a rank
+        model gives the same numbers on every monotone transform). ``margin`` is how far the
         winner's mean is ahead (positive whichever direction is better), ``margin_se`` the
         standard error of the paired per-split differences (splits where either is NaN left
         out; NaN with fewer than two splits), ``exceeds_se`` whether ``margin > margin_se``.
     """
     metric, higher = primary_metric(experiment)
-    scores = per_split_scores(metrics, metric)
-    means = scores.mean().sort_values(ascending=not higher)
+    scores, model_of = per_split_scores(metrics, metric)
+    means = scores.mean().sort_values(ascending=not higher, kind="stable")
     winner = means.index[0]
+    rivals = means[[model_of[c] != model_of[winner] for c in means.index]]
     row = {"metric": metric, "winner": winner, "winner_mean": means.iloc[0]}
     row.update(runner_up=np.nan, runner_up_mean=np.nan, margin=np.nan, margin_se=np.nan)
     row.update(n_splits=int(scores[winner].notna().sum()), exceeds_se=False)
-    if len(means) < 2:
+    if rivals.empty:
         return {**row, "statement": f"{winner}: {metric} {means.iloc[0]:.3f} (no rival)"}
-    runner_up = means.index[1]
+    runner_up = rivals.index[0]
     diff = (scores[winner] - scores[runner_up]).dropna() * (1 if higher else -1)
     se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
-    row.update(runner_up=runner_up, runner_up_mean=means.iloc[1], margin=diff.mean())
+    row.update(runner_up=runner_up, runner_up_mean=rivals.iloc[0], margin=diff.mean())
     row.update(margin_se=se, n_splits=len(diff), exceeds_se=bool(diff.mean() > se))
     how = f"{diff.mean() / se:.1f} se" if se > 0 else "se 0"
     row["statement"] = (
         f"{winner} ahead of {runner_up} by {diff.mean():.3f} {metric} "
-        f"({means.iloc[0]:.3f} against {means.iloc[1]:.3f}; {how} over {len(diff)} splits)"
+        f"({means.iloc[0]:.3f} against {rivals.iloc[0]:.3f}; {how} over {len(diff)} splits)"
     )
     return row
 
