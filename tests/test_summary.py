@@ -99,3 +99,12 @@ def test_winners_table_names_the_paper_and_handles_a_lone_model():
     lone = table.set_index("experiment").loc["e1"]
     assert lone["paper"] == "000" and pd.isna(lone["runner_up"]) and not lone["exceeds_se"]
     assert "no rival" in lone["statement"]
+
+
+def test_one_split_has_no_standard_error_and_no_values_no_winner():
+    row = experiment_winner(classification_table({"A": [0.9], "B": [0.8]}), BINARY)
+    assert row["margin"] == pytest.approx(0.1) and np.isnan(row["margin_se"])
+    assert not row["exceeds_se"] and "one split, no se" in row["statement"]
+    row = experiment_winner(classification_table({"A": [np.nan], "B": [np.nan]}), BINARY)
+    assert pd.isna(row["winner"]) and row["statement"] == "no auroc values"
+    assert set(row) == set(COLUMNS[2:])

@@ -93,6 +93,10 @@ def experiment_winner(metrics, experiment):
     metric, higher = primary_metric(experiment)
     scores, model_of = per_split_scores(metrics, metric)
     means = scores.mean().sort_values(ascending=not higher, kind="stable")
+    if means.empty:  # e.g. every test split held one class: AUROC undefined throughout
+        empty = dict.fromkeys(COLUMNS[3:], np.nan)
+        return {**empty, "metric": metric, "n_splits": 0, "exceeds_se": False,
+                "statement": f"no {metric} values"}  # fmt: skip
     winner = means.index[0]
     rivals = means[[model_of[c] != model_of[winner] for c in means.index]]
     row = {"metric": metric, "winner": winner, "winner_mean": means.iloc[0]}
@@ -105,7 +109,7 @@ def experiment_winner(metrics, experiment):
     se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
     row.update(runner_up=runner_up, runner_up_mean=rivals.iloc[0], margin=diff.mean())
     row.update(margin_se=se, n_splits=len(diff), exceeds_se=bool(diff.mean() > se))
-    how = f"{diff.mean() / se:.1f} se" if se > 0 else "se 0"
+    how = "one split, no se" if np.isnan(se) else f"{diff.mean() / se:.1f} se" if se else "se 0"
     row["statement"] = (
         f"{winner} ahead of {runner_up} by {diff.mean():.3f} {metric} "
         f"({means.iloc[0]:.3f} against {rivals.iloc[0]:.3f}; {how} over {len(diff)} splits)"
