@@ -94,9 +94,8 @@ def experiment_winner(metrics, experiment):
     scores, model_of = per_split_scores(metrics, metric)
     means = scores.mean().sort_values(ascending=not higher, kind="stable")
     if means.empty:  # e.g. every test split held one class: AUROC undefined throughout
-        empty = dict.fromkeys(COLUMNS[3:], np.nan)
-        return {**empty, "metric": metric, "n_splits": 0, "exceeds_se": False,
-                "statement": f"no {metric} values"}  # fmt: skip
+        row = {**dict.fromkeys(COLUMNS[3:], np.nan), "metric": metric, "n_splits": 0}
+        return {**row, "exceeds_se": False, "statement": f"no {metric} values"}
     winner = means.index[0]
     rivals = means[[model_of[c] != model_of[winner] for c in means.index]]
     row = {"metric": metric, "winner": winner, "winner_mean": means.iloc[0]}
