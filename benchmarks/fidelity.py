@@ -135,6 +135,13 @@ def _pbmc():
         return sc.datasets.pbmc68k_reduced()
 
 
+def _chosen(settings, cohorts):
+    """The entries of ``cohorts`` whose name contains one of ``settings["cohorts"]`` (all when
+    that is empty: ``--cohorts`` runs part of a claim)."""
+    wanted = settings.get("cohorts")
+    return {k: v for k, v in cohorts.items() if not wanted or any(w in k for w in wanted)}
+
+
 def _dense(X):
     return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
 
@@ -163,26 +170,38 @@ def _classification(claim, cohort, X, labels, task, protocol, models, steps, see
     ]
 
 
+def _pbmc_t_nk():
+    """pbmc68k_reduced's 223 T and NK cells: log1p of normalised counts (``.raw``, 765 genes) and
+    ``bulk_labels``."""
+    p = _pbmc()
+    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
+    return _dense(t_nk.raw.X), t_nk.obs["bulk_labels"].astype(str)
+
+
 def claim_a(settings, seed):
     """Paper 000: ranks of untransformed intensities against Gaussian factors and a linear SVM.
 
-    GSE7390 ships log2 intensities; ``intensity`` is 2**x, ``log`` the matrix as shipped. The
-    models see the matrix as it is (no z-scoring), 75/25 stratified subsampling.
+    GSE7390 ships log2 intensities: ``intensity`` is 2**x, ``log`` the matrix as shipped.
+    pbmc68k_reduced's ``.raw`` holds log1p of normalised counts: ``intensity`` is expm1(x)
+    (normalised counts), ``log`` the matrix as shipped. The models see the matrix as it is (no
+    z-scoring), 75/25 stratified subsampling.
     """
     g = load_demo("gse7390")
-    tasks = {
-        "GSE7390 grade (poor vs rest)": ("grade", ["poorly differentiated"]),
-        "GSE7390 ER (negative vs positive)": ("er", ["negative"]),
+    pbmc, bulk = _pbmc_t_nk()
+    logs = _dense(g.X)
+    tasks = {  # cohort: (log matrix, its inverse, labels, positive)
+        "GSE7390 grade (poor vs rest)": (logs, np.exp2, g.obs["grade"], ["poorly differentiated"]),
+        "GSE7390 ER (negative vs positive)": (logs, np.exp2, g.obs["er"], ["negative"]),
+        "pbmc68k CD8+ vs T/NK (raw)": (pbmc, np.expm1, bulk, ["CD8+ Cytotoxic T"]),
     }
     out = []
-    for cohort, (column, positive) in tasks.items():
-        logs = _dense(g.X)
-        for scale, X in (("log", logs), ("intensity", 2.0**logs)):
+    for cohort, (logs, inverse, labels, positive) in _chosen(settings, tasks).items():
+        for scale, X in (("log", logs), ("intensity", inverse(logs))):
             rows = _classification(
                 "a_rank",
                 cohort,
                 X,
-                g.obs[column],
+                labels,
                 {"kind": "binary", "positive": positive},
                 "repeated_subsampling",
                 MODELS["a_rank"],
@@ -221,7 +240,7 @@ def claim_b(settings, seed):
                 seed,
                 n_splits=settings["n_splits"],
             )
-            for cohort, (X, labels, positive) in cohorts.items()
+            for cohort, (X, labels, positive) in _chosen(settings, cohorts).items()
         ],
         ignore_index=True,
     )
@@ -231,9 +250,12 @@ def claim_c(settings, seed):
     """Paper 002: held-out log likelihood per entry, 20 % of the entries held out per repeat."""
     from scipy.stats import zscore
 
-    cohorts = {"Wisconsin z-scored": _dense(load_demo("breast_cancer_wisconsin").X)}
+    cohorts = {
+        "Wisconsin z-scored": _dense(load_demo("breast_cancer_wisconsin").X),
+        "GSE7390 z-scored": _dense(load_demo("gse7390").X),
+    }
     rows = []
-    for cohort, X in cohorts.items():
+    for cohort, X in _chosen(settings, cohorts).items():
         Y = zscore(X, axis=0)
         splits = heldout_entry_splits(
             np.ones(Y.shape, dtype=bool),
@@ -278,7 +300,7 @@ def claim_d(settings, seed):
                 n_per_class=3,
                 n_repeats=settings["n_splits"],
             )
-            for cohort, (X, labels) in cohorts.items()
+            for cohort, (X, labels) in _chosen(settings, cohorts).items()
         ],
         ignore_index=True,
     )
@@ -343,47 +365,62 @@ CLAIMS = {"a_rank": claim_a, "b_bam": claim_b, "c_rflvm": claim_c, "d_bm2pca": c
 CLAIMS["e_mvgp"] = claim_e
 
 
-def diagnose_bam(seed, n_splits=3):
-    """Why BAM_P trails on pbmc68k (docs/fidelity.md, claim b): convergence or overfitting?
+def diagnose_bam(seed, n_splits=5):
+    """Does BAM converge at its defaults, and is convergence why BAM_P trails (claim b)?
 
-    On the claim's pbmc68k task, fits BPROBIT, BAM_P and BAM_L at the defaults and with
-    ``max_iter=2000``; returns held-out and training AUROC, iterations run and ``converged_``.
+    On GSE7390 ER (linear and Gaussian kernel maps) and the claim's pbmc68k task (Gaussian),
+    fits BPROBIT, BAM_L and BAM_P at the defaults and BAM_P with the former default
+    ``max_iter=200`` (the same start: one seed per split); returns held-out and training AUROC,
+    iterations run, ``converged_`` and CPU seconds.
     """
     from omicsbayes.evaluate.metrics import auroc
     from omicsbayes.models import BAMClassifier, BayesianProbitClassifier
 
-    p = _pbmc()
+    g, p = load_demo("gse7390"), _pbmc()
     t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
-    X = _dense(t_nk.X)
-    y = (t_nk.obs["bulk_labels"].astype(str) == "CD8+ Cytotoxic T").to_numpy().astype(int)
-    splits = classification_splits(
-        y, "repeated_subsampling", random_state=derive_seed(seed, "diagnose_bam"), n_splits=n_splits
-    )
+    er = (g.obs["er"].astype(str) == "negative").to_numpy().astype(int)
+    cd8 = (t_nk.obs["bulk_labels"].astype(str) == "CD8+ Cytotoxic T").to_numpy().astype(int)
+    tasks = {
+        ("GSE7390 ER", "linear"): (_dense(g.X), er),
+        ("GSE7390 ER", "gaussian"): (_dense(g.X), er),
+        ("pbmc68k CD8+", "gaussian"): (_dense(t_nk.X), cd8),
+    }
     models = {
         "BPROBIT": BayesianProbitClassifier(),
-        "BAM_P": BAMClassifier(ranking="pairwise"),
-        "BAM_P max_iter=2000": BAMClassifier(ranking="pairwise", max_iter=2000),
         "BAM_L": BAMClassifier(ranking="listwise"),
-        "BAM_L max_iter=2000": BAMClassifier(ranking="listwise", max_iter=2000),
+        "BAM_P": BAMClassifier(ranking="pairwise"),
+        "BAM_P max_iter=200": BAMClassifier(ranking="pairwise", max_iter=200),
     }
     rows = []
-    for split, table in splits.groupby("split"):
-        train = table.loc[table["role"] == "train", "sample"].to_numpy()
-        test = table.loc[table["role"] == "test", "sample"].to_numpy()
-        kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": "gaussian"}])
-        A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
-        for name, model in models.items():
-            model.fit(A, y[train])
-            rows.append(
-                {
-                    "split": split,
-                    "model": name,
-                    "test_auroc": auroc(y[test], model.decision_function(B)),
-                    "train_auroc": auroc(y[train], model.decision_function(A)),
-                    "n_iter": model.n_iter_,
-                    "converged": model.converged_,
-                }
-            )
+    for (cohort, kernel), (X, y) in tasks.items():
+        splits = classification_splits(
+            y,
+            "repeated_subsampling",
+            random_state=derive_seed(seed, "diagnose_bam", cohort),
+            n_splits=n_splits,
+        )
+        for split, table in splits.groupby("split"):
+            train = table.loc[table["role"] == "train", "sample"].to_numpy()
+            test = table.loc[table["role"] == "test", "sample"].to_numpy()
+            kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": kernel}])
+            A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
+            state = derive_seed(seed, "diagnose_bam", cohort, kernel, split)
+            for name, model in models.items():
+                start = time.process_time()
+                model.set_params(random_state=state).fit(A, y[train])
+                rows.append(
+                    {
+                        "cohort": cohort,
+                        "kernel": kernel,
+                        "split": split,
+                        "model": name,
+                        "test_auroc": auroc(y[test], model.decision_function(B)),
+                        "train_auroc": auroc(y[train], model.decision_function(A)),
+                        "n_iter": model.n_iter_,
+                        "converged": model.converged_,
+                        "cpu_s": time.process_time() - start,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -452,6 +489,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 splits, short chains")
     parser.add_argument("--only", nargs="*", choices=sorted(CLAIMS), help="claims to run")
+    parser.add_argument(
+        "--cohorts", nargs="*", metavar="TEXT", help="only cohorts whose name contains one of these"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--out", default="results/fidelity.tsv")
     parser.add_argument(
@@ -475,7 +515,7 @@ def main(argv=None):
         write(pd.concat([pd.read_csv(f, sep="\t") for f in args.from_splits]), out)
         print(f"wrote {out}, {out.with_suffix('.png')}")
         return 0
-    settings = SETTINGS["quick" if args.quick else "full"]
+    settings = {**SETTINGS["quick" if args.quick else "full"], "cohorts": args.cohorts}
     parts = []
     for name in args.only or sorted(CLAIMS):
         start = time.perf_counter()

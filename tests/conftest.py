@@ -142,6 +142,7 @@ def tiny_run_config():
         }
     )
     config["experiments"]["digits_ovr"] = {
+        "paper": "000",
         "cohort": "digits",
         "task": {"kind": "one_vs_rest"},
         "transforms": ["zscore"],
@@ -151,6 +152,7 @@ def tiny_run_config():
     }
     for n in (2, 3):
         config["experiments"][f"n{n}"] = {
+            "paper": "003",
             "cohort": "tissue",
             "task": {"kind": "multiclass"},
             "transforms": ["unit_length"],

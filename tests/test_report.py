@@ -6,6 +6,7 @@ can); it is skipped, saying why, on a machine without them.
 
 import shutil
 
+import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.workflow
@@ -29,6 +30,21 @@ def test_report_references_every_table_and_figure(report):
     for experiment in ("malignant", "digits_ovr", "n2", "n3"):  # grouped by experiment
         assert experiment in html
     assert "Summary" in html
+
+
+def test_summary_page_names_each_papers_winner(report):
+    workdir, path = report
+    table = pd.read_csv(workdir / "results" / "winners.tsv", sep="\t", dtype={"paper": str})
+    assert list(table["experiment"]) == ["malignant", "digits_ovr", "n2", "n3"]  # by paper
+    assert list(table["paper"].fillna("")) == ["", "000", "003", "003"]
+    assert list(table["metric"]) == ["auroc", "auroc", "accuracy", "accuracy"]
+    for row in table.itertuples():  # the winner's mean and margin, again from metrics.tsv
+        metrics = pd.read_csv(workdir / "results" / row.experiment / "metrics.tsv", sep="\t")
+        means = metrics.groupby(["model", "split"])[row.metric].mean().groupby("model").mean()
+        assert means.idxmax() == row.winner and means.max() == pytest.approx(row.winner_mean)
+        assert row.margin == pytest.approx(means.max() - means.drop(row.winner).max())
+        assert row.statement.startswith(f"{row.winner} ahead of {row.runner_up} by")
+    assert "winners.tsv" in path.read_text()
 
 
 @pytest.mark.skipif(

@@ -38,13 +38,20 @@ rule evaluate:
 
 rule summary:
     input:
-        expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
+        summaries=expand("results/{experiment}/summary.tsv", experiment=EXPERIMENTS),
+        metrics=expand("results/{experiment}/metrics.tsv", experiment=EXPERIMENTS),
     output:
-        report(
+        summary=report(
             "results/summary.tsv",
             caption="../report/all_summary.rst",
             category="Summary",
             labels={"table": "all experiments"},
+        ),
+        winners=report(
+            "results/winners.tsv",
+            caption="../report/winners.rst",
+            category="Summary",
+            labels={"table": "winner per experiment and paper"},
         ),
     params:
         experiments=list(EXPERIMENTS),

@@ -552,8 +552,9 @@ class BAMClassifier(_BayesianLinearVB):
     ranking : {"listwise", "pairwise"}, default "listwise"
         BAM_L (eq. 2, one softmax per member of the smaller class) or BAM_P (eq. 1, one per
         positive-negative pair, held as a |P| x |N| matrix of zeta).
-    alpha_gamma, beta_gamma, alpha_eta, beta_eta, max_iter, tol, random_state, verbose
+    alpha_gamma, beta_gamma, alpha_eta, beta_eta, tol, random_state, verbose
         As for :class:`BayesianProbitClassifier`.
+    max_iter : int, default 1000
 
     Attributes
     ----------
@@ -579,7 +580,7 @@ class BAMClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=200,
+        max_iter=1000,  # BAM_P needs 405-816 sweeps on GSE7390 / pbmc68k maps (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
         verbose=False,

@@ -478,7 +478,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         a_nu=1e-1,
         b_nu=1e-5,
         delta=1e-5,
-        max_iter=300,
+        max_iter=1000,  # tissue few-shot: every binary fit needs 312-352 sweeps (docs/fidelity.md)
         tol=1e-6,
         random_state=None,
         verbose=False,

@@ -1,0 +1,143 @@
+"""Which model won each experiment, by how much, and whether the margin exceeds its standard error.
+
+The report's summary page (``results/winners.tsv``) is built from the per-split metric tables of
+the experiments (``results/{experiment}/metrics.tsv``). Each experiment is judged on one metric,
+the one its paper reports: AUROC for binary and one-vs-rest tasks (paper 000's Tables 2-5, paper
+001's Figure 3), accuracy for multiclass tasks (paper 003's Tables 2-4), the held-out log
+likelihood per entry (paper 002's Table 1), R@k at the largest k (paper 004's Tables 1-2), RMSE
+for ratings (paper 004's Table 3). Every model and transform of the experiment saw the same
+splits, so the margin of the winner over the runner-up gets the standard error of the paired
+per-split differences.
+"""
+
+import numpy as np
+import pandas as pd
+
+PRIMARY = {  # experiment kind -> (metric column, True if higher is better)
+    "heldout_entries": ("log_likelihood_per_entry", True),
+    "disease_gene": ("recall", True),
+    "rating": ("rmse", False),
+}
+COLUMNS = [
+    "paper",
+    "experiment",
+    "metric",
+    "winner",
+    "winner_mean",
+    "runner_up",
+    "runner_up_mean",
+    "margin",
+    "margin_se",
+    "n_splits",
+    "exceeds_se",
+    "statement",
+]
+
+
+def primary_metric(experiment):
+    """The metric an experiment is judged on and whether higher is better.
+
+    Parameters
+    ----------
+    experiment : dict
+        The experiment's config entry (keys ``kind``, ``task``).
+
+    Returns
+    -------
+    (str, bool)
+    """
+    kind = experiment.get("kind", "classification")
+    if kind == "classification":
+        multiclass = experiment.get("task", {}).get("kind") == "multiclass"
+        return ("accuracy", True) if multiclass else ("auroc", True)
+    return PRIMARY[kind]
+
+
+def per_split_scores(metrics, metric):
+    """One value per candidate (model, or ``model (transform)`` when there are several
+    transforms) and split: ``metric`` averaged over tasks, at the largest ``k`` where the table
+    has one. Returns a splits x candidates frame and the model of each candidate."""
+    table = metrics
+    if "k" in table:
+        table = table[table["k"] == table["k"].max()]
+    several = table["transform"].nunique() > 1
+    candidate = table["model"] + (" (" + table["transform"] + ")" if several else "")
+    table = table.assign(candidate=candidate)
+    scores = table.pivot_table(
+        index="split", columns="candidate", values=metric, aggfunc="mean", sort=False
+    )
+    return scores, dict(zip(table["candidate"], table["model"]))
+
+
+def experiment_winner(metrics, experiment):
+    """The winner of one experiment against its runner-up.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        The experiment's per-split metric table (columns ``transform``, ``model``, ``split``,
+        optionally ``task`` or ``k``, and the metric columns).
+    experiment : dict
+        Its config entry.
+
+    Returns
+    -------
+    dict
+        The :data:`COLUMNS` except ``paper`` and ``experiment``. The runner-up is the best
+        candidate of another model (the same model on another transform is no rival: a rank
+        model gives the same numbers on every monotone transform). ``margin`` is how far the
+        winner's mean is ahead (positive whichever direction is better), ``margin_se`` the
+        standard error of the paired per-split differences (splits where either is NaN left
+        out; NaN with fewer than two splits), ``exceeds_se`` whether ``margin > margin_se``.
+    """
+    metric, higher = primary_metric(experiment)
+    scores, model_of = per_split_scores(metrics, metric)
+    means = scores.mean().sort_values(ascending=not higher, kind="stable")
+    if means.empty:  # e.g. every test split held one class: AUROC undefined throughout
+        row = {**dict.fromkeys(COLUMNS[3:], np.nan), "metric": metric, "n_splits": 0}
+        return {**row, "exceeds_se": False, "statement": f"no {metric} values"}
+    winner = means.index[0]
+    rivals = means[[model_of[c] != model_of[winner] for c in means.index]]
+    row = {"metric": metric, "winner": winner, "winner_mean": means.iloc[0]}
+    row.update(runner_up=np.nan, runner_up_mean=np.nan, margin=np.nan, margin_se=np.nan)
+    row.update(n_splits=int(scores[winner].notna().sum()), exceeds_se=False)
+    if rivals.empty:
+        return {**row, "statement": f"{winner}: {metric} {means.iloc[0]:.3f} (no rival)"}
+    runner_up = rivals.index[0]
+    diff = (scores[winner] - scores[runner_up]).dropna() * (1 if higher else -1)
+    se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
+    row.update(runner_up=runner_up, runner_up_mean=rivals.iloc[0], margin=diff.mean())
+    row.update(margin_se=se, n_splits=len(diff), exceeds_se=bool(diff.mean() > se))
+    how = "one split, no se" if np.isnan(se) else f"{diff.mean() / se:.1f} se" if se else "se 0"
+    row["statement"] = (
+        f"{winner} ahead of {runner_up} by {diff.mean():.3f} {metric} "
+        f"({means.iloc[0]:.3f} against {rivals.iloc[0]:.3f}; {how} over {len(diff)} splits)"
+    )
+    return row
+
+
+def winners(metric_tables, experiments):
+    """One row per experiment: its paper, winner, runner-up and margin (:data:`COLUMNS`).
+
+    Parameters
+    ----------
+    metric_tables : dict
+        Experiment name -> its per-split metric table.
+    experiments : dict
+        Experiment name -> config entry; the optional ``paper`` key names the paper whose claim
+        the experiment measures (empty when absent).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by paper, then experiment.
+    """
+    rows = [
+        {
+            "paper": str(experiments[name].get("paper", "")),
+            "experiment": name,
+            **experiment_winner(table, experiments[name]),
+        }
+        for name, table in metric_tables.items()
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS).sort_values(["paper", "experiment"], kind="stable")
