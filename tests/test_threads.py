@@ -82,3 +82,94 @@ def test_blas_threads_of_shapes():
     assert _base.blas_threads((10, 10), (3,)) == 1
     assert _base.blas_threads((_base.SMALL_PROBLEM, 1)) is None
     assert _base.blas_threads() == 1
+
+
+# ---------------------------------------------------------------- every estimator, every path
+def _classification_data():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 6))
+    return X, (X[:, 0] + 0.3 * rng.standard_normal(40) > 0).astype(int)
+
+
+def _counts():
+    return np.random.default_rng(2).poisson(3.0, size=(30, 12)).astype(float)
+
+
+def _entries():
+    rng = np.random.default_rng(3)
+    flat = rng.choice(10 * 8, 35, replace=False)
+    return flat // 8, flat % 8, rng.standard_normal(35), (10, 8)
+
+
+def _cases():
+    """``(name, build, fit args, predict-time method or None)`` for every public estimator whose
+    methods go through ``_base`` (RFLVM limits its whole fit to one thread itself)."""
+    from omicsbayes import models
+    from omicsbayes.inference.bsvm import BayesianSVM
+
+    Xy = _classification_data()
+    X_counts = _counts()
+    y_counts = (X_counts[:, 0] > 3).astype(int)
+    quick = {
+        "BayesianProbitClassifier": dict(max_iter=5),
+        "BAMClassifier": dict(max_iter=5),
+        "BM2PCAClassifier": dict(n_components=2, max_iter=5),
+        "BM2PCARegressor": dict(n_components=2, max_iter=5),
+        "FullSVM": dict(max_iter=50),
+        "PCASVM": dict(n_components=2, max_iter=50),
+        "LDASVM": dict(max_iter=50),
+        "LogisticBaseline": {},
+        "LinearSVMBaseline": dict(max_iter=50),
+        "RankFactorClassifier": dict(n_factors=2, max_iter=3),
+        "PFAClassifier": dict(n_factors=2, n_iter=6, burn_in=3),
+        "PoissonFactorAnalysis": dict(n_factors=2, n_iter=6, burn_in=3),
+        "IBPFactorModel": dict(n_iter=6, burn_in=3),
+        "ConstrainedMVGP": dict(lam=0.5, sigma2=1.0, max_rank=3),
+        "TraceGP": dict(lam=0.5, sigma2=1.0, max_rank=3),
+        "MVGP": dict(sigma2=1.0),
+        "KPMF": dict(rank=2, sigma2=1.0),
+        "PMF": dict(rank=2, sigma2=1.0),
+    }
+    assert set(quick) | {"RFLVM"} == set(models.__all__), "a new estimator needs a case here"
+    for name, params in quick.items():
+        cls = getattr(models, name)
+        if "matrix_completion" in cls.capabilities:
+            yield name, lambda c=cls, p=params: c(**p), _entries(), None
+        elif name == "PoissonFactorAnalysis":
+            yield name, lambda c=cls, p=params: c(**p), (X_counts,), "transform"
+        elif name == "IBPFactorModel":
+            yield name, lambda c=cls, p=params: c(**p), Xy[:1], None
+        elif name == "PFAClassifier":
+            yield name, lambda c=cls, p=params: c(**p), (X_counts, y_counts), "decision_function"
+        else:
+            method = "predict" if name == "BM2PCARegressor" else "decision_function"
+            yield name, lambda c=cls, p=params: c(**p), Xy, method
+    yield "BayesianSVM", lambda: BayesianSVM(max_iter=5), Xy, "decision_function"
+
+
+_CASES = list(_cases())
+
+
+@pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
+def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
+    """fit and the predict-time method each ask ``_base.blas_threads`` (the one policy; that its
+    answer is applied is the test above), and the process's threads are restored after."""
+    name, build, args, method = case
+    asked = []
+
+    def spy(*shapes):
+        asked.append(shapes)
+        return 1
+
+    monkeypatch.setattr(_base, "blas_threads", spy)
+    with threadpool_limits(limits=2, user_api="blas"):
+        if _blas_threads() < 2:
+            pytest.skip("BLAS runs one thread here whatever the limit")
+        model = build()
+        model.fit(*args)
+        assert asked, f"{name}.fit does not go through _base.blas_limit"
+        if method is not None:
+            asked.clear()
+            getattr(model, method)(args[0])
+            assert asked, f"{name}.{method} does not go through _base.blas_limit"
+        assert _blas_threads() == 2

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..models._base import limit_blas
 from .chain import chains_to_idata, run_chain, run_vb
 from .gig import sample_invgauss
 from .tpbn import TPBNShrinkage
@@ -218,6 +219,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             X = np.hstack([X, np.ones((len(X), 1))])
         return X
 
+    @limit_blas
     def fit(self, X, y):
         """Fit by VB or Gibbs; ``y`` holds any two class labels."""
         self._validate_params()
@@ -291,6 +293,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.coef_ = mean[: self.n_features_in_]
         self.intercept_ = float(mean[-1]) if self.fit_intercept else 0.0
 
+    @limit_blas
     def decision_function(self, X):
         """Posterior-mean score ``beta^T x + b``; positive favours ``classes_[1]``."""
         check_is_fitted(self, "coef_")

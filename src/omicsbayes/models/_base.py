@@ -7,7 +7,8 @@
   Checks that relate two parameters live in the estimator's own ``fit``, after that call.
 - **Fitted checks.** :func:`check_fitted` raises scikit-learn's ``NotFittedError``.
 - **BLAS threads.** :func:`blas_threads` is the number of BLAS threads a problem of a given size
-  can use; :func:`limit_blas` wraps a method so the whole call runs with that many. Tiny matrix
+  can use; :func:`blas_limit` runs a block with that many and :func:`limit_blas` wraps a method
+  in it (every estimator's fit / predict / transform goes through one of the two). Tiny matrix
   products on several threads spin when the cores are busy (36x slower for BPROBIT on a 129 x 129
   kernel with another process on the other core, issue 17), so small problems run on one.
 - **Input checks.** :func:`check_X` (scikit-learn's ``validate_data``: DataFrames keep
@@ -20,6 +21,7 @@
   schema and the protocols never keep their own lists.
 """
 
+import contextlib
 import functools
 import importlib
 import os
@@ -41,6 +43,7 @@ __all__ = [
     "NotFittedError",
     "POSITIVE",
     "RANDOM_STATE",
+    "blas_limit",
     "blas_threads",
     "capabilities_of",
     "check_X",
@@ -105,6 +108,18 @@ def blas_threads(*shapes):
     return 1 if largest < SMALL_PROBLEM else None
 
 
+def blas_limit(*shapes):
+    """Context manager: BLAS limited to :func:`blas_threads` of ``shapes`` for its block.
+
+    The one place an estimator's thread policy is applied (:func:`limit_blas` wraps a method in
+    it; code whose largest matrices are not its arguments' calls it with their shapes).
+    """
+    limit = blas_threads(*shapes)
+    if limit is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=limit, user_api="blas")
+
+
 def limit_blas(method):
     """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
 
@@ -121,10 +136,7 @@ def limit_blas(method):
         shapes.append(getattr(self, "_fit_shape", ()))
         if hasattr(self, "_blas_shape"):
             shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
-        limit = blas_threads(*shapes)
-        if limit is None:
-            return method(self, *args, **kwargs)
-        with threadpool_limits(limits=limit, user_api="blas"):
+        with blas_limit(*shapes):
             return method(self, *args, **kwargs)
 
     return wrapped

@@ -42,7 +42,7 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng, limit_blas
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -430,6 +430,7 @@ class IBPFactorModel(BaseEstimator):
             raise ValueError(f"Y has only NaN values; {who} needs observed entries")
         return Y, missing
 
+    @limit_blas
     def fit(self, Y, y=None):
         """Run ``n_chains`` Gibbs chains on Y (samples x features, NaN = missing)."""
         self._validate_params()

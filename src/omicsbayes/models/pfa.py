@@ -44,7 +44,7 @@ from omicsbayes.inference.chain import (
     sample_chains,
 )
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng
+from omicsbayes.models._base import MCMC_CONSTRAINTS, POSITIVE, check_fitted, check_rng, limit_blas
 
 logger = logging.getLogger("omicsbayes")
 
@@ -410,6 +410,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         "n_transform_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
+    @limit_blas
     def fit(self, X, y=None):
         """Run ``n_chains`` Gibbs chains on a samples x features count matrix (NaN = missing)."""
         self._validate_params()
@@ -479,6 +480,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
             )
         return X, missing
 
+    @limit_blas
     def transform(self, X):
         """Factor scores of new samples with the loadings fixed at their posterior mean.
 
@@ -661,6 +663,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
     def _features(self, theta):
         return (theta - self._score_mean) / self._score_sd
 
+    @limit_blas
     def fit(self, X, y):
         """Fit PFA on ``round(X)`` (NaN = missing), then one Bayesian SVM per task.
 
@@ -712,11 +715,13 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self.idata_ = self.pfa_.idata_
         return self
 
+    @limit_blas
     def transform(self, X):
         """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
         check_fitted(self, "pfa_")
         return self.pfa_.transform(self._round(X))
 
+    @limit_blas
     def decision_function(self, X):
         """SVM score per task; shape (n_samples,) for one task, (n_samples, n_tasks) otherwise.
 
