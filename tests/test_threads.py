@@ -3,8 +3,15 @@
 
 Each model is fitted twice on the same data and seed, with BLAS limited to one thread and to two
 (the estimators' own one-thread policy for small problems switched off, so two threads really
-run); the outputs agree to a relative tolerance far below any statistical difference.
+run); the outputs agree to a relative tolerance far below any statistical difference. Every
+public estimator's fit and predict-time method goes through the one policy (``_base``), and a
+workflow job runs on exactly its rule's ``threads:`` (BLAS and numba).
 """
+
+import json
+import logging
+import os
+import types
 
 import numpy as np
 import pytest
@@ -173,3 +180,82 @@ def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
             getattr(model, method)(args[0])
             assert asked, f"{name}.{method} does not go through _base.blas_limit"
         assert _blas_threads() == 2
+
+
+# ---------------------------------------------------------------- a workflow job's threads
+def test_run_job_runs_main_on_the_jobs_threads(tmp_path):
+    """In process, with a stand-in for Snakemake's object: BLAS and numba on ``threads``."""
+
+    import numba
+
+    from omicsbayes.jobs import run_job
+
+    seen = {}
+
+    def main(smk):
+        seen.update(blas=_blas_threads(), numba=numba.get_num_threads())
+
+    smk = types.SimpleNamespace(threads=1, log=[str(tmp_path / "job.log")], input=[])
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            if _blas_threads() < 2 or numba.config.NUMBA_NUM_THREADS < 2:
+                pytest.skip("one thread here whatever the limit")
+            numba_before = numba.get_num_threads()
+            run_job(smk, main)
+            assert seen == {"blas": 1, "numba": 1}
+            assert (_blas_threads(), numba.get_num_threads()) == (2, numba_before)  # restored
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+_THREADS_SNAKEFILE = """
+rule all:
+    input: "one.json", "two.json"
+
+rule probe:
+    output: "{name}.json"
+    threads: lambda wc: {"one": 1, "two": 2}[wc.name]
+    script: "probe.py"
+"""
+
+_PROBE = """
+import json, os
+from omicsbayes.jobs import run_job
+
+def main(smk):
+    import numba
+    import numpy  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    with open(smk.output[0], "w") as f:
+        json.dump(dict(env, blas=blas, numba=numba.get_num_threads()), f)
+
+run_job(snakemake, main)  # noqa: F821
+"""
+
+
+@pytest.mark.workflow
+def test_workflow_jobs_run_on_their_threads(tmp_path, snakemake_run):
+    """A real Snakemake run: a ``threads: 1`` job and a ``threads: 2`` job (``--cores 2``) see
+    exactly their threads in the BLAS variables, in BLAS and in numba (Snakemake exports the
+    variables; numba's comes from ``run_job``)."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: a two-thread job is scaled down to one")
+    (tmp_path / "Snakefile").write_text(_THREADS_SNAKEFILE)
+    (tmp_path / "probe.py").write_text(_PROBE)
+    result = snakemake_run(tmp_path, "--cores", "2", snakefile=tmp_path / "Snakefile")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name, threads in (("one", 1), ("two", 2)):
+        seen = json.loads((tmp_path / f"{name}.json").read_text())
+        want = str(threads)
+        assert seen == {
+            "OMP_NUM_THREADS": want,
+            "OPENBLAS_NUM_THREADS": want,
+            "blas": threads,
+            "numba": threads,
+        }, name
