@@ -109,15 +109,17 @@ def blas_threads(*shapes):
 
 
 def blas_limit(*shapes):
-    """Context manager: BLAS limited to :func:`blas_threads` of ``shapes`` for its block.
+    """Context manager: BLAS and OpenMP limited to :func:`blas_threads` of ``shapes``.
 
     The one place an estimator's thread policy is applied (:func:`limit_blas` wraps a method in
-    it; code whose largest matrices are not its arguments' calls it with their shapes).
+    it; code whose largest matrices are not its arguments' calls it with their shapes). OpenMP
+    too, as scikit-learn does: its loss functions (``LogisticBaseline``) run OpenMP loops that
+    stall like BLAS on a small problem.
     """
     limit = blas_threads(*shapes)
     if limit is None:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=limit, user_api="blas")
+    return threadpool_limits(limits=limit)
 
 
 def limit_blas(method):
