@@ -7,7 +7,7 @@ core busy (as on a workstation or a cluster node running several jobs):
 - **Estimators.** Every family (BPROBIT, BAM_L, BAM_P, BM2PCA, the rank factor model R-L-BSVM,
   PFA, the IBP factor model, RFLVM, Con. MV-GP, PMF, the Bayesian SVM and the baselines) on a
   small and a large problem: the fit with the estimator's own thread policy (the process keeps
-  its default BLAS threads, one per core) against the same fit with BLAS limited to one thread.
+  its default BLAS and OpenMP threads, one per core) against the same fit limited to one thread.
   Goal: the ratio is at most 1.5 (no stall). The note says whether the problem is at or above
   ``SMALL_PROBLEM`` (where the policy keeps the process's threads) or below (one thread). Before
   ``limit_blas`` BPROBIT on a 129 x 129 kernel took 36x longer with two threads than with one.
@@ -54,10 +54,11 @@ def busy_cores(n=CORES - 1):
 
 
 def best_time(fn, threads=None, repeats=3):
-    """Best wall time of ``fn()`` over ``repeats``, with BLAS limited to ``threads`` if given."""
+    """Best wall time of ``fn()`` over ``repeats``, with BLAS and OpenMP limited to ``threads``
+    if given (as the estimators' policy limits both)."""
     best = np.inf
     for _ in range(repeats):
-        ctx = threadpool_limits(threads, user_api="blas") if threads else contextlib.nullcontext()
+        ctx = threadpool_limits(threads) if threads else contextlib.nullcontext()
         with ctx, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # few iterations: ConvergenceWarning by design
             start = time.perf_counter()
@@ -183,7 +184,7 @@ def _estimator_rows(quick, only=None):
                     policy,
                     0,
                     np.nan,
-                    f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one BLAS thread "
+                    f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one thread "
                     f"{one:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}) "
                     f"{'OK' if ratio <= GOAL else 'STALL'}; {side} SMALL_PROBLEM",
                 )
