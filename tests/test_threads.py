@@ -85,6 +85,20 @@ def test_limit_blas_one_thread_below_small_problem_and_no_limit_above():
         assert _blas_threads() == outer  # restored after each call
 
 
+class _SequentialProbe(_Probe):
+    _blas_sequential = True
+
+
+def test_limit_blas_one_thread_at_every_size_for_sequential_estimators():
+    side = int(np.sqrt(_base.SMALL_PROBLEM))
+    large = np.zeros((side + 1, side + 1))
+    with threadpool_limits(limits=2, user_api="blas"):
+        outer = _blas_threads()
+        assert _SequentialProbe().fit(large).threads == 1
+        assert _SequentialProbe().fit(large).predict(large) == 1
+        assert _blas_threads() == outer
+
+
 def test_blas_threads_of_shapes():
     assert _base.blas_threads((10, 10), (3,)) == 1
     assert _base.blas_threads((_base.SMALL_PROBLEM, 1)) is None

@@ -165,6 +165,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     log_likelihood_ (Gibbs: draws and the log pseudo-likelihood of every sweep).
     """
 
+    _blas_sequential = True  # a Cholesky of the d x d precision each iteration (limit_blas)
+
     def __init__(
         self,
         inference="vb",

@@ -129,7 +129,12 @@ def limit_blas(method):
     of the training data, when the estimator records ``_fit_shape``). An estimator whose
     products never touch a matrix as large as its input (BM2PCA multiplies X by N x k and
     d x k factors, then works on k x k blocks) maps each shape to the largest matrix its
-    iterations work on with a ``_blas_shape(shape)`` method.
+    iterations work on with a ``_blas_shape(shape)`` method. An estimator whose iterations are
+    factorisations and solves rather than large products declares ``_blas_sequential = True``
+    and runs on one thread at every size: ``benchmarks/bench_threads.py`` found a Cholesky
+    factorisation on two threads slower than on one at every size up to 2048^2 with the other
+    core busy, and BAM / BPROBIT on a 2100 x 2100 kernel, the Bayesian SVM and the baselines
+    2-5x slower.
     """
 
     @functools.wraps(method)
@@ -138,6 +143,8 @@ def limit_blas(method):
         shapes.append(getattr(self, "_fit_shape", ()))
         if hasattr(self, "_blas_shape"):
             shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
+        if getattr(self, "_blas_sequential", False):
+            shapes = []  # one thread
         with blas_limit(*shapes):
             return method(self, *args, **kwargs)
 

@@ -322,6 +322,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
     """Shared fit loop: q(gamma), q(eta), q(b, w) (eqs. 4-7), then the model's q(f)."""
 
     capabilities = frozenset({"classifier", "vb"})
+    _blas_sequential = True  # a Cholesky of the N x N kernel each iteration (limit_blas)
     _parameter_constraints = {
         "alpha_gamma": [_POSITIVE],
         "beta_gamma": [_POSITIVE],

@@ -52,6 +52,7 @@ class _Baseline(ClassifierMixin, BaseEstimator):
 
     uses_unlabelled = False
     capabilities = frozenset({"classifier"})
+    _blas_sequential = True  # scikit-learn's iterative solvers (limit_blas)
     _parameter_constraints = _CONSTRAINTS
 
     def _projection(self, n_classes, max_dim):
