@@ -8,8 +8,8 @@ core busy (as on a workstation or a cluster node running several jobs):
   PFA, the IBP factor model, RFLVM, Con. MV-GP, PMF, the Bayesian SVM and the baselines) on a
   small and a large problem: the fit with the estimator's own thread policy (the process keeps
   its default BLAS and OpenMP threads, one per core) against the same fit limited to one thread.
-  Goal: the ratio is at most 1.5 (no stall). The note says whether the problem is at or above
-  ``SMALL_PROBLEM`` (where the policy keeps the process's threads) or below (one thread). Before
+  Goal: the ratio is at most 1.5 (no stall). The note says what the policy chose (recorded from
+  ``_base.blas_threads`` during the fit): one thread, or the process's threads. Before
   ``limit_blas`` BPROBIT on a 129 x 129 kernel took 36x longer with two threads than with one.
 - **The threshold.** A matrix product and a Cholesky factorisation of n x n matrices, one thread
   against two, with the other core idle (what two threads can gain) and busy (what they can
@@ -34,6 +34,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks.common import row
 from omicsbayes import models
 from omicsbayes.inference.bsvm import BayesianSVM
+from omicsbayes.models import _base
 from omicsbayes.models._base import SMALL_PROBLEM
 
 GOAL = 1.5
@@ -96,16 +97,16 @@ def _entries(side, n_entries, rng):
     return rows, cols, values, (side, side)
 
 
-# Sizes: "small" is the size that stalled (a 129-sample cohort); "large" puts the largest matrix
-# the policy looks at above SMALL_PROBLEM (4.2 M elements) where a fit of a few iterations
-# takes seconds, so the policy keeps the process's threads there.
+# Sizes: "small" is the size that stalled (a 129-sample cohort); "large" puts the input above
+# SMALL_PROBLEM (4.2 M elements) where a fit of a few iterations takes seconds, so a policy that
+# follows the input's size keeps the process's threads there.
 _SIZES = {
     "kernel": (129, 2100),  # N x N kernel; 2100^2 = 4.4 M
     "dense": ((129, 500), (1100, 4000)),  # samples x features; 4.4 M
     "tall": ((129, 50), (42_000, 100)),  # the Bayesian SVM's d x d posterior: many samples
     "counts": ((129, 500), (1000, 4300)),
     "rflvm": ((129, 30), (300, 60)),  # its policy: one thread always (N x 2M features)
-    "entries": ((150, 3000), (1000, 220_000)),  # side, entries; entries x rank 20 = 4.4 M
+    "entries": ((150, 3000), (1000, 220_000)),  # side, entries (policy: side x rank)
 }
 
 
@@ -154,11 +155,28 @@ def _fit_call(model, how, data):
     return functools.partial(model.fit, data[0], data[1])
 
 
-def _largest(kind, data):
-    """Elements of the largest matrix the policy sees (the input; entries x rank for MV-GP)."""
-    if kind == "entries":
-        return max(data[2].size * 20, max(data[3]))
-    return data[0].size
+@contextlib.contextmanager
+def _recorded_policy(answers):
+    """Record what ``_base.blas_threads`` answers during the block (1, or None: no limit)."""
+    real = _base.blas_threads
+
+    def spy(*shapes):
+        answers.append(real(*shapes))
+        return answers[-1]
+
+    _base.blas_threads = spy
+    try:
+        yield
+    finally:
+        _base.blas_threads = real
+
+
+def _policy_note(answers):
+    if not answers:
+        return "policy: one thread (the estimator's own limit)"
+    if None in answers:
+        return "policy: the process's threads"
+    return "policy: one thread"
 
 
 def _estimator_rows(quick, only=None):
@@ -175,10 +193,11 @@ def _estimator_rows(quick, only=None):
                 fit = _fit_call(model, how, data)
                 repeats = 1 if large else 3
                 one = best_time(fit, threads=1, repeats=repeats)
-                policy = best_time(fit, repeats=repeats)
+                answers = []
+                with _recorded_policy(answers):
+                    policy = best_time(fit, repeats=repeats)
                 ratio = policy / one
                 shape = "x".join(map(str, data[3] if kind == "entries" else data[0].shape))
-                side = "at/above" if _largest(kind, data) >= SMALL_PROBLEM else "below"
                 r = row(
                     f"threads_{name}_{shape}",
                     policy,
@@ -186,7 +205,7 @@ def _estimator_rows(quick, only=None):
                     np.nan,
                     f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one thread "
                     f"{one:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}) "
-                    f"{'OK' if ratio <= GOAL else 'STALL'}; {side} SMALL_PROBLEM",
+                    f"{'OK' if ratio <= GOAL else 'STALL'}; {_policy_note(answers)}",
                 )
                 r["ratio"] = ratio
                 rows.append(r)

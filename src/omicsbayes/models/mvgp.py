@@ -324,7 +324,7 @@ class _Estimator(BaseEstimator):
 def _blas_limit(problem, rank):
     """One BLAS thread when the largest product of a fit is small (issue 17: threads spin)."""
     q = max(problem.Km.eigvecs.shape[1], problem.Kn.eigvecs.shape[1], 1)
-    return blas_limit((max(problem.shape), q), (problem.y.size, rank))
+    return blas_limit((max(problem.shape), q), (max(problem.shape), rank))  # entries: no BLAS
 
 
 class _FactorModel(_Estimator):
