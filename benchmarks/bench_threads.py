@@ -4,15 +4,19 @@ which one BLAS thread is used (``models._base.SMALL_PROBLEM``).
 Every ratio is measured in one run, side by side, while a competing process keeps the other
 core busy (as on a workstation or a cluster node running several jobs):
 
-- **Estimators.** BPROBIT, BAM_L, BM2PCA and the rank factor model (R-L-BSVM) on a small and a
-  large problem: the fit with the estimator's own thread policy (the process keeps its default
-  BLAS threads, one per core) against the same fit with BLAS limited to one thread. Goal: the
-  ratio is at most 1.5 (no stall). Before ``limit_blas`` BPROBIT on a 129 x 129 kernel took 36x
-  longer with two threads than with one.
+- **Estimators.** Every family (BPROBIT, BAM_L, BAM_P, BM2PCA, the rank factor model R-L-BSVM,
+  PFA, the IBP factor model, RFLVM, Con. MV-GP, PMF, the Bayesian SVM and the baselines) on a
+  small and a large problem: the fit with the estimator's own thread policy (the process keeps
+  its default BLAS and OpenMP threads, one per core) against the same fit limited to one thread.
+  Goal: the ratio is at most 1.5 (no stall). The note says what the policy chose (recorded from
+  ``_base.blas_threads`` during the fit): one thread, or the process's threads. Before
+  ``limit_blas`` BPROBIT on a 129 x 129 kernel took 36x longer with two threads than with one.
 - **The threshold.** A matrix product and a Cholesky factorisation of n x n matrices, one thread
   against two, with the other core idle (what two threads can gain) and busy (what they can
   lose). ``SMALL_PROBLEM`` should sit where two threads stop stalling on a busy machine and start
   paying on an idle one.
+
+``python -m benchmarks.bench_threads [--quick] [--only NAME ...]`` prints one line per case.
 """
 
 import contextlib
@@ -21,18 +25,16 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 from scipy import linalg
 from threadpoolctl import threadpool_limits
 
 from benchmarks.common import row
-from omicsbayes.models import (
-    BAMClassifier,
-    BayesianProbitClassifier,
-    BM2PCAClassifier,
-    RankFactorClassifier,
-)
+from omicsbayes import models
+from omicsbayes.inference.bsvm import BayesianSVM
+from omicsbayes.models import _base
 from omicsbayes.models._base import SMALL_PROBLEM
 
 GOAL = 1.5
@@ -53,17 +55,20 @@ def busy_cores(n=CORES - 1):
 
 
 def best_time(fn, threads=None, repeats=3):
-    """Best wall time of ``fn()`` over ``repeats``, with BLAS limited to ``threads`` if given."""
+    """Best wall time of ``fn()`` over ``repeats``, with BLAS and OpenMP limited to ``threads``
+    if given (as the estimators' policy limits both)."""
     best = np.inf
     for _ in range(repeats):
-        ctx = threadpool_limits(threads, user_api="blas") if threads else contextlib.nullcontext()
-        with ctx:
+        ctx = threadpool_limits(threads) if threads else contextlib.nullcontext()
+        with ctx, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # few iterations: ConvergenceWarning by design
             start = time.perf_counter()
             fn()
             best = min(best, time.perf_counter() - start)
     return best
 
 
+# ------------------------------------------------------------------------------ problems
 def _classification(n, d, rng):
     X = rng.standard_normal((n, d))
     y = (X[:, 0] + 0.5 * rng.standard_normal(n) > 0.8).astype(int)
@@ -76,47 +81,139 @@ def _kernel(X):
     return U @ U.T
 
 
-def _cases(quick):
-    rng = np.random.default_rng(0)
-    small_n, large_n = (129, 600) if quick else (129, 1100)
-    X_small, y_small = _classification(small_n, 500, rng)
-    X_large, y_large = _classification(large_n, 2000, rng)
-    K_small, K_large = _kernel(X_small), _kernel(X_large)
-    it = 10 if quick else 30
-    yield "BPROBIT", K_small, y_small, BayesianProbitClassifier(max_iter=200, tol=0)
-    yield "BPROBIT", K_large, y_large, BayesianProbitClassifier(max_iter=it, tol=0)
-    yield "BAM_L", K_small, y_small, BAMClassifier(max_iter=200, tol=0)
-    yield "BAM_L", K_large, y_large, BAMClassifier(max_iter=it, tol=0)
-    yield "BM2PCA", X_small, y_small, BM2PCAClassifier(n_components=5, max_iter=200, tol=0)
-    yield "BM2PCA", X_large, y_large, BM2PCAClassifier(n_components=20, max_iter=it, tol=0)
-    rank = RankFactorClassifier.from_variant
-    yield "R-L-BSVM", X_small, y_small, rank("R-L-BSVM", n_factors=5, max_iter=30, tol=0)
-    yield "R-L-BSVM", X_large, y_large, rank("R-L-BSVM", n_factors=20, max_iter=it // 3, tol=0)
+def _counts(n, d, rng):
+    """Counts from a rank-5 Poisson factor model and labels from its first factor."""
+    theta, phi = rng.gamma(1.0, 1.0, (n, 5)), rng.gamma(0.3, 1.0, (d, 5))
+    X = rng.poisson(theta @ phi.T).astype(float)
+    return X, (theta[:, 0] > np.median(theta[:, 0])).astype(int)
 
 
-def _estimator_rows(quick):
+def _entries(side, n_entries, rng):
+    """A ``side`` x ``side`` matrix completion problem with a planted rank-5 mean."""
+    flat = rng.choice(side * side, n_entries, replace=False)
+    rows, cols = flat // side, flat % side
+    U, V = rng.standard_normal((side, 5)), rng.standard_normal((side, 5))
+    values = np.einsum("lk,lk->l", U[rows], V[cols]) + 0.5 * rng.standard_normal(n_entries)
+    return rows, cols, values, (side, side)
+
+
+# Sizes: "small" is the size that stalled (a 129-sample cohort); "large" puts the input above
+# SMALL_PROBLEM (4.2 M elements) where a fit of a few iterations takes seconds, so a policy that
+# follows the input's size keeps the process's threads there.
+_SIZES = {
+    "kernel": (129, 2100),  # N x N kernel; 2100^2 = 4.4 M
+    "dense": ((129, 500), (1100, 4000)),  # samples x features; 4.4 M
+    "tall": ((129, 50), (42_000, 100)),  # the Bayesian SVM's d x d posterior: many samples
+    "counts": ((129, 500), (1000, 4300)),
+    "rflvm": ((129, 30), (300, 60)),  # its policy: one thread always (N x 2M features)
+    "entries": ((150, 3000), (1000, 220_000)),  # side, entries (policy: side x rank)
+}
+
+
+def _problems(rng, large):
+    i = int(large)
+    n = _SIZES["kernel"][i]
+    X, y = _classification(n, 500, rng)
+    yield "kernel", (_kernel(X), y)
+    yield "dense", _classification(*_SIZES["dense"][i], rng)
+    yield "tall", _classification(*_SIZES["tall"][i], rng)
+    yield "counts", _counts(*_SIZES["counts"][i], rng)
+    n, d = _SIZES["rflvm"][i]
+    yield "rflvm", (rng.standard_normal((n, 2)) @ rng.standard_normal((2, d)),)
+    yield "entries", _entries(*_SIZES["entries"][i], rng)
+
+
+def _estimators(large):
+    """``(name, problem kind, estimator, how to fit it)`` of every family; few iterations."""
+    it = 3 if large else 30
+    rank = models.RankFactorClassifier.from_variant
+    xy = "fit(X, y)"
+    yield "BPROBIT", "kernel", models.BayesianProbitClassifier(max_iter=it, tol=0), xy
+    yield "BAM_L", "kernel", models.BAMClassifier(max_iter=it, tol=0), xy
+    yield "BAM_P", "kernel", models.BAMClassifier(ranking="pairwise", max_iter=it, tol=0), xy
+    k = 10 if large else 5
+    yield "BM2PCA", "dense", models.BM2PCAClassifier(n_components=k, max_iter=it, tol=0), xy
+    yield "R-L-BSVM", "dense", rank("R-L-BSVM", n_factors=k, max_iter=it - 1, tol=0), xy
+    yield "BayesianSVM", "tall", BayesianSVM(max_iter=it, tol=0), xy
+    yield "PCASVM", "dense", models.PCASVM(n_components=k), xy
+    yield "LogisticBaseline", "dense", models.LogisticBaseline(), xy
+    mc = dict(n_iter=2 if large else 10, burn_in=1 if large else 5, random_state=0)
+    yield "PFA", "counts", models.PFAClassifier(n_factors=k, **mc), xy
+    yield "IBP", "counts", models.IBPFactorModel(**mc), "fit(X)"
+    mc.update(n_iter=2 if large else 4, burn_in=1 if large else 2)
+    yield "RFLVM", "rflvm", models.RFLVM(n_random_features=50, **mc), "fit(X)"
+    mv = dict(sigma2=1.0, max_iter=2 if large else 50, random_state=0)
+    yield "ConMVGP", "entries", models.ConstrainedMVGP(lam=1.0, max_rank=20, **mv), "entries"
+    yield "PMF", "entries", models.PMF(rank=20, **mv), "entries"
+
+
+def _fit_call(model, how, data):
+    if how == "entries":
+        return functools.partial(model.fit, *data)
+    if how == "fit(X)":
+        return functools.partial(model.fit, data[0])
+    return functools.partial(model.fit, data[0], data[1])
+
+
+@contextlib.contextmanager
+def _recorded_policy(answers):
+    """Record what ``_base.blas_threads`` answers during the block (1, or None: no limit)."""
+    real = _base.blas_threads
+
+    def spy(*shapes):
+        answers.append(real(*shapes))
+        return answers[-1]
+
+    _base.blas_threads = spy
+    try:
+        yield
+    finally:
+        _base.blas_threads = real
+
+
+def _policy_note(answers):
+    if not answers:
+        return "policy: one thread (the estimator's own limit)"
+    if None in answers:
+        return "policy: the process's threads"
+    return "policy: one thread"
+
+
+def _estimator_rows(quick, only=None):
     rows = []
+    rng = np.random.default_rng(0)
+    sizes = (False,) if quick else (False, True)
     with busy_cores():
-        for name, X, y, model in _cases(quick):
-            repeats = 3 if X.size < SMALL_PROBLEM else 1
-            fit = functools.partial(model.fit, X, y)
-            one = best_time(fit, threads=1, repeats=repeats)
-            policy = best_time(fit, repeats=repeats)
-            ratio = policy / one
-            r = row(
-                f"threads_{name}_{X.shape[0]}x{X.shape[1]}",
-                policy,
-                0,
-                np.nan,
-                f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one BLAS thread "
-                f"{one:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}) "
-                f"{'OK' if ratio <= GOAL else 'STALL'}",
-            )
-            r["ratio"] = ratio
-            rows.append(r)
+        for large in sizes:
+            problems = dict(_problems(rng, large))
+            for name, kind, model, how in _estimators(large):
+                if only and name not in only:
+                    continue
+                data = problems[kind]
+                fit = _fit_call(model, how, data)
+                repeats = 1 if large else 3
+                one = best_time(fit, threads=1, repeats=repeats)
+                answers = []
+                with _recorded_policy(answers):
+                    policy = best_time(fit, repeats=repeats)
+                ratio = policy / one
+                shape = "x".join(map(str, data[3] if kind == "entries" else data[0].shape))
+                r = row(
+                    f"threads_{name}_{shape}",
+                    policy,
+                    0,
+                    np.nan,
+                    f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one thread "
+                    f"{one:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}) "
+                    f"{'OK' if ratio <= GOAL else 'STALL'}; {_policy_note(answers)}",
+                )
+                r["ratio"] = ratio
+                rows.append(r)
+                print(r["benchmark"], f"{ratio:.2f}", r["note"], flush=True)
     return rows
 
 
+# ------------------------------------------------------------------------------ threshold
 def _kernels(n, rng):
     a = rng.standard_normal((n, n))
     spd = a @ a.T + n * np.eye(n)
@@ -158,15 +255,17 @@ def _threshold_rows(quick):
         )
         r["ratio"] = ratios["busy"]
         rows.append(r)
+        print(r["benchmark"], f"{r['ratio']:.2f}", r["note"], flush=True)
     return rows
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool, only=None) -> list[dict]:
     if CORES < 2:
         return [row("threads", np.nan, 0, np.nan, "one core: nothing to compare")]
-    return _estimator_rows(quick) + _threshold_rows(quick)
+    rows = _estimator_rows(quick, only)
+    return rows if only else rows + _threshold_rows(quick)
 
 
 if __name__ == "__main__":
-    for r in run(quick="--quick" in sys.argv):
-        print(r["benchmark"], f"{r['ratio']:.2f}", r["note"], flush=True)
+    names = sys.argv[sys.argv.index("--only") + 1 :] if "--only" in sys.argv else None
+    run(quick="--quick" in sys.argv, only=names)

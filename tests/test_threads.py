@@ -3,8 +3,15 @@
 
 Each model is fitted twice on the same data and seed, with BLAS limited to one thread and to two
 (the estimators' own one-thread policy for small problems switched off, so two threads really
-run); the outputs agree to a relative tolerance far below any statistical difference.
+run); the outputs agree to a relative tolerance far below any statistical difference. Every
+public estimator's fit and predict-time method goes through the one policy (``_base``), and a
+workflow job runs on exactly its rule's ``threads:`` (BLAS and numba).
 """
+
+import json
+import logging
+import os
+import types
 
 import numpy as np
 import pytest
@@ -78,7 +85,191 @@ def test_limit_blas_one_thread_below_small_problem_and_no_limit_above():
         assert _blas_threads() == outer  # restored after each call
 
 
+class _SequentialProbe(_Probe):
+    _blas_sequential = True
+
+
+def test_limit_blas_one_thread_at_every_size_for_sequential_estimators():
+    side = int(np.sqrt(_base.SMALL_PROBLEM))
+    large = np.zeros((side + 1, side + 1))
+    with threadpool_limits(limits=2, user_api="blas"):
+        outer = _blas_threads()
+        assert _SequentialProbe().fit(large).threads == 1
+        assert _SequentialProbe().fit(large).predict(large) == 1
+        assert _blas_threads() == outer
+
+
 def test_blas_threads_of_shapes():
     assert _base.blas_threads((10, 10), (3,)) == 1
     assert _base.blas_threads((_base.SMALL_PROBLEM, 1)) is None
     assert _base.blas_threads() == 1
+
+
+# ---------------------------------------------------------------- every estimator, every path
+def _classification_data():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 6))
+    return X, (X[:, 0] + 0.3 * rng.standard_normal(40) > 0).astype(int)
+
+
+def _counts():
+    return np.random.default_rng(2).poisson(3.0, size=(30, 12)).astype(float)
+
+
+def _entries():
+    rng = np.random.default_rng(3)
+    flat = rng.choice(10 * 8, 35, replace=False)
+    return flat // 8, flat % 8, rng.standard_normal(35), (10, 8)
+
+
+def _cases():
+    """``(name, build, fit args, predict-time method or None)`` for every public estimator whose
+    methods go through ``_base`` (RFLVM limits its whole fit to one thread itself)."""
+    from omicsbayes import models
+    from omicsbayes.inference.bsvm import BayesianSVM
+
+    Xy = _classification_data()
+    X_counts = _counts()
+    y_counts = (X_counts[:, 0] > 3).astype(int)
+    quick = {
+        "BayesianProbitClassifier": dict(max_iter=5),
+        "BAMClassifier": dict(max_iter=5),
+        "BM2PCAClassifier": dict(n_components=2, max_iter=5),
+        "BM2PCARegressor": dict(n_components=2, max_iter=5),
+        "FullSVM": dict(max_iter=50),
+        "PCASVM": dict(n_components=2, max_iter=50),
+        "LDASVM": dict(max_iter=50),
+        "LogisticBaseline": {},
+        "LinearSVMBaseline": dict(max_iter=50),
+        "RankFactorClassifier": dict(n_factors=2, max_iter=3),
+        "PFAClassifier": dict(n_factors=2, n_iter=6, burn_in=3),
+        "PoissonFactorAnalysis": dict(n_factors=2, n_iter=6, burn_in=3),
+        "IBPFactorModel": dict(n_iter=6, burn_in=3),
+        "ConstrainedMVGP": dict(lam=0.5, sigma2=1.0, max_rank=3),
+        "TraceGP": dict(lam=0.5, sigma2=1.0, max_rank=3),
+        "MVGP": dict(sigma2=1.0),
+        "KPMF": dict(rank=2, sigma2=1.0),
+        "PMF": dict(rank=2, sigma2=1.0),
+    }
+    assert set(quick) | {"RFLVM"} == set(models.__all__), "a new estimator needs a case here"
+    for name, params in quick.items():
+        cls = getattr(models, name)
+        if "matrix_completion" in cls.capabilities:
+            yield name, lambda c=cls, p=params: c(**p), _entries(), None
+        elif name == "PoissonFactorAnalysis":
+            yield name, lambda c=cls, p=params: c(**p), (X_counts,), "transform"
+        elif name == "IBPFactorModel":
+            yield name, lambda c=cls, p=params: c(**p), Xy[:1], None
+        elif name == "PFAClassifier":
+            yield name, lambda c=cls, p=params: c(**p), (X_counts, y_counts), "decision_function"
+        else:
+            method = "predict" if name == "BM2PCARegressor" else "decision_function"
+            yield name, lambda c=cls, p=params: c(**p), Xy, method
+    yield "BayesianSVM", lambda: BayesianSVM(max_iter=5), Xy, "decision_function"
+
+
+_CASES = list(_cases())
+
+
+@pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
+def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
+    """fit and the predict-time method each ask ``_base.blas_threads`` (the one policy; that its
+    answer is applied is the test above), and the process's threads are restored after."""
+    name, build, args, method = case
+    asked = []
+
+    def spy(*shapes):
+        asked.append(shapes)
+        return 1
+
+    monkeypatch.setattr(_base, "blas_threads", spy)
+    with threadpool_limits(limits=2, user_api="blas"):
+        if _blas_threads() < 2:
+            pytest.skip("BLAS runs one thread here whatever the limit")
+        model = build()
+        model.fit(*args)
+        assert asked, f"{name}.fit does not go through _base.blas_limit"
+        if method is not None:
+            asked.clear()
+            getattr(model, method)(args[0])
+            assert asked, f"{name}.{method} does not go through _base.blas_limit"
+        assert _blas_threads() == 2
+
+
+# ---------------------------------------------------------------- a workflow job's threads
+def test_run_job_runs_main_on_the_jobs_threads(tmp_path):
+    """In process, with a stand-in for Snakemake's object: BLAS and numba on ``threads``."""
+
+    import numba
+
+    from omicsbayes.jobs import run_job
+
+    seen = {}
+
+    def main(smk):
+        seen.update(blas=_blas_threads(), numba=numba.get_num_threads())
+
+    smk = types.SimpleNamespace(threads=1, log=[str(tmp_path / "job.log")], input=[])
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            if _blas_threads() < 2 or numba.config.NUMBA_NUM_THREADS < 2:
+                pytest.skip("one thread here whatever the limit")
+            numba_before = numba.get_num_threads()
+            run_job(smk, main)
+            assert seen == {"blas": 1, "numba": 1}
+            assert (_blas_threads(), numba.get_num_threads()) == (2, numba_before)  # restored
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+_THREADS_SNAKEFILE = """
+rule all:
+    input: "one.json", "two.json"
+
+rule probe:
+    output: "{name}.json"
+    threads: lambda wc: {"one": 1, "two": 2}[wc.name]
+    script: "probe.py"
+"""
+
+_PROBE = """
+import json, os
+from omicsbayes.jobs import run_job
+
+def main(smk):
+    import numba
+    import numpy  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    with open(smk.output[0], "w") as f:
+        json.dump(dict(env, blas=blas, numba=numba.get_num_threads()), f)
+
+run_job(snakemake, main)  # noqa: F821
+"""
+
+
+@pytest.mark.workflow
+def test_workflow_jobs_run_on_their_threads(tmp_path, snakemake_run):
+    """A real Snakemake run: a ``threads: 1`` job and a ``threads: 2`` job (``--cores 2``) see
+    exactly their threads in the BLAS variables, in BLAS and in numba (Snakemake exports the
+    variables; numba's comes from ``run_job``)."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: a two-thread job is scaled down to one")
+    (tmp_path / "Snakefile").write_text(_THREADS_SNAKEFILE)
+    (tmp_path / "probe.py").write_text(_PROBE)
+    result = snakemake_run(tmp_path, "--cores", "2", snakefile=tmp_path / "Snakefile")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name, threads in (("one", 1), ("two", 2)):
+        seen = json.loads((tmp_path / f"{name}.json").read_text())
+        want = str(threads)
+        assert seen == {
+            "OMP_NUM_THREADS": want,
+            "OPENBLAS_NUM_THREADS": want,
+            "blas": threads,
+            "numba": threads,
+        }, name

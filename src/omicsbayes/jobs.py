@@ -2,21 +2,56 @@
 
 A script calls :func:`run_job` with the ``snakemake`` object and its main function; progress from
 the library (logger ``"omicsbayes"``) goes into the rule's log, and a failure ends the log with one
-line naming the error and the inputs the job was given, then exits non-zero.
+line naming the error and the inputs the job was given, then exits non-zero. The job runs on its
+rule's ``threads:`` (:func:`job_threads`).
 """
 
+import contextlib
 import logging
 import os
 import sys
 import tempfile
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+@contextlib.contextmanager
+def job_threads(threads):
+    """Run the block on ``threads`` threads: BLAS and OpenMP pools (threadpoolctl) and numba.
+
+    Snakemake 9 exports OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, ... = the job's
+    ``threads`` to script jobs (``snakemake/shell.py``), but not NUMBA_NUM_THREADS: numba's
+    parallel loops (the rank factor model's on large matrices) would take every core. Here
+    numba gets ``threads`` too (at import through the variable, or ``numba.set_num_threads``
+    once imported), and the pools already loaded are limited as well.
+    """
+    threads = max(int(threads), 1)
+    numba = sys.modules.get("numba")
+    saved = os.environ.get("NUMBA_NUM_THREADS")
+    if numba is None:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    else:
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        if numba is not None:
+            numba.set_num_threads(before)
+        elif saved is None:
+            os.environ.pop("NUMBA_NUM_THREADS", None)
+        else:
+            os.environ["NUMBA_NUM_THREADS"] = saved
+
+
 def run_job(smk, main):
-    """Run ``main(smk)`` with logging to ``smk.log[0]``; on error log one line and exit 1."""
+    """Run ``main(smk)`` on the job's threads with logging to ``smk.log[0]``; on error log one
+    line and exit 1."""
     log_path = smk.log[0] if len(smk.log) else None
     # progress goes to the rule's log only; Snakemake's console stays readable with many jobs
     handlers = [logging.FileHandler(log_path, mode="w") if log_path else logging.StreamHandler()]
@@ -28,7 +63,8 @@ def run_job(smk, main):
     )
     log = logging.getLogger("omicsbayes")
     try:
-        main(smk)
+        with job_threads(smk.threads):
+            main(smk)
     except Exception as err:  # the job's one-line error, then the inputs it was given
         inputs = ", ".join(str(p) for p in smk.input) or "(none)"
         log.error("%s: %s | inputs: %s", type(err).__name__, err, inputs)

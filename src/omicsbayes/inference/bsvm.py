@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..models._base import limit_blas
 from .chain import chains_to_idata, run_chain, run_vb
 from .gig import sample_invgauss
 from .tpbn import TPBNShrinkage
@@ -164,6 +165,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     log_likelihood_ (Gibbs: draws and the log pseudo-likelihood of every sweep).
     """
 
+    _blas_sequential = True  # a Cholesky of the d x d precision each iteration (limit_blas)
+
     def __init__(
         self,
         inference="vb",
@@ -218,6 +221,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             X = np.hstack([X, np.ones((len(X), 1))])
         return X
 
+    @limit_blas
     def fit(self, X, y):
         """Fit by VB or Gibbs; ``y`` holds any two class labels."""
         self._validate_params()
@@ -290,6 +294,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.coef_ = mean[: self.n_features_in_]
         self.intercept_ = float(mean[-1]) if self.fit_intercept else 0.0
 
+    @limit_blas
     def decision_function(self, X):
         """Posterior-mean score ``beta^T x + b``; positive favours ``classes_[1]``."""
         check_is_fitted(self, "coef_")

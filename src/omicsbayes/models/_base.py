@@ -7,7 +7,8 @@
   Checks that relate two parameters live in the estimator's own ``fit``, after that call.
 - **Fitted checks.** :func:`check_fitted` raises scikit-learn's ``NotFittedError``.
 - **BLAS threads.** :func:`blas_threads` is the number of BLAS threads a problem of a given size
-  can use; :func:`limit_blas` wraps a method so the whole call runs with that many. Tiny matrix
+  can use; :func:`blas_limit` runs a block with that many and :func:`limit_blas` wraps a method
+  in it (every estimator's fit / predict / transform goes through one of the two). Tiny matrix
   products on several threads spin when the cores are busy (36x slower for BPROBIT on a 129 x 129
   kernel with another process on the other core, issue 17), so small problems run on one.
 - **Input checks.** :func:`check_X` (scikit-learn's ``validate_data``: DataFrames keep
@@ -21,6 +22,7 @@
   schema and the protocols never keep their own lists.
 """
 
+import contextlib
 import functools
 import importlib
 import os
@@ -43,6 +45,7 @@ __all__ = [
     "POSITIVE",
     "RANDOM_STATE",
     "VB_CONSTRAINTS",
+    "blas_limit",
     "blas_threads",
     "capabilities_of",
     "check_X",
@@ -118,6 +121,20 @@ def blas_threads(*shapes):
     return 1 if largest < SMALL_PROBLEM else None
 
 
+def blas_limit(*shapes):
+    """Context manager: BLAS and OpenMP limited to :func:`blas_threads` of ``shapes``.
+
+    The one place an estimator's thread policy is applied (:func:`limit_blas` wraps a method in
+    it; code whose largest matrices are not its arguments' calls it with their shapes). OpenMP
+    too, as scikit-learn does: its loss functions (``LogisticBaseline``) run OpenMP loops that
+    stall like BLAS on a small problem.
+    """
+    limit = blas_threads(*shapes)
+    if limit is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=limit)
+
+
 def limit_blas(method):
     """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
 
@@ -125,7 +142,12 @@ def limit_blas(method):
     of the training data, when the estimator records ``_fit_shape``). An estimator whose
     products never touch a matrix as large as its input (BM2PCA multiplies X by N x k and
     d x k factors, then works on k x k blocks) maps each shape to the largest matrix its
-    iterations work on with a ``_blas_shape(shape)`` method.
+    iterations work on with a ``_blas_shape(shape)`` method. An estimator whose iterations are
+    factorisations and solves rather than large products declares ``_blas_sequential = True``
+    and runs on one thread at every size: ``benchmarks/bench_threads.py`` found a Cholesky
+    factorisation on two threads slower than on one at every size up to 2048^2 with the other
+    core busy, and BAM / BPROBIT on a 2100 x 2100 kernel, the Bayesian SVM and the baselines
+    2-5x slower.
     """
 
     @functools.wraps(method)
@@ -134,10 +156,9 @@ def limit_blas(method):
         shapes.append(getattr(self, "_fit_shape", ()))
         if hasattr(self, "_blas_shape"):
             shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
-        limit = blas_threads(*shapes)
-        if limit is None:
-            return method(self, *args, **kwargs)
-        with threadpool_limits(limits=limit, user_api="blas"):
+        if getattr(self, "_blas_sequential", False):
+            shapes = []  # one thread
+        with blas_limit(*shapes):
             return method(self, *args, **kwargs)
 
     return wrapped

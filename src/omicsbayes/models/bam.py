@@ -327,6 +327,7 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
     """Shared fit loop: q(gamma), q(eta), q(b, w) (eqs. 4-7), then the model's q(f)."""
 
     capabilities = frozenset({"classifier", "vb"})
+    _blas_sequential = True  # a Cholesky of the N x N kernel each iteration (limit_blas)
     _parameter_constraints = {
         **{name: [POSITIVE] for name in ("alpha_gamma", "beta_gamma", "alpha_eta", "beta_eta")},
         **VB_CONSTRAINTS,

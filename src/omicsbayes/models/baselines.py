@@ -47,6 +47,7 @@ class _Baseline(ClassifierMixin, BaseEstimator):
 
     uses_unlabelled = False
     capabilities = frozenset({"classifier"})
+    _blas_sequential = True  # scikit-learn's iterative solvers (limit_blas)
     _parameter_constraints = _CONSTRAINTS
 
     def __init__(self, C=1.0, max_iter=5000, random_state=None):

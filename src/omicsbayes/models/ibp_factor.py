@@ -44,6 +44,7 @@ from omicsbayes.models._base import (
     check_rng,
     check_X,
     heldout_values,
+    limit_blas,
 )
 
 _LOG_2PI = np.log(2 * np.pi)
@@ -416,6 +417,7 @@ class IBPFactorModel(BaseEstimator):
                     f"pair of positive numbers. Got {value!r} instead."
                 )
 
+    @limit_blas
     def fit(self, Y, y=None):
         """Run ``n_chains`` Gibbs chains on Y (samples x features, NaN = missing)."""
         self._validate_params()

@@ -58,7 +58,6 @@ part in the mean problem. Equation (4) is twice the negative log posterior of th
 
 import logging
 import time
-from contextlib import nullcontext
 from numbers import Integral, Real
 
 import numpy as np
@@ -67,13 +66,12 @@ from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg, eigsh
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from omicsbayes.inference.convergence import check_finite
 from omicsbayes.preprocess.graph import LowRankKernel
 
-from ._base import RANDOM_STATE, blas_threads, check_rng
+from ._base import RANDOM_STATE, blas_limit, check_rng
 from ._mvgp_select import LAMBDA_GRID, SIGMA2_GRID, parse_metric, select
 
 logger = logging.getLogger("omicsbayes")
@@ -326,8 +324,7 @@ class _Estimator(BaseEstimator):
 def _blas_limit(problem, rank):
     """One BLAS thread when the largest product of a fit is small (issue 17: threads spin)."""
     q = max(problem.Km.eigvecs.shape[1], problem.Kn.eigvecs.shape[1], 1)
-    limit = blas_threads((max(problem.shape), q), (problem.y.size, rank))
-    return threadpool_limits(limits=limit, user_api="blas") if limit else nullcontext()
+    return blas_limit((max(problem.shape), q), (max(problem.shape), rank))  # entries: no BLAS
 
 
 class _FactorModel(_Estimator):

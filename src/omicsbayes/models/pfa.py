@@ -46,6 +46,7 @@ from omicsbayes.models._base import (
     check_fitted,
     check_rng,
     heldout_values,
+    limit_blas,
 )
 
 logger = logging.getLogger("omicsbayes")
@@ -374,6 +375,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         "n_transform_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
+    @limit_blas
     def fit(self, X, y=None):
         """Run ``n_chains`` Gibbs chains on a samples x features count matrix (NaN = missing)."""
         self._validate_params()
@@ -423,6 +425,7 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         """Fit and return the posterior mean training scores ``scores_``."""
         return self.fit(X).scores_
 
+    @limit_blas
     def transform(self, X):
         """Factor scores of new samples with the loadings fixed at their posterior mean.
 
@@ -614,6 +617,7 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
     def _features(self, theta):
         return (theta - self._score_mean) / self._score_sd
 
+    @limit_blas
     def fit(self, X, y):
         """Fit PFA on ``round(X)`` (NaN = missing), then one Bayesian SVM per task.
 
@@ -655,11 +659,13 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         self.idata_ = self.pfa_.idata_
         return self
 
+    @limit_blas
     def transform(self, X):
         """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
         check_fitted(self, "pfa_")
         return self.pfa_.transform(self._round(X))
 
+    @limit_blas
     def decision_function(self, X):
         """SVM score per task; shape (n_samples,) for one task, (n_samples, n_tasks) otherwise.
 
