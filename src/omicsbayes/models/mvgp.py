@@ -43,7 +43,8 @@ L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
 
 Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
 inner validation over section 5's grid along a warm-started path, by ``selection_metric``
-(:mod:`omicsbayes.models._mvgp_select`); numbers are used as given.
+(:mod:`omicsbayes.models._mvgp_select`); a list of values is searched the same way; numbers are
+used as given.
 
 Protocols (section 5) are in :mod:`omicsbayes.protocols.disease_gene` (grid, inner validation,
 averaged scores over sampled negatives, P@k and R@k) and :mod:`omicsbayes.protocols.rating`
@@ -261,7 +262,7 @@ _POSITIVE = Interval(Real, 0, None, closed="neither")
 _COUNT = Interval(Integral, 1, None, closed="left")
 _AUTO = StrOptions({"auto"})
 _SHARED_CONSTRAINTS = {
-    "sigma2": [_POSITIVE, _AUTO],
+    "sigma2": [_POSITIVE, _AUTO, "array-like"],
     "selection_metric": [str],
     "tol": [_POSITIVE],
     "max_iter": [_COUNT],
@@ -270,10 +271,9 @@ _SHARED_CONSTRAINTS = {
 }
 
 
-def _sigma2_path(sigma2):
-    """``(params, chain)`` pairs over sigma2: the grid from large to small when "auto"."""
-    grid = SIGMA2_GRID[::-1] if sigma2 == "auto" else [sigma2]
-    return [({"sigma2": float(s2)}, None) for s2 in grid]
+def _sigma2_path(sigma2s):
+    """``(params, chain)`` pairs over the sigma2 candidates, from large to small."""
+    return [({"sigma2": float(s2)}, None) for s2 in sigma2s]
 
 
 class _Estimator(BaseEstimator):
@@ -303,21 +303,45 @@ class _Estimator(BaseEstimator):
             Prior covariances over all rows / columns (None: identity).
         """
         self._validate_params()
-        auto = [p for p in ("lam", "sigma2") if self.get_params().get(p) == "auto"]
-        if auto:
+        candidates = self._candidates()
+        search = any(v.size > 1 for v in candidates.values())
+        if search:
             parse_metric(self.selection_metric)
         problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
         rng = check_rng(self.random_state)
         with _blas_limit(problem, getattr(self, "max_rank", getattr(self, "rank", 1))):
-            params = {p: self.get_params()[p] for p in ("lam", "sigma2") if p in self.get_params()}
+            params = {p: float(v[0]) for p, v in candidates.items()}
             self.selection_ = None
-            if auto:
+            if search:
                 best, self.selection_ = select(self, problem, rng.spawn(1)[0])
                 params.update(best)
                 name, metric = type(self).__name__, self.selection_metric
                 logger.info("%s chose %s by validation %s", name, best, metric)
-            self._fit_problem(problem, rng=rng, **{p: float(v) for p, v in params.items()})
+            self._fit_problem(problem, rng=rng, **params)
         return self
+
+    def _candidates(self):
+        """``{"lam": values, "sigma2": values}`` (the parameters the estimator has), each from
+        large to small: section 5's grid for "auto", the given values for a list, one value for
+        a number. More than one value for either means inner validation."""
+        grids = {"lam": LAMBDA_GRID, "sigma2": SIGMA2_GRID}
+        out = {}
+        for p, value in self.get_params().items():
+            if p not in grids:
+                continue
+            if isinstance(value, str):  # "auto" (the constraints allow no other string)
+                out[p] = np.sort(np.asarray(grids[p], dtype=float))[::-1]
+                continue
+            values = np.atleast_1d(np.asarray(value, dtype=float))
+            bound = self._parameter_constraints[p][0]
+            bad = [v for v in values.tolist() if not bound.is_satisfied_by(v)]
+            if values.ndim != 1 or not values.size or bad:
+                raise ValueError(
+                    f"{p} must be 'auto', a number or a list of numbers, each in {bound}; got "
+                    f"{value!r}"
+                )
+            out[p] = np.unique(values)[::-1]
+        return out
 
     def _kernels(self, row_kernel, col_kernel):
         return row_kernel, col_kernel
@@ -362,15 +386,16 @@ class ConstrainedMVGP(_FactorModel):
 
     Parameters
     ----------
-    lam : float or "auto"
+    lam : float, list of float or "auto"
         Weight of the nuclear norm (lambda >= 0); see ``sigma2``.
-    sigma2 : float or "auto"
+    sigma2 : float, list of float or "auto"
         Observation noise variance (> 0). ``"auto"`` (the default, for both) chooses by inner
         validation on the training entries over section 5's grid (:data:`LAMBDA_GRID` x
         :data:`SIGMA2_GRID`): a seeded fifth of the positive and of the other entries is held
         out, the grid is fitted along a warm-started path (sigma2 descending, each lambda's
         factors carried to the next sigma2) and the best by ``selection_metric`` is refitted on
-        all entries (:mod:`omicsbayes.models._mvgp_select`). A number is used as given.
+        all entries (:mod:`omicsbayes.models._mvgp_select`). A list of numbers is searched the
+        same way (its values instead of the grid); a number is used as given.
     selection_metric : str
         ``"recall@k"`` (default ``"recall@20"``), ``"precision@k"``, ``"rmse"`` or
         ``"log_likelihood"``: what the ``"auto"`` choice maximises (RMSE: minimises).
@@ -415,7 +440,7 @@ class ConstrainedMVGP(_FactorModel):
     _name = "Con. MV-GP"
     _parameter_constraints = {
         **_SHARED_CONSTRAINTS,
-        "lam": [Interval(Real, 0, None, closed="left"), _AUTO],
+        "lam": [Interval(Real, 0, None, closed="left"), _AUTO, "array-like"],
         "max_rank": [_COUNT],
     }
 
@@ -441,11 +466,11 @@ class ConstrainedMVGP(_FactorModel):
 
     def _path(self):
         """sigma2 descending, lambda descending within; each lambda is one warm-start chain."""
-        lams = LAMBDA_GRID[::-1] if self.lam == "auto" else [self.lam]
+        values = self._candidates()
         return [
             ({"lam": float(lam), **params}, float(lam))
-            for params, _ in _sigma2_path(self.sigma2)
-            for lam in lams
+            for params, _ in _sigma2_path(values["sigma2"])
+            for lam in values["lam"]
         ]
 
     def _fit_problem(self, problem, lam, sigma2, rng, warm=None):
@@ -541,7 +566,7 @@ class TraceGP(ConstrainedMVGP):
     _name = "Trace GP"
     _parameter_constraints = {
         **ConstrainedMVGP._parameter_constraints,
-        "lam": [_POSITIVE, _AUTO],
+        "lam": [_POSITIVE, _AUTO, "array-like"],
     }
 
 
@@ -556,10 +581,10 @@ class MVGP(_Estimator):
 
     Parameters
     ----------
-    sigma2 : float or "auto"
-        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
-        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each CG solve starts from the
-        previous ``alpha``).
+    sigma2 : float, list of float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) or a list chooses it by inner
+        validation over :data:`SIGMA2_GRID` or the list as in :class:`ConstrainedMVGP` (each CG
+        solve starts from the previous ``alpha``).
     selection_metric : str
         What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
@@ -618,7 +643,7 @@ class MVGP(_Estimator):
         )
 
     def _path(self):
-        return _sigma2_path(self.sigma2)
+        return _sigma2_path(self._candidates()["sigma2"])
 
     def _fit_problem(self, problem, sigma2, rng, warm=None):
         """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients from ``warm`` (an alpha) or
@@ -701,10 +726,10 @@ class KPMF(_FactorModel):
     ----------
     rank : int
         Number of factors (the paper uses 5 and 20).
-    sigma2 : float or "auto"
-        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
-        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each fit starts from the
-        factors of the previous, larger sigma2).
+    sigma2 : float, list of float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) or a list chooses it by inner
+        validation over :data:`SIGMA2_GRID` or the list as in :class:`ConstrainedMVGP` (each fit
+        starts from the factors of the previous, larger sigma2).
     selection_metric : str
         What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
@@ -751,7 +776,7 @@ class KPMF(_FactorModel):
         self.verbose = verbose
 
     def _path(self):
-        return _sigma2_path(self.sigma2)
+        return _sigma2_path(self._candidates()["sigma2"])
 
     def _fit_problem(self, problem, sigma2, rng, warm=None):
         """Fit equation (4) by L-BFGS on both factors jointly from a random start (plus ``warm``,
