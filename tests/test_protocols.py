@@ -166,8 +166,8 @@ def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters()
     grid = [{"lam": 0.1, "sigma2": 0.1}, {"lam": 1000.0, "sigma2": 0.1}]
     spec = {"class": "ConstrainedMVGP", "params": {"max_rank": 3}, "grid": grid}
     curves, _ = ranking_fold(matrix, fold, "known_rows", spec, n_negative_sets=1, random_state=4)
-    chosen = eval(curves["params_precision"].iloc[0])  # the repr of one grid entry
-    assert chosen in grid and eval(curves["params_recall"].iloc[0]) in grid
+    chosen = {p: curves[f"chosen_{p}"].iloc[0] for p in ("lam", "sigma2")}
+    assert chosen in grid
     assert chosen["lam"] == 0.1  # lam = 1000 zeroes every score: useless, never chosen
     plain = {"class": "ConstrainedMVGP", "params": {"max_rank": 3, **chosen}}
     direct, _ = ranking_fold(matrix, fold, "known_rows", plain, n_negative_sets=1, random_state=4)
