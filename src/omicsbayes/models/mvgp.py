@@ -422,8 +422,9 @@ class ConstrainedMVGP(_FactorModel):
     lam_, sigma2_ : float
         The values used (chosen when "auto").
     selection_ : pandas.DataFrame or None
-        With an "auto" parameter, one row per grid point: ``lam``, ``sigma2``, the validation
-        metric (column named by ``selection_metric``), the fitted ``rank`` and ``seconds``.
+        With an "auto" (or listed) parameter, one row per grid point: ``lam``, ``sigma2``, the
+        validation metric (column named by ``selection_metric``), the fitted ``rank`` and
+        ``seconds``.
     row_factors_, col_factors_ : ndarray
         ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
     rank_ : int
