@@ -106,6 +106,18 @@ def test_factored_solution_matches_dense_proximal_gradient(tiny, cls, lam):
     assert np.all(np.diff(model.objective_) <= 1e-9)
 
 
+def test_rank_at_most_doubles_per_step_and_objective_never_rises():
+    """Issue 17: the pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
+    a fit capped at rank 12 takes at most 5 growth steps, each lowering objective (11)."""
+    M, N, rows, cols, K = _planted(4, M=40, N=60)
+    y = np.ones(rows.size)
+    model = ConstrainedMVGP(lam=0.01, sigma2=0.1, max_rank=12, tol=1e-8, random_state=0)
+    model.fit(rows, cols, y, (M, N), K)
+    assert model.rank_ == 12 and not model.converged_
+    assert len(model.objective_) <= 1 + 5  # the start and steps to ranks 1, 2, 4, 8, 12
+    assert np.all(np.diff(model.objective_) < 0)
+
+
 def test_large_lambda_gives_zero_mean(tiny):
     rng, M, N, rows, cols, y, Km, Kn = tiny
     # B = 0 is optimal iff ||G_M^T S G_N||_2 <= lam with S the sparse matrix of -y / sigma2
