@@ -6,6 +6,7 @@ import pytest
 from sklearn.base import clone
 
 from omicsbayes.evaluate.ranking import ranking_curves
+from omicsbayes.models._mvgp_select import grid_params
 from omicsbayes.models.mvgp import (
     KPMF,
     MVGP,
@@ -16,12 +17,7 @@ from omicsbayes.models.mvgp import (
     _Problem,
 )
 from omicsbayes.preprocess.graph import LowRankKernel, diffusion_kernel
-from omicsbayes.protocols.disease_gene import (
-    averaged_scores,
-    disease_gene_cv,
-    hyperparameter_grid,
-    select_hyperparameters,
-)
+from omicsbayes.protocols.disease_gene import averaged_scores, disease_gene_cv
 from omicsbayes.protocols.rating import rating_cv
 
 
@@ -110,6 +106,18 @@ def test_factored_solution_matches_dense_proximal_gradient(tiny, cls, lam):
     assert np.all(np.diff(model.objective_) <= 1e-9)
 
 
+def test_rank_at_most_doubles_per_step_and_objective_never_rises():
+    """Issue 17: the pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
+    a fit capped at rank 12 takes at most 5 growth steps, each lowering objective (11)."""
+    M, N, rows, cols, K = _planted(4, M=40, N=60)
+    y = np.ones(rows.size)
+    model = ConstrainedMVGP(lam=0.01, sigma2=0.1, max_rank=12, tol=1e-8, random_state=0)
+    model.fit(rows, cols, y, (M, N), K)
+    assert model.rank_ == 12 and not model.converged_
+    assert len(model.objective_) <= 1 + 5  # the start and steps to ranks 1, 2, 4, 8, 12
+    assert np.all(np.diff(model.objective_) < 0)
+
+
 def test_large_lambda_gives_zero_mean(tiny):
     rng, M, N, rows, cols, y, Km, Kn = tiny
     # B = 0 is optimal iff ||G_M^T S G_N||_2 <= lam with S the sparse matrix of -y / sigma2
@@ -193,21 +201,19 @@ def test_disease_gene_cv_tables(tiny):
 def test_disease_gene_cv_inner_selection_avoids_useless_setting():
     M, N, rows, cols, K = _planted(2, M=40, N=60)
     # lam = 1e3 exceeds the gradient norm at B = 0: the mean is exactly zero, no ranking signal
-    grid = [{"lam": 1e3}, {"lam": 1.0}]
     out = disease_gene_cv(
-        ConstrainedMVGP(sigma2=0.1, max_rank=4, tol=1e-3),
+        ConstrainedMVGP(lam=[1e3, 1.0], sigma2=0.1, max_rank=4, tol=1e-3, random_state=0),
         rows,
         cols,
         (M, N),
         "new",
         row_kernel=K,
         n_splits=2,
-        n_negative_sets=1,
+        n_negative_sets=2,
         ks=[5],
-        grid=grid,
     )
-    assert (out["params_precision"] == repr({"lam": 1.0})).all()
-    assert (out["params_recall"] == repr({"lam": 1.0})).all()
+    assert (out["chosen_lam"] == 1.0).all() and (out["chosen_sigma2"] == 0.1).all()
+    assert (out["selection_metric"] == "recall@20").all()
 
 
 def _planted_ratings(seed, M=60, N=50, n_clusters=3):
@@ -232,9 +238,10 @@ def test_rating_cv_new_users_beat_the_mean_and_selection_per_metric():
     # the training mean alone, on the same folds (PMF cannot score new users: mean only)
     base = rating_cv(PMF(rank=2), r, c, y, (M, N), "new", n_splits=3)
     assert out["rmse"].mean() < 0.95 * base["rmse"].mean()
-    grid = [{"lam": 1e4}, {"lam": 1.0}]  # lam = 1e4: zero mean, the training mean only
-    sel = rating_cv(est, r, c, y, (M, N), "known", row_kernel=K, n_splits=2, grid=grid)
-    assert (sel["params_rmse"] == repr({"lam": 1.0})).all()
+    # lam = 1e4: zero mean, the training mean only
+    est.set_params(lam=[1e4, 1.0], selection_metric="rmse", random_state=0)
+    sel = rating_cv(est, r, c, y, (M, N), "known", row_kernel=K, n_splits=2)
+    assert (sel["chosen_lam"] == 1.0).all() and (sel["selection_metric"] == "rmse").all()
 
 
 def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
@@ -255,26 +262,62 @@ def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
     np.testing.assert_allclose(p.predict(rows, cols), q.predict(rows, cols))
 
 
-def test_select_hyperparameters_per_metric(tiny):
+def test_grid_params_is_the_estimators_own_selection():
+    """The workflow's grid entry becomes lam / sigma2 of the estimator (issue 18)."""
+    assert grid_params(ConstrainedMVGP(), "paper") == {"lam": "auto", "sigma2": "auto"}
+    assert grid_params(PMF(), "paper") == {"sigma2": "auto"}
+    grid = [{"lam": lam, "sigma2": s2} for s2 in (1.0, 0.1) for lam in (10, 1)]
+    assert grid_params(ConstrainedMVGP(), grid) == {"lam": [1.0, 10.0], "sigma2": [0.1, 1.0]}
+    assert grid_params(MVGP(), [{"sigma2": 0.1}]) == {"sigma2": [0.1]}
+    with pytest.raises(ValueError, match="every combination"):
+        grid_params(ConstrainedMVGP(), grid[:3])
+    with pytest.raises(ValueError, match=r"grid sets \['lam'\]; KPMF searches only"):
+        grid_params(KPMF(), [{"lam": 1.0}])
+    with pytest.raises(ValueError, match="'paper' or a non-empty list"):
+        grid_params(KPMF(), [])
+
+
+def test_listed_values_are_searched_and_one_value_is_a_number(tiny):
     rng, M, N, rows, cols, y, Km, Kn = tiny
-    grid = hyperparameter_grid(ConstrainedMVGP())
-    assert len(grid) == 100 and {g["lam"] for g in grid} == set(np.logspace(-3, 3, 5))
-    assert len(hyperparameter_grid(MVGP())) == 20
-    small = [{"sigma2": s} for s in (0.01, 1.0, 100.0)]
+    one = MVGP(sigma2=[0.5], random_state=0).fit(rows, cols, y, (M, N), Km, Kn)
+    num = MVGP(sigma2=0.5, random_state=0).fit(rows, cols, y, (M, N), Km, Kn)
+    assert one.selection_ is None and np.array_equal(one.predict_rows(), num.predict_rows())
+    listed = MVGP(sigma2=[0.01, 100.0, 1.0], selection_metric="rmse", random_state=0)
+    listed.fit(rows, cols, y, (M, N), Km, Kn)
+    assert listed.selection_["sigma2"].tolist() == [100.0, 1.0, 0.01]  # the path: large first
+    assert listed.sigma2_ == listed.selection_.loc[listed.selection_["rmse"].idxmin(), "sigma2"]
+    with pytest.raises(ValueError, match="sigma2 must be 'auto', a number or a list"):
+        MVGP(sigma2=[0.1, -1.0]).fit(rows, cols, y, (M, N))
+    with pytest.raises(ValueError, match="lam must be 'auto', a number or a list"):
+        TraceGP(lam=[0.0, 1.0]).fit(rows, cols, y, (M, N))
 
-    def score(model):
-        pred = model.predict(rows, cols)
-        return {
-            "neg_train_rmse": -np.sqrt(np.mean((pred - y) ** 2)),
-            "small_norm": -np.abs(pred).sum(),
-        }
 
-    best, table = select_hyperparameters(
-        MVGP(), dict(rows=rows, cols=cols, values=y, shape=(M, N)), score, grid=small
-    )
-    assert len(table) == 3
-    assert best["neg_train_rmse"] == {"sigma2": 0.01}  # least noise fits training data best
-    assert best["small_norm"] == {"sigma2": 100.0}  # most noise shrinks the mean most
+def test_averaged_scores_select_once_and_reuse_the_choice(small_grid):
+    """With "auto" the first negative set's fit chooses; every other set is fitted with its
+    choice as numbers (the scores equal that computation done by hand)."""
+    from omicsbayes.evaluate.splitters import sample_negatives
+
+    M, N, rows, cols, K = _planted(3, M=32, N=48)
+    est = KPMF(rank=2, max_iter=50)
+    scores, chosen = averaged_scores(
+        est, rows, cols, (M, N), np.arange(M), K, n_negative_sets=3, random_state=5,
+        return_params=True,
+    )  # fmt: skip
+    rng = np.random.default_rng(5)
+    sets = sample_negatives(rows, cols, (M, N), 3, random_state=int(rng.integers(2**31)))
+    total, first = 0.0, None
+    for nr, nc in sets:
+        model = clone(est).set_params(random_state=int(rng.integers(2**31)))
+        if first is not None:
+            model.set_params(sigma2=first.sigma2_)
+        R, C = np.concatenate([rows, nr]), np.concatenate([cols, nc])
+        y = np.concatenate([np.ones(rows.size), np.zeros(nr.size)])
+        model.fit(R, C, y, (M, N), K)
+        first = model if first is None else first
+        total = total + model.predict_rows()
+    assert first.selection_ is not None
+    assert chosen == {"chosen_sigma2": first.sigma2_, "selection_metric": "recall@20"}
+    np.testing.assert_allclose(scores, total / 3, rtol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -166,8 +166,8 @@ def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters()
     grid = [{"lam": 0.1, "sigma2": 0.1}, {"lam": 1000.0, "sigma2": 0.1}]
     spec = {"class": "ConstrainedMVGP", "params": {"max_rank": 3}, "grid": grid}
     curves, _ = ranking_fold(matrix, fold, "known_rows", spec, n_negative_sets=1, random_state=4)
-    chosen = eval(curves["params_precision"].iloc[0])  # the repr of one grid entry
-    assert chosen in grid and eval(curves["params_recall"].iloc[0]) in grid
+    chosen = {p: curves[f"chosen_{p}"].iloc[0] for p in ("lam", "sigma2")}
+    assert chosen in grid
     assert chosen["lam"] == 0.1  # lam = 1000 zeroes every score: useless, never chosen
     plain = {"class": "ConstrainedMVGP", "params": {"max_rank": 3, **chosen}}
     direct, _ = ranking_fold(matrix, fold, "known_rows", plain, n_negative_sets=1, random_state=4)
@@ -242,6 +242,62 @@ def test_workflow_fold_is_one_fold_of_disease_gene_cv():
         assert not known & set(zip(candidates["row"], candidates["col"]))
     with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
         disease_gene.ranking_fold(adata.X, table, "known_rows", {"class": "LogisticBaseline"})
+
+
+def test_workflow_grid_paper_is_the_estimators_auto_selection(monkeypatch):
+    """Issue 18: a fold with ``grid: paper`` chooses exactly what the estimator's own
+    lam="auto", sigma2="auto" fit chooses on that fold's training entries (the positives and
+    the first sampled negative set, drawn as averaged_scores draws them)."""
+    import anndata as ad
+    import scipy.sparse as sp
+
+    import omicsbayes.models.mvgp as mvgp
+    from omicsbayes.evaluate.splitters import sample_negatives
+    from omicsbayes.protocols import disease_gene, entries
+
+    monkeypatch.setattr(mvgp, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::4])  # 5 x 5 points
+    rng = np.random.default_rng(3)
+    truth = (rng.standard_normal((20, 2)) @ rng.standard_normal((2, 15))) > 0.8
+    adata = ad.AnnData(sp.csr_matrix(truth.astype(float)))
+    table = disease_gene.make_splits(adata, {"type": "known_rows", "n_splits": 3}, 7)
+    fold_table = table[table["split"] == 1]
+    params = {"max_rank": 3, "lam": 1.0, "sigma2": 0.1, "tol": 1e-4}
+    spec = {"class": "ConstrainedMVGP", "grid": "paper", "params": params}
+    curves, _ = disease_gene.ranking_fold(
+        adata.X, fold_table, "known_rows", spec, n_negative_sets=2, random_state=9
+    )
+    rows, cols = np.nonzero(truth)
+    fold = entries.fold_of("known_rows", fold_table, rows)
+    train_rows, train_cols = rows[~fold.is_test], cols[~fold.is_test]
+    draw = np.random.default_rng(9)
+    ((nr, nc), _) = sample_negatives(
+        train_rows, train_cols, truth.shape, 2, random_state=int(draw.integers(2**31))
+    )
+    auto = mvgp.ConstrainedMVGP(max_rank=3, tol=1e-4, random_state=int(draw.integers(2**31))).fit(
+        np.concatenate([train_rows, nr]),
+        np.concatenate([train_cols, nc]),
+        np.concatenate([np.ones(train_rows.size), np.zeros(nr.size)]),
+        truth.shape,
+    )
+    assert len(auto.selection_) == 25
+    assert (curves["chosen_lam"] == auto.lam_).all()
+    assert (curves["chosen_sigma2"] == auto.sigma2_).all()
+    assert (curves["selection_metric"] == "recall@20").all()
+    # numbers in params and no grid: no selection, no chosen columns
+    plain, _ = disease_gene.ranking_fold(
+        adata.X, fold_table, "known_rows", {**spec, "grid": None}, n_negative_sets=1
+    )
+    assert "chosen_lam" not in plain.columns
+
+
+@pytest.mark.parametrize("kind", ["disease_gene", "rating"])
+def test_bad_grid_is_refused_at_config_check(kind):
+    check = protocols.get(kind).check
+    config = {"models": {"m": {"class": "PMF", "grid": [{"lam": 1.0}]}}}
+    with pytest.raises(ExperimentError, match=r"models\.m\.grid: grid sets \['lam'\]"):
+        check("e", {"models": ["m"]}, config)
+    config["models"]["m"] = {"class": "KPMF", "grid": [{"sigma2": 1.0}, {"sigma2": 0.1}]}
+    check("e", {"models": ["m"]}, config)
 
 
 def test_bernoulli_rflvm_scores_heldout_entries_without_perplexity(caplog):

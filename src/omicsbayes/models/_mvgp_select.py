@@ -18,8 +18,13 @@ Metrics: ``"recall@k"`` / ``"precision@k"`` rank every column of each row with a
 after removing the row's training positives (section 5.1, :func:`top_k_metric`); ``"rmse"``
 (lower is better) and ``"log_likelihood"`` (mean Gaussian log density ``N(y; psi, sigma2)``)
 score the held-out entries themselves.
+
+The workflow's per-model ``grid`` entry is this same selection (issue 18): :func:`grid_params`
+turns it into the estimator's ``lam`` / ``sigma2`` ("paper" -> "auto"; a list of settings ->
+each parameter's values), and :func:`chosen_params` is what the protocols report per fold.
 """
 
+import itertools
 import re
 import time
 
@@ -153,3 +158,44 @@ def select(estimator, problem, rng):
         raise ValueError(f"the validation {name} is NaN at every grid point")
     best = int(np.nanargmin(values) if kind == "rmse" else np.nanargmax(values))
     return {p: float(table[p][best]) for p in records[0] if p in params}, table
+
+
+def grid_params(estimator, grid):
+    """Estimator parameters for a workflow model's ``grid`` entry.
+
+    ``"paper"``: ``"auto"`` for each of ``lam`` / ``sigma2`` the estimator has (section 5's
+    grid). A list of settings (dicts of ``lam`` and/or ``sigma2``): each parameter's values, as
+    a list the estimator searches; the settings must be every combination of those values (the
+    estimator's path is a product grid), and a parameter no setting names keeps its value.
+    """
+    own = [p for p in ("lam", "sigma2") if p in estimator.get_params()]
+    if grid == "paper":
+        return {p: "auto" for p in own}
+    settings = isinstance(grid, (list, tuple)) and all(isinstance(g, dict) for g in grid)
+    if not settings or not grid:
+        raise ValueError(f"grid must be 'paper' or a non-empty list of settings; got {grid!r}")
+    unknown = sorted({k for g in grid for k in g} - set(own))
+    if unknown:
+        raise ValueError(f"grid sets {unknown}; {type(estimator).__name__} searches only {own}")
+    names = sorted({k for g in grid for k in g})
+    values = {p: sorted({float(g[p]) for g in grid if p in g}) for p in names}
+    given = {tuple(float(g.get(p, np.nan)) for p in names) for g in grid}
+    product = set(itertools.product(*values.values()))
+    if given != product:
+        raise ValueError(
+            f"grid must list every combination of its values (the selection path is a product "
+            f"grid): {values} has {len(product)} combinations, the grid {len(given)} distinct"
+        )
+    return values
+
+
+def chosen_params(model):
+    """``{"chosen_lam": ..., "chosen_sigma2": ..., "selection_metric": ...}`` of a fitted model
+    that selected its hyperparameters (empty when it had them as numbers)."""
+    if getattr(model, "selection_", None) is None:
+        return {}
+    own = [p for p in ("lam", "sigma2") if p in model.get_params()]
+    return {
+        **{f"chosen_{p}": float(getattr(model, f"{p}_")) for p in own},
+        "selection_metric": model.selection_metric,
+    }

@@ -33,17 +33,20 @@ is kept as ``B = U V^T`` with ``U`` (rows x r) and ``V`` (columns x r), and on t
   ``lam (||U||_F^2 + ||V||_F^2) / 2``, whose minimum over factorisations of a fixed ``B`` is
   ``lam ||B||_*``.
 
-The rank is grown one at a time (Laue 2012; Dudik et al. 2012): at the current factors the
-gradient of the smooth part with respect to B, ``G_M S G_N + U V^T`` (S the sparse residual
-matrix), has its leading singular pair found by Lanczos (``eigsh``) on its Gram matrix of the
-smaller side (products with sparse S, ``W^T S`` and the factors only). If its singular value is at
-most ``lam`` the optimality condition of (11) holds and the fit stops; otherwise ``-u v^T`` is
-added with the exact line-search step for the quadratic loss, and all factors are refined with
-L-BFGS. Memory is O((rows + columns) r + L), never rows x columns.
+The rank is grown greedily (Laue 2012; Dudik et al. 2012): at the current factors the gradient of
+the smooth part with respect to B, ``G_M S G_N + U V^T`` (S the sparse residual matrix), has its
+leading singular pairs found by Lanczos (``eigsh``) on its Gram matrix of the smaller side
+(products with sparse S, ``W^T S`` and the factors only). If the largest singular value is at most
+``lam`` the optimality condition of (11) holds and the fit stops; otherwise the pairs above
+``lam`` (as many as the current rank, at least one: the rank at most doubles per step) are added,
+each ``-u_i v_i^T`` with the mean of their exact line-search steps, and all factors are refined
+with L-BFGS. Adding several pairs per step (issue 17) needs about half the L-BFGS iterations of
+one at a time for the same objective. Memory is O((rows + columns) r + L), never rows x columns.
 
 Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
 inner validation over section 5's grid along a warm-started path, by ``selection_metric``
-(:mod:`omicsbayes.models._mvgp_select`); numbers are used as given.
+(:mod:`omicsbayes.models._mvgp_select`); a list of values is searched the same way; numbers are
+used as given.
 
 Protocols (section 5) are in :mod:`omicsbayes.protocols.disease_gene` (grid, inner validation,
 averaged scores over sampled negatives, P@k and R@k) and :mod:`omicsbayes.protocols.rating`
@@ -193,22 +196,24 @@ def _factor_objective(U, V, problem, lam, sigma2, frobenius):
     return f, gU, gV, e
 
 
-def _leading_singular_pair(problem, U, V, e, sigma2, frobenius, rng):
-    """Leading singular triple ``(s, u, v)`` of the gradient ``X = G_M S G_N + [frobenius] U V^T``
-    of (11), S the sparse residual matrix: Lanczos on the Gram matrix of the smaller side."""
+def _leading_singular_pairs(problem, U, V, e, sigma2, frobenius, rng, k):
+    """The ``k`` leading singular triples ``(s, u, v)`` (largest first; ``u``, ``v`` with ``k``
+    columns) of the gradient ``X = G_M S G_N + [frobenius] U V^T`` of (11), S the sparse
+    residual matrix: Lanczos on the Gram matrix of the smaller side."""
     S = problem.sparse(e / sigma2)
     if not frobenius:
         U, V = U[:, :0], V[:, :0]
+    k = min(k, min(problem.shape) - 1)
     if problem.shape[0] >= problem.shape[1]:
-        s, v, u = _top_of_gram(S, problem.Km, problem.Kn, U, V, rng)
+        s, v, u = _top_of_gram(S, problem.Km, problem.Kn, U, V, rng, k)
     else:  # X^T = G_N S^T G_M + V U^T
-        s, u, v = _top_of_gram(S.T.tocsr(), problem.Kn, problem.Km, V, U, rng)
+        s, u, v = _top_of_gram(S.T.tocsr(), problem.Kn, problem.Km, V, U, rng, k)
     return s, u, v
 
 
-def _top_of_gram(S, Ka, Kb, U, V, rng):
-    """``(s, v, u)``: the leading eigenpair ``(s^2, v)`` of ``X^T X`` for ``X = G_a S G_b + U V^T``
-    and ``u = X v / s``.
+def _top_of_gram(S, Ka, Kb, U, V, rng, k):
+    """``(s, v, u)``: the ``k`` leading eigenpairs ``(s^2, v)`` of ``X^T X`` for
+    ``X = G_a S G_b + U V^T`` (largest first) and ``u = X v / s``.
 
     ``X^T X x = G_b [S^T K_a S y + S^T P (V^T x)] + V [P^T S y + U^T U V^T x]`` with ``y = G_b x``
     and ``P = G_a U``; ``K_a = G_a^2 = W diag(d - t_w) W^T + diag(t)`` enters through
@@ -234,11 +239,12 @@ def _top_of_gram(S, Ka, Kb, U, V, rng):
     n = S.shape[1]
     v0 = rng.standard_normal(n)
     op = LinearOperator((n, n), matvec=gram, dtype=float)
-    top, vec = eigsh(op, k=1, which="LA", v0=v0, tol=1e-10, maxiter=2000)
-    v = vec[:, 0]
+    top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-10, maxiter=2000)
+    order = np.argsort(-top)
+    v = vec[:, order]
     u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
-    norm = np.linalg.norm(u)
-    return float(np.sqrt(max(top[0], 0.0))), v, u / norm if norm > 0 else u
+    norm = np.linalg.norm(u, axis=0)
+    return np.sqrt(np.maximum(top[order], 0.0)), v, u / np.where(norm > 0, norm, 1.0)
 
 
 def _progress(name, it, total, start, value):
@@ -259,7 +265,7 @@ _POSITIVE = Interval(Real, 0, None, closed="neither")
 _COUNT = Interval(Integral, 1, None, closed="left")
 _AUTO = StrOptions({"auto"})
 _SHARED_CONSTRAINTS = {
-    "sigma2": [_POSITIVE, _AUTO],
+    "sigma2": [_POSITIVE, _AUTO, "array-like"],
     "selection_metric": [str],
     "tol": [_POSITIVE],
     "max_iter": [_COUNT],
@@ -268,10 +274,9 @@ _SHARED_CONSTRAINTS = {
 }
 
 
-def _sigma2_path(sigma2):
-    """``(params, chain)`` pairs over sigma2: the grid from large to small when "auto"."""
-    grid = SIGMA2_GRID[::-1] if sigma2 == "auto" else [sigma2]
-    return [({"sigma2": float(s2)}, None) for s2 in grid]
+def _sigma2_path(sigma2s):
+    """``(params, chain)`` pairs over the sigma2 candidates, from large to small."""
+    return [({"sigma2": float(s2)}, None) for s2 in sigma2s]
 
 
 class _Estimator(BaseEstimator):
@@ -301,21 +306,45 @@ class _Estimator(BaseEstimator):
             Prior covariances over all rows / columns (None: identity).
         """
         self._validate_params()
-        auto = [p for p in ("lam", "sigma2") if self.get_params().get(p) == "auto"]
-        if auto:
+        candidates = self._candidates()
+        search = any(v.size > 1 for v in candidates.values())
+        if search:
             parse_metric(self.selection_metric)
         problem = _Problem(rows, cols, values, shape, *self._kernels(row_kernel, col_kernel))
         rng = check_rng(self.random_state)
         with _blas_limit(problem, getattr(self, "max_rank", getattr(self, "rank", 1))):
-            params = {p: self.get_params()[p] for p in ("lam", "sigma2") if p in self.get_params()}
+            params = {p: float(v[0]) for p, v in candidates.items()}
             self.selection_ = None
-            if auto:
+            if search:
                 best, self.selection_ = select(self, problem, rng.spawn(1)[0])
                 params.update(best)
                 name, metric = type(self).__name__, self.selection_metric
                 logger.info("%s chose %s by validation %s", name, best, metric)
-            self._fit_problem(problem, rng=rng, **{p: float(v) for p, v in params.items()})
+            self._fit_problem(problem, rng=rng, **params)
         return self
+
+    def _candidates(self):
+        """``{"lam": values, "sigma2": values}`` (the parameters the estimator has), each from
+        large to small: section 5's grid for "auto", the given values for a list, one value for
+        a number. More than one value for either means inner validation."""
+        grids = {"lam": LAMBDA_GRID, "sigma2": SIGMA2_GRID}
+        out = {}
+        for p, value in self.get_params().items():
+            if p not in grids:
+                continue
+            if isinstance(value, str):  # "auto" (the constraints allow no other string)
+                out[p] = np.sort(np.asarray(grids[p], dtype=float))[::-1]
+                continue
+            values = np.atleast_1d(np.asarray(value, dtype=float))
+            bound = self._parameter_constraints[p][0]
+            bad = [v for v in values.tolist() if not bound.is_satisfied_by(v)]
+            if values.ndim != 1 or not values.size or bad:
+                raise ValueError(
+                    f"{p} must be 'auto', a number or a list of numbers, each in {bound}; got "
+                    f"{value!r}"
+                )
+            out[p] = np.unique(values)[::-1]
+        return out
 
     def _kernels(self, row_kernel, col_kernel):
         return row_kernel, col_kernel
@@ -359,15 +388,16 @@ class ConstrainedMVGP(_FactorModel):
 
     Parameters
     ----------
-    lam : float or "auto"
+    lam : float, list of float or "auto"
         Weight of the nuclear norm (lambda >= 0); see ``sigma2``.
-    sigma2 : float or "auto"
+    sigma2 : float, list of float or "auto"
         Observation noise variance (> 0). ``"auto"`` (the default, for both) chooses by inner
         validation on the training entries over section 5's grid (:data:`LAMBDA_GRID` x
         :data:`SIGMA2_GRID`): a seeded fifth of the positive and of the other entries is held
         out, the grid is fitted along a warm-started path (sigma2 descending, each lambda's
         factors carried to the next sigma2) and the best by ``selection_metric`` is refitted on
-        all entries (:mod:`omicsbayes.models._mvgp_select`). A number is used as given.
+        all entries (:mod:`omicsbayes.models._mvgp_select`). A list of numbers is searched the
+        same way (its values instead of the grid); a number is used as given.
     selection_metric : str
         ``"recall@k"`` (default ``"recall@20"``), ``"precision@k"``, ``"rmse"`` or
         ``"log_likelihood"``: what the ``"auto"`` choice maximises (RMSE: minimises).
@@ -382,15 +412,16 @@ class ConstrainedMVGP(_FactorModel):
     random_state : int, Generator or None
         Seed of the validation split and of the start vectors of the singular-pair search.
     verbose : bool
-        Show a tqdm progress bar over rank steps.
+        Show a tqdm progress bar over the rank grown.
 
     Attributes
     ----------
     lam_, sigma2_ : float
         The values used (chosen when "auto").
     selection_ : pandas.DataFrame or None
-        With an "auto" parameter, one row per grid point: ``lam``, ``sigma2``, the validation
-        metric (column named by ``selection_metric``), the fitted ``rank`` and ``seconds``.
+        With an "auto" (or listed) parameter, one row per grid point: ``lam``, ``sigma2``, the
+        validation metric (column named by ``selection_metric``), the fitted ``rank`` and
+        ``seconds``.
     row_factors_, col_factors_ : ndarray
         ``G_M U`` (rows x rank) and ``G_N V`` (columns x rank); the mean is their product.
     rank_ : int
@@ -399,7 +430,7 @@ class ConstrainedMVGP(_FactorModel):
     nuclear_norm_ : float
         ``||B||_*`` of the fit.
     objective_ : list of float
-        Objective (11) after each rank step (non-increasing).
+        Objective (11) at the start and after each growth step (non-increasing).
     n_iter_ : int
         Total L-BFGS iterations.
     converged_ : bool
@@ -412,7 +443,7 @@ class ConstrainedMVGP(_FactorModel):
     _name = "Con. MV-GP"
     _parameter_constraints = {
         **_SHARED_CONSTRAINTS,
-        "lam": [Interval(Real, 0, None, closed="left"), _AUTO],
+        "lam": [Interval(Real, 0, None, closed="left"), _AUTO, "array-like"],
         "max_rank": [_COUNT],
     }
 
@@ -438,11 +469,11 @@ class ConstrainedMVGP(_FactorModel):
 
     def _path(self):
         """sigma2 descending, lambda descending within; each lambda is one warm-start chain."""
-        lams = LAMBDA_GRID[::-1] if self.lam == "auto" else [self.lam]
+        values = self._candidates()
         return [
             ({"lam": float(lam), **params}, float(lam))
-            for params, _ in _sigma2_path(self.sigma2)
-            for lam in lams
+            for params, _ in _sigma2_path(values["sigma2"])
+            for lam in values["lam"]
         ]
 
     def _fit_problem(self, problem, lam, sigma2, rng, warm=None):
@@ -458,7 +489,6 @@ class ConstrainedMVGP(_FactorModel):
         self.gradient_norm_ = np.nan
         start = time.perf_counter()
         bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
-        log_every = max(1, self.max_rank // 10)
 
         def fun(x, r):
             Ux, Vx = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
@@ -479,30 +509,34 @@ class ConstrainedMVGP(_FactorModel):
             self.n_iter_ += int(res.nit)
             return _balanced(res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r))
 
-        first = U.shape[1] + 1
         if U.shape[1]:
             U, V = refine(U, V, 0)
         f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
         self.objective_.append(float(f))
-        for step in range(first, self.max_rank + 1):
-            s1, u, v = _leading_singular_pair(problem, U, V, e, sigma2, frob, rng)
-            self.gradient_norm_ = s1
-            if s1 <= lam * (1.0 + self.tol) + 1e-12:
+        for step in range(1, self.max_rank + 1):
+            k = min(max(U.shape[1], 1), self.max_rank - U.shape[1])  # the rank at most doubles
+            if k < 1:
+                break
+            s, u, v = _leading_singular_pairs(problem, U, V, e, sigma2, frob, rng, k)
+            self.gradient_norm_ = float(s[0])
+            if s[0] <= lam * (1.0 + self.tol) + 1e-12:
                 self.converged_ = True
                 break
-            # exact line search along -u v^T: f(B - t u v^T) + lam t is quadratic in t
+            # along each -u_i v_i^T alone the objective is quadratic in the step (exact line
+            # search t_i); the mean of those k steps is, by convexity of (11), no worse than B
+            keep = s > lam
+            s, u, v = s[keep], u[:, keep], v[:, keep]
             pl = problem.Km.sqrt_matmat(u)[problem.rows] * problem.Kn.sqrt_matmat(v)[problem.cols]
-            curv = pl @ pl / sigma2 + (1.0 if frob else 0.0)
-            t = (s1 - lam) / curv
+            curv = np.sum(pl * pl, axis=0) / sigma2 + (1.0 if frob else 0.0)
+            t = (s - lam) / curv / s.size
             U = np.column_stack([U, np.sqrt(t) * u])
             V = np.column_stack([V, -np.sqrt(t) * v])
             U, V = refine(U, V, step)
             f_prev = f
             f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
             self.objective_.append(float(f))
-            bar.update(1)
-            if step % log_every == 0:
-                _progress(self._name, step, self.max_rank, start, f)
+            bar.update(s.size)
+            _progress(self._name, U.shape[1], self.max_rank, start, f)
             if f_prev - f <= self.tol * abs(f):
                 self.converged_ = True
                 break
@@ -538,7 +572,7 @@ class TraceGP(ConstrainedMVGP):
     _name = "Trace GP"
     _parameter_constraints = {
         **ConstrainedMVGP._parameter_constraints,
-        "lam": [_POSITIVE, _AUTO],
+        "lam": [_POSITIVE, _AUTO, "array-like"],
     }
 
 
@@ -553,10 +587,10 @@ class MVGP(_Estimator):
 
     Parameters
     ----------
-    sigma2 : float or "auto"
-        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
-        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each CG solve starts from the
-        previous ``alpha``).
+    sigma2 : float, list of float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) or a list chooses it by inner
+        validation over :data:`SIGMA2_GRID` or the list as in :class:`ConstrainedMVGP` (each CG
+        solve starts from the previous ``alpha``).
     selection_metric : str
         What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
@@ -615,7 +649,7 @@ class MVGP(_Estimator):
         )
 
     def _path(self):
-        return _sigma2_path(self.sigma2)
+        return _sigma2_path(self._candidates()["sigma2"])
 
     def _fit_problem(self, problem, sigma2, rng, warm=None):
         """Solve ``(C + sigma2 I) alpha = y`` by conjugate gradients from ``warm`` (an alpha) or
@@ -698,10 +732,10 @@ class KPMF(_FactorModel):
     ----------
     rank : int
         Number of factors (the paper uses 5 and 20).
-    sigma2 : float or "auto"
-        Observation noise variance (> 0); ``"auto"`` (default) chooses it by inner validation
-        over :data:`SIGMA2_GRID` as in :class:`ConstrainedMVGP` (each fit starts from the
-        factors of the previous, larger sigma2).
+    sigma2 : float, list of float or "auto"
+        Observation noise variance (> 0); ``"auto"`` (default) or a list chooses it by inner
+        validation over :data:`SIGMA2_GRID` or the list as in :class:`ConstrainedMVGP` (each fit
+        starts from the factors of the previous, larger sigma2).
     selection_metric : str
         What the ``"auto"`` choice optimises (see :class:`ConstrainedMVGP`).
     tol : float
@@ -748,7 +782,7 @@ class KPMF(_FactorModel):
         self.verbose = verbose
 
     def _path(self):
-        return _sigma2_path(self.sigma2)
+        return _sigma2_path(self._candidates()["sigma2"])
 
     def _fit_problem(self, problem, sigma2, rng, warm=None):
         """Fit equation (4) by L-BFGS on both factors jointly from a random start (plus ``warm``,

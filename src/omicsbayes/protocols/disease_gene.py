@@ -4,8 +4,10 @@ test rows ranked over every column; P@k and R@k, and the top candidates of every
 
 ``known_rows`` folds the associations (known diseases); ``new_rows`` folds the rows, whose
 associations are all held out and which get no sampled negative (new diseases, scored through
-the row kernel only). With a ``grid`` the hyperparameters are chosen in every fold by inner
-validation, separately for P@k and R@k (:func:`select_for_fold`).
+the row kernel only). A model's hyperparameters "auto" (or a config ``grid``, which is the same
+thing, :func:`estimator_of`) are chosen in every fold by the estimator's own inner validation
+(:mod:`omicsbayes.models._mvgp_select`), by its one ``selection_metric``: the P@k and R@k curves
+of a fold come from the same fit (section 5 chooses separately per metric).
 """
 
 import numpy as np
@@ -15,9 +17,10 @@ from sklearn.base import clone
 from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
-from ..models.mvgp import LAMBDA_GRID, SIGMA2_GRID, _check_count, _check_shape
+from ..models._mvgp_select import chosen_params, grid_params
+from ..models.mvgp import _as_kernel, _check_count, _check_shape
 from . import entries
-from ._common import check_model, make_estimator, split_count
+from ._common import ExperimentError, check_model, make_estimator, split_count
 
 KIND = "disease_gene"
 REQUIRES = frozenset({"matrix_completion"})
@@ -55,7 +58,22 @@ def targets(name, experiment):
 
 
 def check(name, experiment, config):
-    """Nothing beyond the shared checks."""
+    """Every model's ``grid`` entry is one the estimator can search (:func:`estimator_of`)."""
+    for model in experiment["models"]:
+        estimator_of(config["models"][model], f"models.{model}.grid")
+
+
+def estimator_of(spec, where="grid", random_state=None):
+    """The estimator of a config model entry, its ``grid`` entry (if any) applied: the grid is
+    the estimator's own selection (``"paper"``: ``lam`` / ``sigma2`` "auto"; a list of settings:
+    each parameter's values, see :func:`omicsbayes.models._mvgp_select.grid_params`)."""
+    estimator = make_estimator(spec, random_state)
+    if spec.get("grid") is None:
+        return estimator
+    try:
+        return estimator.set_params(**grid_params(estimator, spec["grid"]))
+    except ValueError as err:
+        raise ExperimentError(f"{where}: {err}") from None
 
 
 def metric_table(joined):
@@ -71,59 +89,6 @@ def figure(metrics, title, experiment, specs):
     return ranking_curves_figure(metrics, title=title)
 
 
-def hyperparameter_grid(estimator):
-    """Section 5 grid: lam from 5 log-spaced values in [1e-3, 1e3] (if the estimator has lam),
-    sigma2 from 20 log-spaced values in [1e-3, 1e3]; a list of parameter dicts."""
-    params = estimator.get_params()
-    lams = LAMBDA_GRID if "lam" in params else [None]
-    return [
-        {k: float(v) for k, v in (("lam", lam), ("sigma2", s2)) if v is not None}
-        for lam in lams
-        for s2 in SIGMA2_GRID
-    ]
-
-
-def select_hyperparameters(estimator, fit_kwargs, score, grid=None):
-    """Choose hyperparameters by inner validation, separately for each metric (section 5).
-
-    Parameters
-    ----------
-    estimator : estimator
-        Cloned and refitted for every grid point.
-    fit_kwargs : dict
-        Arguments of ``fit`` on the inner training part (rows, cols, values, shape, kernels).
-    score : callable
-        ``score(fitted_estimator) -> dict`` of validation metrics, higher is better (for an
-        error such as RMSE return its negative).
-    grid : list of dict or None
-        Parameter settings; None is :func:`hyperparameter_grid`.
-
-    Returns
-    -------
-    best : dict
-        metric -> parameter dict with the highest validation value of that metric.
-    table : pandas.DataFrame
-        One row per grid point: the parameters and every metric.
-    """
-    grid = hyperparameter_grid(estimator) if grid is None else list(grid)
-    if not grid:
-        raise ValueError("grid is empty; expected at least one parameter setting")
-    records = []
-    for params in grid:
-        model = clone(estimator).set_params(**params).fit(**fit_kwargs)
-        records.append({**params, **{k: float(v) for k, v in score(model).items()}})
-    table = pd.DataFrame.from_records(records)
-    metrics = [c for c in table.columns if c not in grid[0]]
-    empty = [m for m in metrics if table[m].isna().all()]
-    if empty:
-        raise ValueError(
-            f"metrics {empty} are NaN for every grid point; the validation part has nothing "
-            "to score (for example no held-out positive)"
-        )
-    best = {m: grid[int(np.nanargmax(table[m].to_numpy()))] for m in metrics}
-    return best, table
-
-
 def averaged_scores(
     estimator,
     rows,
@@ -136,21 +101,32 @@ def averaged_scores(
     ratio=1.0,
     exclude_rows=None,
     random_state=0,
+    return_params=False,
 ):
     """Scores averaged over fits with different sampled negative sets (section 5.1).
 
     Each fit sees every positive (value 1) plus one set of ``ratio`` x positives unknown entries
     labelled 0 (drawn by :func:`omicsbayes.evaluate.splitters.sample_negatives`, never from
     ``exclude_rows``); the scores of ``score_rows`` for every column are averaged over the
-    ``n_negative_sets`` fits.
+    ``n_negative_sets`` fits. An estimator that selects its hyperparameters ("auto" or lists)
+    does so on the first negative set; the other sets are fitted with its choice. A dense
+    kernel is decomposed once for all fits.
 
     Returns
     -------
-    ndarray, shape (len(score_rows), N)
+    scores : ndarray, shape (len(score_rows), N)
+    chosen : dict
+        Only with ``return_params``: :func:`omicsbayes.models._mvgp_select.chosen_params` of the
+        first fit (empty when nothing was selected).
     """
     _check_count("n_negative_sets", n_negative_sets)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
+    M, N = _check_shape(shape)
+    kernels = dict(
+        row_kernel=None if row_kernel is None else _as_kernel(row_kernel, M, "row_kernel"),
+        col_kernel=None if col_kernel is None else _as_kernel(col_kernel, N, "col_kernel"),
+    )
     rng = np.random.default_rng(random_state)
     sets = sample_negatives(
         rows,
@@ -161,9 +137,9 @@ def averaged_scores(
         random_state=int(rng.integers(2**31)),
         exclude_rows=exclude_rows,
     )
-    total = None
+    total, chosen, fixed = None, {}, {}
     for nr, nc in sets:
-        model = clone(estimator)
+        model = clone(estimator).set_params(**fixed)
         if "random_state" in model.get_params():
             model.set_params(random_state=int(rng.integers(2**31)))
         model.fit(
@@ -171,108 +147,48 @@ def averaged_scores(
             np.concatenate([cols, nc]),
             np.concatenate([np.ones(rows.size), np.zeros(nr.size)]),
             shape,
-            row_kernel=row_kernel,
-            col_kernel=col_kernel,
+            **kernels,
         )
+        if total is None:
+            chosen = chosen_params(model)
+            fixed = {p: chosen[f"chosen_{p}"] for p in ("lam", "sigma2") if f"chosen_{p}" in chosen}
         s = model.predict_rows(score_rows)
         total = s if total is None else total + s
-    return total / n_negative_sets
+    scores = total / n_negative_sets
+    return (scores, chosen) if return_params else scores
 
 
-def _union(a, b):
-    if a is None or b is None:
-        return b if a is None else a
-    return np.union1d(a, b)
-
-
-def select_for_fold(estimator, rows, cols, shape, protocol, kernels, grid, new_rows, k, seed):
-    """Section 5 model selection for one outer fold: one inner fold of the training positives
-    (same ``protocol``, "known" or "new"), one negative set, separately for P@k and R@k.
-
-    Returns
-    -------
-    dict
-        ``{"precision": params, "recall": params}``, each one entry of ``grid``.
-    """
-    _, (is_val, val_rows, val_new) = next(entries.folds(protocol, rows, cols, shape[0], 5, seed))
-    exclude = _union(new_rows, val_new)
-    ((nr, nc),) = sample_negatives(
-        rows[~is_val], cols[~is_val], shape, 1, random_state=seed, exclude_rows=exclude
-    )
-    fit_kwargs = dict(
-        rows=np.concatenate([rows[~is_val], nr]),
-        cols=np.concatenate([cols[~is_val], nc]),
-        values=np.concatenate([np.ones(int((~is_val).sum())), np.zeros(nr.size)]),
-        shape=shape,
-        row_kernel=kernels[0],
-        col_kernel=kernels[1],
-    )
-
-    def score(model):
-        table = ranking_curves(
-            dict(zip(val_rows.tolist(), model.predict_rows(val_rows))),
-            (rows[is_val], cols[is_val]),
-            (rows[~is_val], cols[~is_val]),
-            ks=[k],
-        )
-        return {"precision": table["precision"][0], "recall": table["recall"][0]}
-
-    best, _ = select_hyperparameters(estimator, fit_kwargs, score, grid)
-    return best
-
-
-def resolve_grid(estimator, grid):
-    """A grid of parameter dicts: None stays None, ``"paper"`` is :func:`hyperparameter_grid`."""
-    if grid is None:
-        return None
-    return hyperparameter_grid(estimator) if grid == "paper" else list(grid)
-
-
-def fold_curves(
-    estimator, train, test, fold, shape, kernels, n_negative_sets, ks, grid, random_state
-):
+def fold_curves(estimator, train, test, fold, shape, kernels, n_negative_sets, ks, random_state):
     """P@k and R@k of one outer fold, and the averaged scores of its test rows.
 
-    ``train`` and ``test`` are (rows, cols) of the training and test positives. Without a grid
-    the estimator is fitted as given. With a grid the hyperparameters are chosen by
-    :func:`select_for_fold` (at P@max(ks) and R@max(ks)); the precision columns come from the
-    precision-selected model and the recall columns from the recall-selected one, and the
-    table gets the chosen parameters as ``params_precision`` and ``params_recall``.
+    ``train`` and ``test`` are (rows, cols) of the training and test positives. The estimator
+    is fitted as given by :func:`averaged_scores`: with ``lam`` / ``sigma2`` "auto" (or lists)
+    it chooses them by its own inner validation on the fold's training entries and first
+    negative set, and the table gets the choice (``chosen_lam``, ``chosen_sigma2``,
+    ``selection_metric``, :func:`omicsbayes.models._mvgp_select.chosen_params`).
 
     Returns
     -------
     curves : pandas.DataFrame
         :func:`omicsbayes.evaluate.ranking.ranking_curves`'s table.
     scores : ndarray of shape (len(fold.score_rows), n_cols)
-        Averaged scores of the (precision-selected) model.
+        Averaged scores.
     """
-
-    def scored(model):
-        scores = averaged_scores(
-            model,
-            *train,
-            shape,
-            fold.score_rows,
-            row_kernel=kernels[0],
-            col_kernel=kernels[1],
-            n_negative_sets=n_negative_sets,
-            exclude_rows=fold.new_rows,
-            random_state=random_state,
-        )
-        by_row = dict(zip(fold.score_rows.tolist(), scores))
-        return ranking_curves(by_row, test, train, ks=ks), scores
-
-    if grid is None:
-        return scored(estimator)
-    protocol = "new" if fold.new_rows is not None else "known"
-    chosen = select_for_fold(
-        estimator, *train, shape, protocol, kernels, grid, fold.new_rows, max(ks), random_state
+    scores, chosen = averaged_scores(
+        estimator,
+        *train,
+        shape,
+        fold.score_rows,
+        row_kernel=kernels[0],
+        col_kernel=kernels[1],
+        n_negative_sets=n_negative_sets,
+        exclude_rows=fold.new_rows,
+        random_state=random_state,
+        return_params=True,
     )
-    curves, scores = scored(clone(estimator).set_params(**chosen["precision"]))
-    if chosen["recall"] != chosen["precision"]:
-        curves["recall"] = scored(clone(estimator).set_params(**chosen["recall"]))[0]["recall"]
-    curves["params_precision"] = repr(chosen["precision"])
-    curves["params_recall"] = repr(chosen["recall"])
+    curves = ranking_curves(dict(zip(fold.score_rows.tolist(), scores)), test, train, ks=ks)
+    for column, value in chosen.items():
+        curves[column] = value
     return curves, scores
 
 
@@ -298,8 +214,8 @@ def ranking_fold(
     protocol : {"known_rows", "new_rows"}
     spec : dict
         Model entry of the config; a ``grid`` key (``"paper"`` for section 5's grid, lambda 5 x
-        sigma^2 20 values, or a list of parameter dicts) chooses the hyperparameters in this fold
-        (:func:`fold_curves`).
+        sigma^2 20 values, or a list of parameter dicts) makes the estimator choose its
+        hyperparameters in this fold (:func:`estimator_of`, :func:`fold_curves`).
     row_kernel : ndarray or LowRankKernel, optional
         Row covariance (``diffusion_kernel`` of the row graph); identity when None.
 
@@ -307,7 +223,7 @@ def ranking_fold(
     -------
     curves : pandas.DataFrame
         P@k and R@k for k = 1..20 averaged over the test rows, with the number of rows scored and
-        excluded (no test positive), and with a grid the chosen parameters.
+        excluded (no test positive), and the chosen parameters when the model selected them.
     candidates : pandas.DataFrame
         For every test row, its top ``n_candidates`` columns after removing training positives:
         row, rank, col, score and whether the column is a held-out (test) positive.
@@ -317,9 +233,8 @@ def ranking_fold(
     fold = entries.fold_of(protocol, split_table, rows)
     train = (rows[~fold.is_test], cols[~fold.is_test])
     test = (rows[fold.is_test], cols[fold.is_test])
-    estimator = make_estimator(spec)
     curves, scores = fold_curves(
-        estimator,
+        estimator_of(spec),
         train,
         test,
         fold,
@@ -327,7 +242,6 @@ def ranking_fold(
         (row_kernel, None),
         n_negative_sets,
         list(range(1, 21)),
-        resolve_grid(estimator, spec.get("grid")),
         random_state,
     )
     return curves, _candidates(scores, fold.score_rows, train, test, n_candidates)
@@ -369,7 +283,6 @@ def disease_gene_cv(
     n_splits=5,
     n_negative_sets=5,
     ks=range(1, 21),
-    grid=None,
     random_state=0,
 ):
     """Cross-validated P@k / R@k of the disease-gene protocol of section 5.1.
@@ -383,19 +296,17 @@ def disease_gene_cv(
 
     Parameters
     ----------
+    estimator : estimator
+        Fitted as given; with ``lam`` / ``sigma2`` "auto" (section 5's grid) or lists it chooses
+        them in every fold by its own inner validation (:func:`fold_curves`).
     rows, cols : array_like of int
         The positive entries (value 1).
-    grid : list of dict or None
-        None: fit ``estimator`` as given. Otherwise the hyperparameters are chosen in every
-        fold by inner validation (one inner fold of the training positives, same protocol, one
-        negative set, P@max(ks) and R@max(ks)), separately per metric as in section 5.
-        :func:`hyperparameter_grid` gives the paper's 5 x 20 grid.
 
     Returns
     -------
     pandas.DataFrame
-        ``ranking_curves`` columns plus ``split``, and with a grid the chosen parameters as
-        ``params_precision`` and ``params_recall`` (repr of the dicts).
+        ``ranking_curves`` columns plus ``split``, and the chosen parameters when the estimator
+        selected them (``chosen_lam``, ``chosen_sigma2``, ``selection_metric``).
     """
     if protocol not in ("known", "new"):
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
@@ -416,7 +327,6 @@ def disease_gene_cv(
             (row_kernel, col_kernel),
             n_negative_sets,
             ks,
-            grid,
             random_state + split + 1,
         )
         table.insert(0, "split", split)

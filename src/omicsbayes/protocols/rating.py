@@ -6,7 +6,6 @@ are all held out (new users, scored through the user kernel only). The models ha
 mean, so the ratings are centred at the training mean (:func:`rating_fold`).
 """
 
-import logging
 import time
 
 import numpy as np
@@ -15,11 +14,11 @@ from sklearn.base import clone
 
 from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
+from ..models._mvgp_select import chosen_params
 from ..models.mvgp import _check_shape
 from . import entries
-from ._common import ExperimentError, check_model, make_estimator, split_count
-
-logger = logging.getLogger("omicsbayes")
+from ._common import ExperimentError, check_model, split_count
+from .disease_gene import estimator_of
 
 KIND = "rating"
 REQUIRES = frozenset({"matrix_completion"})
@@ -48,7 +47,9 @@ def targets(name, experiment):
 
 
 def check(name, experiment, config):
-    """Nothing beyond the shared checks."""
+    """Every model's ``grid`` entry is one the estimator can search (as for disease genes)."""
+    for model in experiment["models"]:
+        estimator_of(config["models"][model], f"models.{model}.grid")
 
 
 def metric_table(joined):
@@ -67,21 +68,6 @@ def figure(metrics, title, experiment, specs):
     )
 
 
-def _rating_metrics(model, offset, train, test, values, relevant_above, k):
-    """RMSE on the test ratings and R@k of the test items rated above ``relevant_above``."""
-    pred = model.predict(*test) + offset
-    rmse = float(np.sqrt(np.mean((pred - values) ** 2)))
-    score_rows = np.unique(test[0])
-    good = values > relevant_above
-    table = ranking_curves(
-        dict(zip(score_rows.tolist(), model.predict_rows(score_rows))),
-        (test[0][good], test[1][good]),
-        train,
-        ks=[k],
-    )
-    return {"rmse": rmse, "recall": float(table["recall"][0]), "n_rows": int(table["n_rows"][0])}
-
-
 def rating_fold(
     estimator,
     rows,
@@ -89,41 +75,35 @@ def rating_fold(
     ratings,
     shape,
     is_test,
-    protocol="known",
     row_kernel=None,
     col_kernel=None,
     relevant_above=4.0,
     k=20,
-    grid=None,
-    random_state=0,
 ):
     """RMSE and R@k of one outer fold of the rating protocol of section 5.2.
 
     The models have a zero prior mean, so the ratings are centred at the training mean and the
     mean is added back to the predictions (a choice the paper does not state). R@k ranks, for
     every test user, all items except the user's training items; the relevant ones are the test
-    items rated above ``relevant_above`` (4 in the paper). With a ``grid`` the hyperparameters
-    are chosen per metric on one inner fold of the training entries (same ``protocol``, seeded
-    by ``random_state``): RMSE lowest, recall highest, as in section 5.
+    items rated above ``relevant_above`` (4 in the paper). An estimator with ``lam`` / ``sigma2``
+    "auto" (or lists) chooses them by its own inner validation on the training ratings, by its
+    one ``selection_metric`` (``"rmse"`` suits this task; section 5 chooses per metric).
 
     Parameters
     ----------
     rows, cols, ratings : array_like
         Every rating entry (user, item, rating).
     is_test : array_like of bool, shape (n_ratings,)
-        The entries held out in this fold (``"known"``: a fold of the entries; ``"new"``: every
+        The entries held out in this fold (known users: a fold of the entries; new users: every
         entry of the fold's users, who then have no training entry).
-    protocol : {"known", "new"}
-        How the inner validation fold is drawn when ``grid`` is given.
 
     Returns
     -------
     dict
-        ``rmse``, ``recall`` (at k), ``n_rows`` (users with a relevant test item), and with a
-        grid ``params_rmse`` and ``params_recall`` (repr of the chosen parameter dicts).
+        ``rmse``, ``recall`` (at k), ``n_rows`` (users with a relevant test item), and the chosen
+        parameters when the estimator selected them
+        (:func:`omicsbayes.models._mvgp_select.chosen_params`).
     """
-    if protocol not in ("known", "new"):
-        raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     ratings = np.asarray(ratings, dtype=float)
@@ -138,67 +118,33 @@ def rating_fold(
             f"is_test marks {int(is_test.sum())} of {is_test.size} entries; expected a fold "
             "with both training and test entries"
         )
-    M, _ = _check_shape(shape)
-    kernels = dict(row_kernel=row_kernel, col_kernel=col_kernel)
-
-    def fitted(params, tr):
-        offset = float(ratings[tr].mean())
-        model = clone(estimator).set_params(**params)
-        model.fit(rows[tr], cols[tr], ratings[tr] - offset, shape, **kernels)
-        return model, offset
-
-    chosen = {"rmse": {}, "recall": {}}
-    if grid is not None:
-        idx = np.flatnonzero(~is_test)
-        _, (is_val, _, _) = next(entries.folds(protocol, rows[idx], cols[idx], M, 5, random_state))
-        inner_tr, inner_val = np.zeros(rows.size, bool), np.zeros(rows.size, bool)
-        inner_tr[idx[~is_val]], inner_val[idx[is_val]] = True, True
-        table = []
-        for params in grid:
-            model, offset = fitted(params, inner_tr)
-            m = _rating_metrics(
-                model,
-                offset,
-                (rows[inner_tr], cols[inner_tr]),
-                (rows[inner_val], cols[inner_val]),
-                ratings[inner_val],
-                relevant_above,
-                k,
-            )
-            table.append((m["rmse"], m["recall"]))
-        table = np.array(table)
-        chosen["rmse"] = grid[int(np.nanargmin(table[:, 0]))]
-        if np.all(np.isnan(table[:, 1])):
-            logger.warning(
-                "no relevant item in the inner validation fold; R@%d uses the RMSE-selected "
-                "parameters",
-                k,
-            )
-            chosen["recall"] = chosen["rmse"]
-        else:
-            chosen["recall"] = grid[int(np.nanargmax(table[:, 1]))]
-    out = {}
-    done = {}
-    for metric in ("rmse", "recall"):
-        key = repr(chosen[metric])
-        if key not in done:
-            model, offset = fitted(chosen[metric], ~is_test)
-            done[key] = _rating_metrics(
-                model,
-                offset,
-                (rows[~is_test], cols[~is_test]),
-                (rows[is_test], cols[is_test]),
-                ratings[is_test],
-                relevant_above,
-                k,
-            )
-        m = done[key]
-        out[metric] = m[metric]
-        if metric == "recall":
-            out["n_rows"] = m["n_rows"]
-        if grid is not None:
-            out[f"params_{metric}"] = repr(chosen[metric])
-    return out
+    _check_shape(shape)
+    train = ~is_test
+    offset = float(ratings[train].mean())
+    model = clone(estimator).fit(
+        rows[train],
+        cols[train],
+        ratings[train] - offset,
+        shape,
+        row_kernel=row_kernel,
+        col_kernel=col_kernel,
+    )
+    pred = model.predict(rows[is_test], cols[is_test]) + offset
+    rmse = float(np.sqrt(np.mean((pred - ratings[is_test]) ** 2)))
+    score_rows = np.unique(rows[is_test])
+    good = is_test & (ratings > relevant_above)
+    table = ranking_curves(
+        dict(zip(score_rows.tolist(), model.predict_rows(score_rows))),
+        (rows[good], cols[good]),
+        (rows[train], cols[train]),
+        ks=[k],
+    )
+    return {
+        "rmse": rmse,
+        "recall": float(table["recall"][0]),
+        "n_rows": int(table["n_rows"][0]),
+        **chosen_params(model),
+    }
 
 
 def rating_cv(
@@ -213,22 +159,20 @@ def rating_cv(
     n_splits=5,
     relevant_above=4.0,
     k=20,
-    grid=None,
     random_state=0,
 ):
     """Cross-validated RMSE and R@k of the rating protocol of section 5.2.
 
     ``protocol="known"``: 5-fold over the rating entries (known users); ``"new"``: 5-fold over
     rows (new users, scored through ``row_kernel``). Each fold is :func:`rating_fold` (ratings
-    centred at the training mean, R@k over the test items rated above ``relevant_above``, with
-    a ``grid`` the hyperparameters chosen per metric on one inner fold seeded by
-    ``random_state + split + 1``).
+    centred at the training mean, R@k over the test items rated above ``relevant_above``,
+    "auto" hyperparameters chosen by the estimator on the fold's training ratings).
 
     Returns
     -------
     pandas.DataFrame
         One row per split: ``split``, ``rmse``, ``recall`` (at k), ``n_rows`` (users with a
-        relevant test item), and with a grid ``params_rmse`` and ``params_recall``.
+        relevant test item), and the chosen parameters when the estimator selected them.
     """
     if protocol not in ("known", "new"):
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
@@ -244,13 +188,10 @@ def rating_cv(
             ratings,
             shape,
             fold.is_test,
-            protocol,
             row_kernel=row_kernel,
             col_kernel=col_kernel,
             relevant_above=relevant_above,
             k=k,
-            grid=grid,
-            random_state=random_state + split + 1,
         )
         records.append({"split": split, **metrics})
     return pd.DataFrame.from_records(records)
@@ -279,7 +220,9 @@ def rating_fold_metrics(
         whose ratings are all held out).
     protocol : {"known_users", "new_users"}
     spec : dict
-        Model entry of the config (a class declaring ``matrix_completion``).
+        Model entry of the config (a class declaring ``matrix_completion``); a ``grid`` key
+        makes the estimator choose its hyperparameters in this fold
+        (:func:`omicsbayes.protocols.disease_gene.estimator_of`).
     row_kernel : ndarray or LowRankKernel, optional
         User covariance (``diffusion_kernel`` of the social graph); identity when None.
     relevant_above, k : float, int
@@ -289,8 +232,9 @@ def rating_fold_metrics(
     -------
     dict
         rmse, recall (R@k), k, n_rows (test users with a relevant test item), n_test (test
-        ratings), rmse_training_mean (RMSE of predicting the training mean, for reference) and
-        seconds; from :func:`rating_fold`.
+        ratings), rmse_training_mean (RMSE of predicting the training mean, for reference),
+        seconds, and the chosen parameters when the model selected them; from
+        :func:`rating_fold`.
     """
     check_model(KIND, REQUIRES, spec)
     if protocol not in SPLIT_COUNTS:
@@ -301,17 +245,15 @@ def rating_fold_metrics(
     rows, cols, ratings = entries.matrix_entries(matrix)
     is_test = entries.fold_of(protocol, split_table, rows).is_test
     row = rating_fold(
-        make_estimator(spec, random_state),
+        estimator_of(spec, random_state=random_state),
         rows,
         cols,
         ratings,
         matrix.shape,
         is_test,
-        "new" if entries.NEW_ROWS[protocol] else "known",
         row_kernel=row_kernel,
         relevant_above=relevant_above,
         k=k,
-        random_state=random_state,
     )
     baseline = float(np.sqrt(np.mean((ratings[is_test] - ratings[~is_test].mean()) ** 2)))
     return {
@@ -322,4 +264,5 @@ def rating_fold_metrics(
         "n_test": int(is_test.sum()),
         "rmse_training_mean": baseline,
         "seconds": time.perf_counter() - start,
+        **{key: value for key, value in row.items() if key not in ("rmse", "recall", "n_rows")},
     }
