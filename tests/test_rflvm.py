@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 from omicsbayes.inference import polyagamma_mean, sample_polyagamma
 from omicsbayes.models import RFLVM
 from omicsbayes.models.rflvm import _Chain, rff, sample_crt, sample_nb_dispersion
+from omicsbayes.models.rflvm._updates import chol_inverse, rff_from_arg
 
 
 def test_rff_approximates_rbf_kernel_better_with_more_features():
@@ -26,6 +27,38 @@ def test_rff_approximates_rbf_kernel_better_with_more_features():
     assert errs[2] < 0.03
     # Monte Carlo rate: error ~ M^-1/2
     assert errs[0] / errs[2] > 5
+
+
+def test_rff_kernels_match_numpy_definition_and_chain_rule():
+    """The compiled feature map against [cos G, sin G] / sqrt(M) written with numpy, and its
+    chain rule against central differences of a linear function of Phi."""
+    from omicsbayes.models.rflvm._kernels import _rff_chain
+
+    rng = np.random.default_rng(20)
+    G = rng.standard_normal((7, 5)) * 3
+    Phi = rff_from_arg(G)
+    assert np.allclose(Phi, np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(5), rtol=0, atol=1e-15)
+    D = rng.standard_normal(Phi.shape)  # f(G) = sum(D * Phi(G)), df/dPhi = D
+    h = 1e-6
+    num = np.empty_like(G)
+    for idx in np.ndindex(G.shape):
+        up, down = G.copy(), G.copy()
+        up[idx] += h
+        down[idx] -= h
+        num[idx] = (np.sum(D * rff_from_arg(up)) - np.sum(D * rff_from_arg(down))) / (2 * h)
+    assert np.allclose(_rff_chain(D, Phi), num, rtol=1e-6, atol=1e-9)
+
+
+def test_chol_inverse_matches_dense_inverse_and_rejects_indefinite():
+    rng = np.random.default_rng(21)
+    B = rng.standard_normal((30, 12))
+    A = B.T @ B + 0.1 * np.eye(12)
+    L, Ainv = chol_inverse(A)
+    assert np.allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-12)
+    assert np.allclose(Ainv, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    assert np.array_equal(Ainv, Ainv.T)
+    with pytest.raises(np.linalg.LinAlgError):
+        chol_inverse(A - 2 * np.abs(np.linalg.eigvalsh(A)).max() * np.eye(12))
 
 
 def test_polyagamma_mean():

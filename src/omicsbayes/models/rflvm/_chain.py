@@ -19,9 +19,10 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep
+from ._kernels import _collapsed_row_sweep, _rff_chain
 from ._updates import (
     _softplus,
+    chol_inverse,
     poisson_irls_mh,
     rff,
     rff_from_arg,
@@ -182,6 +183,11 @@ class _Chain:
         lam, U = np.linalg.eigh(G)
         return np.maximum(lam, 0.0), U, U.T @ C
 
+    def _gauss_const(self):
+        """The terms of each column's collapsed log likelihood that depend on no variable."""
+        a0, b0 = self.est.noise_prior
+        return gammaln(self.a_n) - gammaln(a0) + a0 * np.log(b0) - 0.5 * self.N * np.log(2 * np.pi)
+
     def _gauss_marginal_cols(self, lam, Q2, c):
         """log p(y_j | Phi, c) of every column (complete data ``Yf``) with beta_j and sigma_j^2
         integrated out (section 3.1): y_j ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)).
@@ -190,22 +196,32 @@ class _Chain:
         sum log(1 + c lam) and y^T (I + c Phi Phi^T)^-1 y = y^T y - sum c q^2 / (1 + c lam)
         (Woodbury). ``c`` is a vector of G scales; returns (G, J), O(G p J).
         """
-        a0, b0 = self.est.noise_prior
+        b0 = self.est.noise_prior[1]
         c = np.atleast_1d(np.asarray(c, float))
         den = 1.0 + np.outer(c, lam)
         quad = np.maximum(self.yy - (c[:, None] / den) @ Q2, 0.0)
-        const = gammaln(self.a_n) - gammaln(a0) + a0 * np.log(b0) - 0.5 * self.N * np.log(2 * np.pi)
         logdet = np.sum(np.log(den), axis=1)[:, None]
-        return const - 0.5 * logdet - self.a_n * np.log(b0 + 0.5 * quad)
+        return self._gauss_const() - 0.5 * logdet - self.a_n * np.log(b0 + 0.5 * quad)
 
     def _gauss_collapsed(self, G, C):
-        """sum_j log p(y_j | Phi, c), beta and sigma^2 integrated out; G = Phi^T Phi,
-        C = Phi^T Yf; one eigendecomposition for all columns (O(p^3 + p^2 J))."""
+        """sum_j log p(y_j | Phi, c) at the current c, beta and sigma^2 integrated out;
+        G = Phi^T Phi, C = Phi^T Yf. Through the Cholesky factor L of A = G + I / c (one for all
+        columns, O(p^3 / 3 + p^2 J)): log|I + c Phi Phi^T| = p log c + log|A| and
+        y^T (I + c Phi Phi^T)^-1 y = y^T y - C^T A^-1 C (Woodbury)."""
+        b0 = self.est.noise_prior[1]
+        p = G.shape[0]
+        A = G + np.eye(p) / self.c
         try:
-            lam, _, Q = self._gauss_eig(G, C)
+            L = np.linalg.cholesky(A)
         except np.linalg.LinAlgError:
             return -np.inf
-        return float(np.sum(self._gauss_marginal_cols(lam, Q * Q, self.c)))
+        V = solve_triangular(L, C, lower=True)
+        quad = np.maximum(self.yy - np.sum(V * V, axis=0), 0.0)
+        logdet = p * np.log(self.c) + 2.0 * np.sum(np.log(np.diag(L)))
+        return float(
+            self.J * (self._gauss_const() - 0.5 * logdet)
+            - self.a_n * np.sum(np.log(b0 + 0.5 * quad))
+        )
 
     def _gauss_scale_step(self, lam, Q2):
         """Prior scale c of beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I), shared by the columns:
@@ -288,13 +304,11 @@ class _Chain:
             the ensemble {current x_ik, n_x_proposals - 1 draws from N(0, 1)}."""
             G = (self.X * Z) @ self.W.T
             base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
-            ll_off = self.row_loglik(self.psi_of(rff_from_arg(base, self.M)))
+            ll_off = self.row_loglik(self.psi_of(rff_from_arg(base)))
             xs = np.vstack([self.X[:, k], self.rng.standard_normal((n_prop - 1, self.N))])
             ll_on = np.stack(
                 [
-                    self.row_loglik(
-                        self.psi_of(rff_from_arg(base + np.outer(x, self.W[:, k]), self.M))
-                    )
+                    self.row_loglik(self.psi_of(rff_from_arg(base + np.outer(x, self.W[:, k]))))
                     for x in xs
                 ]
             )
@@ -404,8 +418,7 @@ class _Chain:
         N, D = self.N, self.D
         a0, b0 = self.est.noise_prior
         G, B = self._gauss_stats(self.Phi)
-        L = np.linalg.cholesky(G + np.eye(G.shape[0]) / self.c)
-        Linv = solve_triangular(L, np.eye(G.shape[0]), lower=True)
+        _, Ainv = chol_inverse(G + np.eye(G.shape[0]) / self.c)
         if update_z:
             self.n_evals["collapsed_z"] += N * D * (K + 1)
         else:
@@ -416,7 +429,7 @@ class _Chain:
             self.W,
             self.Yf,
             self.Phi.copy(),
-            Linv.T @ Linv,
+            Ainv,
             B,
             self.yy,
             self.pi,
@@ -436,36 +449,31 @@ class _Chain:
         Gaussian: the collapsed likelihood of the completed data (beta_j, sigma_j^2 integrated
         out, :meth:`_gauss_marginal_cols`); with A = Phi^T Phi + I / c, m_j = A^-1 Phi^T y_j,
         r_j = y_j - Phi m_j and s_j = a_n / (b0 + q_j / 2), d/dPhi = -J Phi A^-1 + sum_j s_j
-        r_j m_j^T. Other likelihoods: log p(y | Phi beta) given beta, d/dPhi = (d/dpsi) beta^T.
-        Then Phi = [cos G, sin G] / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and
+        r_j m_j^T (two N x p x p products: the Gram matrix and the product with A^-1). Other
+        likelihoods: log p(y | Phi beta) given beta, d/dPhi = (d/dpsi) beta^T. Then
+        Phi = [cos G, sin G] / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and
         d/dW = dG^T (X * Z); the priors N(0, I) on x_i and N(mu_k, Sigma_k) on w_m (given its
         mixture component, ``chol_inv`` the inverse Cholesky factors) add -x and
         -Sigma_k^-1 (w_m - mu_k).
         """
         M, Z = self.M, self.Z
         XZ = X * Z
-        G = XZ @ W.T
-        cos_g, sin_g = np.cos(G), np.sin(G)
-        Phi = np.hstack([cos_g, sin_g]) / np.sqrt(M)
+        Phi = rff_from_arg(XZ @ W.T)
         if self.lik == "gaussian":
-            a0, b0 = self.est.noise_prior
-            A = Phi.T @ Phi + np.eye(2 * M) / self.c
-            L = np.linalg.cholesky(A)
-            Linv = solve_triangular(L, np.eye(2 * M), lower=True)
-            Ainv = Linv.T @ Linv
+            b0 = self.est.noise_prior[1]
+            L, Ainv = chol_inverse(Phi.T @ Phi + np.eye(2 * M) / self.c)
             C = Phi.T @ self.Yf
             mean = Ainv @ C
             q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
             value = -self.J * np.sum(np.log(np.diag(L))) - self.a_n * np.sum(np.log(b0 + 0.5 * q))
-            d_phi = (
-                -self.J * (Phi @ Ainv)
-                + (self.Yf - Phi @ mean) * (self.a_n / (b0 + 0.5 * q)) @ mean.T
-            )
+            # d/dPhi = (sum_j s_j r_j C_j^T - J Phi) A^-1 with C_j = Phi^T y_j (m_j = A^-1 C_j)
+            resid = (self.Yf - Phi @ mean) * (self.a_n / (b0 + 0.5 * q))
+            d_phi = (resid @ C.T - self.J * Phi) @ Ainv
         else:
             psi = Phi @ self.beta
             value = float(self.row_loglik(psi).sum())
             d_phi = self._dloglik_dpsi(psi) @ self.beta.T
-        d_g = (d_phi[:, M:] * cos_g - d_phi[:, :M] * sin_g) / np.sqrt(M)
+        d_g = _rff_chain(d_phi, Phi)
         white = np.einsum("mij,mj->mi", chol_inv, W - self.mus[self.labels])
         value += -0.5 * np.sum(X * X) - 0.5 * np.sum(white * white)
         grad_x = (d_g @ W) * Z - X

@@ -1,8 +1,38 @@
-"""Compiled (numba) kernels of the RFLVM sampler: the sequential collapsed row sweep of the
-Gaussian likelihood (see :meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map and its chain
+rule (one pass over the arguments each), and the sequential collapsed row sweep of the Gaussian
+likelihood (see :meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+
+import math
 
 import numpy as np
 from numba import njit
+
+
+@njit(cache=True)
+def _rff_map(G):
+    """[cos G, sin G] / sqrt(M) for G (N, M), both halves from one pass over G."""
+    N, M = G.shape
+    out = np.empty((N, 2 * M))
+    scale = 1.0 / math.sqrt(M)
+    for i in range(N):
+        for m in range(M):
+            g = G[i, m]
+            out[i, m] = math.cos(g) * scale
+            out[i, M + m] = math.sin(g) * scale
+    return out
+
+
+@njit(cache=True)
+def _rff_chain(d_phi, Phi):
+    """d/dG of a function of Phi = [cos G, sin G] / sqrt(M) from its gradient ``d_phi``:
+    d_phi[:, M:] * cos G / sqrt(M) - d_phi[:, :M] * sin G / sqrt(M) (N, M)."""
+    N, P = Phi.shape
+    M = P // 2
+    out = np.empty((N, M))
+    for i in range(N):
+        for m in range(M):
+            out[i, m] = d_phi[i, M + m] * Phi[i, m] - d_phi[i, m] * Phi[i, M + m]
+    return out
 
 
 @njit(cache=True)
@@ -33,6 +63,9 @@ def _collapsed_row_sweep(
     a_n = a0 + 0.5 * (N - 1)
     phi = np.empty(2 * M)
     g = np.empty(M)
+    gk = np.empty(M)
+    n_cand = K + 1 if update_z else K
+    P = np.empty((n_cand, 2 * M))  # features of the candidates of one (i, k), one per row
     ll = np.empty(K)
     counts = np.zeros(D, np.int64)
     for i in range(N):
@@ -55,21 +88,28 @@ def _collapsed_row_sweep(
                         if Z[i, q] and q != k:
                             t += W[mm, q] * X[i, q]
                     g[mm] = t
-                # log predictive t_{2 a_n}(y_i; phi' m, (b_n / a_n)(1 + phi' A1 phi)) up to a
-                # constant: c = 0 is z_ik = 0, c = 1.. the ensemble members with z_ik = 1
-                ll_off = 0.0
-                for c in range(K + 1 if update_z else K):
+                # candidates: with update_z, row 0 is z_ik = 0, then the ensemble members
+                # with z_ik = 1 (current x_ik first); all scored by two matrix products
+                for c in range(n_cand):
                     cc = c - 1 if update_z else c
                     if cc < 0:
-                        _row_features(g, phi, M)
+                        _row_features(g, P[c], M)
                     else:
                         xc = X[i, k] if cc == 0 else cand[cc - 1, i, k]
-                        _row_features(g + W[:, k] * xc, phi, M)
-                    v = 1.0 + phi @ (A1 @ phi)
-                    mean = phi @ m
+                        for mm in range(M):
+                            gk[mm] = g[mm] + W[mm, k] * xc
+                        _row_features(gk, P[c], M)
+                PA = P @ A1
+                means = P @ m
+                # log predictive t_{2 a_n}(y_i; phi' m, (b_n / a_n)(1 + phi' A1 phi)) up to a
+                # constant
+                ll_off = 0.0
+                for c in range(n_cand):
+                    cc = c - 1 if update_z else c
+                    v = 1.0 + PA[c] @ P[c]
                     tot = 0.0
                     for j in range(J):
-                        r = y[j] - mean[j]
+                        r = y[j] - means[c, j]
                         tot += np.log1p(r * r / (2.0 * bn[j] * v))
                     val = -0.5 * J * np.log(v) - (a_n + 0.5) * tot
                     if cc < 0:
