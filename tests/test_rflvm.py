@@ -49,6 +49,29 @@ def test_rff_kernels_match_numpy_definition_and_chain_rule():
     assert np.allclose(_rff_chain(D, Phi), num, rtol=1e-6, atol=1e-9)
 
 
+def test_logistic_rows_match_scipy_bernoulli_and_negative_binomial():
+    """Row sums of y psi - w softplus(psi) against scipy's log pmfs (their psi-free constants
+    added back) and the derivative against y - w sigmoid(psi), with extreme psi."""
+    from omicsbayes.models.rflvm._kernels import _logistic_rows
+
+    rng = np.random.default_rng(22)
+    psi = rng.standard_normal((6, 9)) * 4
+    psi[0, 0], psi[1, 1] = 800.0, -800.0
+    r = 2.5
+    y = rng.poisson(3, psi.shape).astype(float)
+    grad = np.empty_like(psi)
+    rows = _logistic_rows(y, y + r, psi, grad)
+    ref = stats.nbinom.logpmf(y, r, 1 - expit(psi)) - (gammaln(y + r) - gammaln(r) - gammaln(y + 1))
+    assert np.allclose(rows[2:], ref[2:].sum(1), rtol=1e-12)  # scipy overflows at |psi| = 800
+    ref = y * psi - (y + r) * np.logaddexp(0, psi)
+    assert np.allclose(rows, ref.sum(1), rtol=1e-12)
+    assert np.allclose(grad, y - (y + r) * expit(psi), rtol=1e-12, atol=1e-12)
+    b = (rng.uniform(size=psi.shape) < 0.5).astype(float)
+    rows = _logistic_rows(b, np.ones_like(b), psi, np.empty((0, 0)))
+    assert np.allclose(rows[2:], stats.bernoulli.logpmf(b, expit(psi))[2:].sum(1), rtol=1e-12)
+    assert np.allclose(rows, np.sum(b * psi - np.logaddexp(0, psi), 1), rtol=1e-12)
+
+
 def test_chol_inverse_matches_dense_inverse_and_rejects_indefinite():
     rng = np.random.default_rng(21)
     B = rng.standard_normal((30, 12))

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import expit, gammaln, logsumexp
+from scipy.special import gammaln, logsumexp
 
 from ...inference import sample_polyagamma
 from ...inference.chain import burn_in_of
@@ -19,7 +19,7 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _rff_chain
+from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
 from ._updates import (
     _softplus,
     chol_inverse,
@@ -34,6 +34,7 @@ LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poi
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
 STEPS = ("z", "x", "hmc", "dp", "w", "beta")
 W_INIT_SCALE = 0.1
+_NO_GRAD = np.empty((0, 0))  # for _logistic_rows: the value only
 
 
 class _Chain:
@@ -136,8 +137,10 @@ class _Chain:
         """Per-row sums of the terms of log p(y | psi) that do not depend on psi."""
         Y, obs = self.Y, self.obs
         self._obsf = obs.astype(float)
+        # weight of softplus(psi) in the logistic-link likelihoods (zero at missing entries)
+        self._logit_weight = self._obsf
         if self.lik == "negative_binomial":
-            self._yr = (Y + self.r) * self._obsf
+            self._logit_weight = (Y + self.r) * self._obsf
             c = gammaln(Y + self.r) - gammaln(self.r) - gammaln(Y + 1)
         elif self.lik == "poisson":
             c = -gammaln(Y + 1)
@@ -159,11 +162,9 @@ class _Chain:
         Y, obs, c = self.Y[rows], self.obs[rows], self.const_rows[rows]
         if self.lik == "gaussian":
             e = -0.5 * (Y - psi) ** 2 / self.sigma2
-        elif self.lik == "bernoulli":
+        elif self.lik in ("bernoulli", "negative_binomial"):
             # Y is zero at missing entries, so only the psi-only term needs the mask
-            return np.sum(Y * psi - self._obsf[rows] * _softplus(psi), axis=1) + c
-        elif self.lik == "negative_binomial":
-            return np.sum(Y * psi - self._yr[rows] * _softplus(psi), axis=1) + c
+            return _logistic_rows(Y, self._logit_weight[rows], psi, _NO_GRAD) + c
         elif self.lik == "poisson":
             return np.sum(np.where(obs, Y * psi - np.exp(psi), 0.0), axis=1) + c
         else:
@@ -469,6 +470,11 @@ class _Chain:
             # d/dPhi = (sum_j s_j r_j C_j^T - J Phi) A^-1 with C_j = Phi^T y_j (m_j = A^-1 C_j)
             resid = (self.Yf - Phi @ mean) * (self.a_n / (b0 + 0.5 * q))
             d_phi = (resid @ C.T - self.J * Phi) @ Ainv
+        elif self.lik in ("bernoulli", "negative_binomial"):
+            psi = Phi @ self.beta
+            d_psi = np.empty_like(psi)
+            value = float(np.sum(_logistic_rows(self.Y, self._logit_weight, psi, d_psi)))
+            d_phi = d_psi @ self.beta.T
         else:
             psi = Phi @ self.beta
             value = float(self.row_loglik(psi).sum())
@@ -481,13 +487,10 @@ class _Chain:
         return float(value), (grad_x, grad_w)
 
     def _dloglik_dpsi(self, psi):
-        """d log p(y | psi) / d psi over the observed entries (zero at missing ones); the
-        count and binary likelihoods (the Gaussian HMC target is collapsed)."""
+        """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson
+        and multinomial (the logistic-link ones come with their value from
+        :func:`_logistic_rows`, the Gaussian HMC target is collapsed)."""
         Y, obs = self.Y, self._obsf
-        if self.lik == "bernoulli":
-            return Y - obs * expit(psi)
-        if self.lik == "negative_binomial":
-            return Y - self._yr * expit(psi)
         if self.lik == "poisson":
             return obs * (Y - np.exp(psi))
         logits = np.where(self.obs, psi, -np.inf)

@@ -36,6 +36,28 @@ def _rff_chain(d_phi, Phi):
 
 
 @njit(cache=True)
+def _logistic_rows(Y, weight, psi, grad):
+    """Row sums of Y * psi - weight * softplus(psi) (the logistic-link log likelihoods up to
+    their constants: Bernoulli with weight = 1, negative binomial with weight = y + r, both zero
+    at missing entries) and, when ``grad`` has the shape of ``psi``, its derivative
+    Y - weight * sigmoid(psi) written into it. One exp and one log1p per entry."""
+    N, J = psi.shape
+    rows = np.zeros(N)
+    want = grad.shape == psi.shape
+    for i in range(N):
+        t = 0.0
+        for j in range(J):
+            x = psi[i, j]
+            e = math.exp(-abs(x))
+            t += Y[i, j] * x - weight[i, j] * (max(x, 0.0) + math.log1p(e))
+            if want:
+                s = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
+                grad[i, j] = Y[i, j] - weight[i, j] * s
+        rows[i] = t
+    return rows
+
+
+@njit(cache=True)
 def _row_features(g, phi, M):
     """phi = [cos g, sin g] / sqrt(M) in place."""
     sq = 1.0 / np.sqrt(M)
