@@ -547,6 +547,20 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
     assert m.idata_.posterior["n_active"].shape == (1, 2)
 
 
+def test_thin_keeps_every_thin_th_draw_of_the_same_chain():
+    """thin changes which draws are kept, never the chain: the draws of thin=3 are every third
+    draw of thin=1 with the same seed."""
+    rng = np.random.default_rng(23)
+    Y = rng.standard_normal((15, 5))
+    kw = {"n_random_features": 4, "n_latent": 2, "n_iter": 10, "burn_in": 2, "random_state": 4}
+    a = RFLVM(**kw).fit(Y)
+    b = RFLVM(thin=3, **kw).fit(Y)
+    assert len(a.draws_) == 8 and len(b.draws_) == 3
+    for da, db in zip(a.draws_[::3], b.draws_, strict=True):
+        assert all(np.array_equal(da[k], db[k]) for k in da)
+    assert np.array_equal(a.log_likelihood_, b.log_likelihood_)
+
+
 def test_dense_model_keeps_its_dimension_and_reproduces_with_seed():
     rng = np.random.default_rng(9)
     Y = rng.standard_normal((20, 6))
