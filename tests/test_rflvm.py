@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 from omicsbayes.inference import polyagamma_mean, sample_polyagamma
 from omicsbayes.models import RFLVM
 from omicsbayes.models.rflvm import _Chain, rff, sample_crt, sample_nb_dispersion
+from omicsbayes.models.rflvm._updates import chol_inverse, rff_from_arg
 
 
 def test_rff_approximates_rbf_kernel_better_with_more_features():
@@ -26,6 +27,61 @@ def test_rff_approximates_rbf_kernel_better_with_more_features():
     assert errs[2] < 0.03
     # Monte Carlo rate: error ~ M^-1/2
     assert errs[0] / errs[2] > 5
+
+
+def test_rff_kernels_match_numpy_definition_and_chain_rule():
+    """The compiled feature map against [cos G, sin G] / sqrt(M) written with numpy, and its
+    chain rule against central differences of a linear function of Phi."""
+    from omicsbayes.models.rflvm._kernels import _rff_chain
+
+    rng = np.random.default_rng(20)
+    G = rng.standard_normal((7, 5)) * 3
+    Phi = rff_from_arg(G)
+    assert np.allclose(Phi, np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(5), rtol=0, atol=1e-15)
+    D = rng.standard_normal(Phi.shape)  # f(G) = sum(D * Phi(G)), df/dPhi = D
+    h = 1e-6
+    num = np.empty_like(G)
+    for idx in np.ndindex(G.shape):
+        up, down = G.copy(), G.copy()
+        up[idx] += h
+        down[idx] -= h
+        num[idx] = (np.sum(D * rff_from_arg(up)) - np.sum(D * rff_from_arg(down))) / (2 * h)
+    assert np.allclose(_rff_chain(D, Phi), num, rtol=1e-6, atol=1e-9)
+
+
+def test_logistic_rows_match_scipy_bernoulli_and_negative_binomial():
+    """Row sums of y psi - w softplus(psi) against scipy's log pmfs (their psi-free constants
+    added back) and the derivative against y - w sigmoid(psi), with extreme psi."""
+    from omicsbayes.models.rflvm._kernels import _logistic_rows
+
+    rng = np.random.default_rng(22)
+    psi = rng.standard_normal((6, 9)) * 4
+    psi[0, 0], psi[1, 1] = 800.0, -800.0
+    r = 2.5
+    y = rng.poisson(3, psi.shape).astype(float)
+    grad = np.empty_like(psi)
+    rows = _logistic_rows(y, y + r, psi, grad)
+    ref = stats.nbinom.logpmf(y, r, 1 - expit(psi)) - (gammaln(y + r) - gammaln(r) - gammaln(y + 1))
+    assert np.allclose(rows[2:], ref[2:].sum(1), rtol=1e-12)  # scipy overflows at |psi| = 800
+    ref = y * psi - (y + r) * np.logaddexp(0, psi)
+    assert np.allclose(rows, ref.sum(1), rtol=1e-12)
+    assert np.allclose(grad, y - (y + r) * expit(psi), rtol=1e-12, atol=1e-12)
+    b = (rng.uniform(size=psi.shape) < 0.5).astype(float)
+    rows = _logistic_rows(b, np.ones_like(b), psi, np.empty((0, 0)))
+    assert np.allclose(rows[2:], stats.bernoulli.logpmf(b, expit(psi))[2:].sum(1), rtol=1e-12)
+    assert np.allclose(rows, np.sum(b * psi - np.logaddexp(0, psi), 1), rtol=1e-12)
+
+
+def test_chol_inverse_matches_dense_inverse_and_rejects_indefinite():
+    rng = np.random.default_rng(21)
+    B = rng.standard_normal((30, 12))
+    A = B.T @ B + 0.1 * np.eye(12)
+    L, Ainv = chol_inverse(A)
+    assert np.allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-12)
+    assert np.allclose(Ainv, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    assert np.array_equal(Ainv, Ainv.T)
+    with pytest.raises(np.linalg.LinAlgError):
+        chol_inverse(A - 2 * np.abs(np.linalg.eigvalsh(A)).max() * np.eye(12))
 
 
 def test_polyagamma_mean():
@@ -489,6 +545,20 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
         assert m.perplexity(Y, mask) > 1.0
     assert m.latent_.shape[0] == 30
     assert m.idata_.posterior["n_active"].shape == (1, 2)
+
+
+def test_thin_keeps_every_thin_th_draw_of_the_same_chain():
+    """thin changes which draws are kept, never the chain: the draws of thin=3 are every third
+    draw of thin=1 with the same seed."""
+    rng = np.random.default_rng(23)
+    Y = rng.standard_normal((15, 5))
+    kw = {"n_random_features": 4, "n_latent": 2, "n_iter": 10, "burn_in": 2, "random_state": 4}
+    a = RFLVM(**kw).fit(Y)
+    b = RFLVM(thin=3, **kw).fit(Y)
+    assert len(a.draws_) == 8 and len(b.draws_) == 3
+    for da, db in zip(a.draws_[::3], b.draws_, strict=True):
+        assert all(np.array_equal(da[k], db[k]) for k in da)
+    assert np.array_equal(a.log_likelihood_, b.log_likelihood_)
 
 
 def test_dense_model_keeps_its_dimension_and_reproduces_with_seed():

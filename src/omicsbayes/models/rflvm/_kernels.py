@@ -1,0 +1,177 @@
+"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map and its chain
+rule (one pass over the arguments each), and the sequential collapsed row sweep of the Gaussian
+likelihood (see :meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _rff_map(G):
+    """[cos G, sin G] / sqrt(M) for G (N, M), both halves from one pass over G."""
+    N, M = G.shape
+    out = np.empty((N, 2 * M))
+    scale = 1.0 / math.sqrt(M)
+    for i in range(N):
+        for m in range(M):
+            g = G[i, m]
+            out[i, m] = math.cos(g) * scale
+            out[i, M + m] = math.sin(g) * scale
+    return out
+
+
+@njit(cache=True)
+def _rff_chain(d_phi, Phi):
+    """d/dG of a function of Phi = [cos G, sin G] / sqrt(M) from its gradient ``d_phi``:
+    d_phi[:, M:] * cos G / sqrt(M) - d_phi[:, :M] * sin G / sqrt(M) (N, M)."""
+    N, P = Phi.shape
+    M = P // 2
+    out = np.empty((N, M))
+    for i in range(N):
+        for m in range(M):
+            out[i, m] = d_phi[i, M + m] * Phi[i, m] - d_phi[i, m] * Phi[i, M + m]
+    return out
+
+
+@njit(cache=True)
+def _logistic_rows(Y, weight, psi, grad):
+    """Row sums of Y * psi - weight * softplus(psi) (the logistic-link log likelihoods up to
+    their constants: Bernoulli with weight = 1, negative binomial with weight = y + r, both zero
+    at missing entries) and, when ``grad`` has the shape of ``psi``, its derivative
+    Y - weight * sigmoid(psi) written into it. One exp and one log1p per entry."""
+    N, J = psi.shape
+    rows = np.zeros(N)
+    want = grad.shape == psi.shape
+    for i in range(N):
+        t = 0.0
+        for j in range(J):
+            x = psi[i, j]
+            e = math.exp(-abs(x))
+            t += Y[i, j] * x - weight[i, j] * (max(x, 0.0) + math.log1p(e))
+            if want:
+                s = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
+                grad[i, j] = Y[i, j] - weight[i, j] * s
+        rows[i] = t
+    return rows
+
+
+@njit(cache=True)
+def _row_features(g, phi, M):
+    """phi = [cos g, sin g] / sqrt(M) in place."""
+    sq = 1.0 / np.sqrt(M)
+    for m in range(M):
+        phi[m] = np.cos(g[m]) * sq
+        phi[M + m] = np.sin(g[m]) * sq
+
+
+@njit(cache=True)
+def _collapsed_row_sweep(
+    X, Z, W, Yf, Phi, Ainv, B, yy, pi, cand, gumb, unif, order, a0, b0, update_z
+):
+    """Sequential (numba) sweep over the rows with beta and sigma^2 integrated out; see
+    :meth:`_Chain._collapsed_sweep`. Row i's leave-one-out NIG posterior (``Ainv`` =
+    (Phi^T Phi + I / c)^-1, ``B`` = Phi^T Yf, ``yy`` and ``Phi`` of all rows) is formed by a
+    rank-one downdate and row i is put back with its new features by an update. The entries of
+    row i are visited in the order ``order[i]``; each (z_ik, x_ik) (``update_z``) or each active
+    x_ik is drawn over the ensemble {X[i, k], cand[:, i, k]}; ``gumb`` (Gumbel) and ``unif``
+    are the random numbers of the choices. ``pi`` are the stick weights (``update_z`` only).
+    Updates X, Z, Phi, Ainv and B in place."""
+    N, D = X.shape
+    M = W.shape[0]
+    J = Yf.shape[1]
+    K = cand.shape[0] + 1
+    a_n = a0 + 0.5 * (N - 1)
+    phi = np.empty(2 * M)
+    g = np.empty(M)
+    gk = np.empty(M)
+    n_cand = K + 1 if update_z else K
+    P = np.empty((n_cand, 2 * M))  # features of the candidates of one (i, k), one per row
+    ll = np.empty(K)
+    counts = np.zeros(D, np.int64)
+    for i in range(N):
+        for k in range(D):
+            if Z[i, k]:
+                counts[k] += 1
+    for i in range(N):
+        y = Yf[i]
+        u = Ainv @ Phi[i]
+        A1 = Ainv + np.outer(u, u) / (1.0 - Phi[i] @ u)
+        B1 = B - np.outer(Phi[i], y)
+        m = A1 @ B1
+        bn = b0 + 0.5 * np.maximum(yy - y * y - np.sum(B1 * m, axis=0), 0.0)
+        for kk in range(D):
+            k = order[i, kk]
+            if update_z or Z[i, k]:
+                for mm in range(M):  # w_m' (x_i z_i) without dimension k
+                    t = 0.0
+                    for q in range(D):
+                        if Z[i, q] and q != k:
+                            t += W[mm, q] * X[i, q]
+                    g[mm] = t
+                # candidates: with update_z, row 0 is z_ik = 0, then the ensemble members
+                # with z_ik = 1 (current x_ik first); all scored by two matrix products
+                for c in range(n_cand):
+                    cc = c - 1 if update_z else c
+                    if cc < 0:
+                        _row_features(g, P[c], M)
+                    else:
+                        xc = X[i, k] if cc == 0 else cand[cc - 1, i, k]
+                        for mm in range(M):
+                            gk[mm] = g[mm] + W[mm, k] * xc
+                        _row_features(gk, P[c], M)
+                PA = P @ A1
+                means = P @ m
+                # log predictive t_{2 a_n}(y_i; phi' m, (b_n / a_n)(1 + phi' A1 phi)) up to a
+                # constant
+                ll_off = 0.0
+                for c in range(n_cand):
+                    cc = c - 1 if update_z else c
+                    v = 1.0 + PA[c] @ P[c]
+                    tot = 0.0
+                    for j in range(J):
+                        r = y[j] - means[c, j]
+                        tot += np.log1p(r * r / (2.0 * bn[j] * v))
+                    val = -0.5 * J * np.log(v) - (a_n + 0.5) * tot
+                    if cc < 0:
+                        ll_off = val
+                    else:
+                        ll[cc] = val
+            z_new = Z[i, k]
+            if update_z:
+                # eq. (17): prior pi_k^z (1 - pi_k)^(1 - z), the ensemble mean of the predictive
+                # for z = 1, and the slice factor 1 / pi*(Z), which differs between z = 0 and
+                # z = 1 only when z_ik is the only 1 of its column
+                mx = ll.max()
+                w_on = np.log(pi[k]) + mx + np.log(np.mean(np.exp(ll - mx)))
+                w_off = np.log1p(-pi[k]) + ll_off
+                if counts[k] == (1 if Z[i, k] else 0):
+                    rest = 1.0
+                    for q in range(D):
+                        if q != k and counts[q] > 0 and pi[q] < rest:
+                            rest = pi[q]
+                    w_off -= np.log(rest)
+                    w_on -= np.log(min(rest, pi[k]))
+                z_new = unif[i, k] < 1.0 / (1.0 + np.exp(w_off - w_on))
+            best, top = 0, -np.inf
+            for c in range(K):  # proportional to the predictive if z_ik = 1, else uniform
+                val = gumb[i, k, c] + (ll[c] if z_new else 0.0)
+                if val > top:
+                    best, top = c, val
+            if best > 0:
+                X[i, k] = cand[best - 1, i, k]
+            if z_new != Z[i, k]:
+                counts[k] += 1 if z_new else -1
+                Z[i, k] = z_new
+        for mm in range(M):
+            t = 0.0
+            for q in range(D):
+                if Z[i, q]:
+                    t += W[mm, q] * X[i, q]
+            g[mm] = t
+        _row_features(g, phi, M)
+        Phi[i] = phi
+        u = A1 @ phi
+        Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + phi @ u)
+        B[:, :] = B1 + np.outer(phi, y)

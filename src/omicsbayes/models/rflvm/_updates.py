@@ -1,0 +1,166 @@
+"""RFLVM building blocks that hold no chain state: random Fourier features (eq. 12), CRT and
+negative-binomial dispersion draws, batched Gaussian draws of the regression weights and the
+Poisson IRLS Metropolis-Hastings step."""
+
+import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotri
+
+from ._kernels import _rff_map
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def rff(XZ, W):
+    """Random Fourier features (eq. 12): [cos(XZ W^T), sin(XZ W^T)] / sqrt(M), shape (N, 2M).
+
+    With w_m ~ N(0, I), phi(x) phi(x')^T is an unbiased estimate of exp(-|x - x'|^2 / 2).
+    """
+    return rff_from_arg(XZ @ W.T)
+
+
+def rff_from_arg(G):
+    """Random Fourier features from their arguments G = XZ W^T (N, M)."""
+    return _rff_map(np.ascontiguousarray(G, dtype=float))
+
+
+def chol_inverse(A):
+    """Lower Cholesky factor L of a symmetric positive definite A and A^-1 from it (LAPACK
+    potrf and potri: p^3 / 3 each, where an explicit triangular inverse and product cost
+    2 p^3 / 3 more). Raises numpy.linalg.LinAlgError when A is not positive definite."""
+    L, info = dpotrf(A, lower=1, clean=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("matrix is not positive definite")
+    Ainv, info = dpotri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular Cholesky factor")
+    Ainv = np.tril(Ainv)
+    return L, Ainv + np.tril(Ainv, -1).T
+
+
+def sample_crt(y, r, rng, chunk=2_000_000):
+    """Chinese restaurant table counts L ~ CRT(y, r), elementwise: L = sum_{t=0}^{y-1} b_t,
+    b_t ~ Bernoulli(r / (r + t)) (Zhou & Carin 2012). ``y`` non-negative integers."""
+    shape = np.shape(y)
+    r = np.broadcast_to(np.asarray(r, float), shape).ravel()
+    y = np.asarray(y).astype(np.int64).ravel()
+    out = np.zeros(y.size)
+    ends = np.cumsum(y)
+    start = 0
+    while start < y.size:
+        stop = int(np.searchsorted(ends, ends[start] - y[start] + chunk, side="right"))
+        stop = max(stop, start + 1)
+        yy = y[start:stop]
+        tot = int(yy.sum())
+        if tot:
+            owner = np.repeat(np.arange(yy.size), yy)
+            t = np.arange(tot) - np.repeat(np.cumsum(yy) - yy, yy)
+            rr = r[start:stop][owner]
+            hit = rng.uniform(size=tot) < rr / (rr + t)
+            out[start:stop] = np.bincount(owner, weights=hit, minlength=yy.size)
+        start = stop
+    return out.reshape(shape)
+
+
+def sample_nb_dispersion(Y, softplus_psi, obs, r, a, b, rng):
+    """Negative-binomial dispersions r_j given y_ij ~ NB(r_j, sigmoid(psi_ij)), Gamma(a, b) prior.
+
+    CRT augmentation (Zhou & Carin 2012): L_ij ~ CRT(y_ij, r_j), then r_j ~ Gamma(a + sum_i L_ij,
+    rate b + sum_i softplus(psi_ij)), sums over observed entries; -log(1 - p) = softplus(psi).
+    """
+    Yo = np.where(obs, Y, 0).astype(np.int64)
+    L = sample_crt(Yo, np.broadcast_to(r, Y.shape), rng)
+    shape = a + L.sum(axis=0)
+    rate = b + np.sum(np.where(obs, softplus_psi, 0.0), axis=0)
+    return rng.gamma(shape, 1.0 / rate)
+
+
+def _sym_from_triu(vals, iu, ju, p):
+    """Stack of symmetric (p, p) matrices from their upper-triangle values (rows of ``vals``)."""
+    P = np.empty((vals.shape[0], p, p))
+    P[:, iu, ju] = vals
+    P[:, ju, iu] = vals
+    return P
+
+
+def _batched_chol(F, weights, iu, ju, p):
+    """Cholesky factors of P_j = Phi^T diag(weights_j) Phi + I for the columns of ``weights``,
+    from the upper-triangle products ``F = Phi[:, iu] * Phi[:, ju]``."""
+    P = _sym_from_triu(weights.T @ F, iu, ju, p)
+    P[:, np.arange(p), np.arange(p)] += 1.0
+    return np.linalg.cholesky(P)
+
+
+def _chol_mean(L, r):
+    """P^{-1} r for stacked Cholesky factors L (J, p, p) and right-hand sides r (p, J); also
+    returns the half-solve L^{-1} r (J, p, 1)."""
+    u = np.linalg.solve(L, r.T[:, :, None])
+    return np.linalg.solve(np.swapaxes(L, 1, 2), u)[:, :, 0].T, u
+
+
+def sample_gaussian_rows_batch(Phi, weights, rhs, rng, chunk=256):
+    """beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}), P_j = Phi^T diag(weights_j) Phi + I, for all j.
+
+    ``weights`` (N, J) and ``rhs`` = h (N, J). Precisions are formed from the upper triangle only
+    (N x p(p+1)/2 products by a J x N matrix) in chunks of columns; batched Cholesky and solves.
+    Returns beta of shape (p, J).
+    """
+    p = Phi.shape[1]
+    iu, ju = np.triu_indices(p)
+    F = Phi[:, iu] * Phi[:, ju]
+    R = Phi.T @ rhs
+    J = weights.shape[1]
+    beta = np.empty((p, J))
+    for start in range(0, J, chunk):
+        sl = slice(start, min(J, start + chunk))
+        L = _batched_chol(F, weights[:, sl], iu, ju, p)
+        u = np.linalg.solve(L, R[:, sl].T[:, :, None])
+        eps = rng.standard_normal(u.shape)
+        beta[:, sl] = np.linalg.solve(np.swapaxes(L, 1, 2), u + eps)[:, :, 0].T
+    return beta
+
+
+def poisson_irls_mh(Phi, Y, obs, beta, rng, chunk=256, max_step=2.0):
+    """One Metropolis-Hastings step for every column of beta under y_ij ~ Poisson(exp(psi_ij)),
+    beta_j ~ N(0, I), with the IRLS (Gamerman 1997) Gaussian proposal. The proposal mean is the
+    Newton step from the current beta, shortened to length ``max_step`` when longer (a trust
+    region, so that a chain far from the mode does not overshoot; near the mode it is the plain
+    Newton step). Returns (beta, n_accepted).
+    """
+    p = Phi.shape[1]
+    iu, ju = np.triu_indices(p)
+    F = Phi[:, iu] * Phi[:, ju]
+    beta = beta.copy()
+    n_acc = 0
+
+    def parts(b, Yc, Oc):
+        psi = Phi @ b
+        with np.errstate(over="ignore", invalid="ignore"):
+            mu = np.where(Oc, np.exp(psi), 0.0)
+            target = np.sum(np.where(Oc, Yc * psi, 0.0) - mu, 0) - 0.5 * np.sum(b * b, 0)
+            ok = np.isfinite(target) & np.all(np.isfinite(mu), 0)
+            mu = np.where(np.isfinite(mu), mu, 0.0)
+            L = _batched_chol(F, mu, iu, ju, p)
+            m, _ = _chol_mean(L, Phi.T @ np.where(Oc, Yc - mu + mu * psi, 0.0))
+        step = m - b
+        norm = np.sqrt(np.sum(step * step, 0))
+        m = b + step * np.minimum(1.0, max_step / np.maximum(norm, 1e-300))
+        return target, ok, L, m
+
+    def log_q(x, L, m):
+        z = np.einsum("jpq,pj->jq", L, x - m)  # L^T (x - m), row form
+        return np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), 1) - 0.5 * np.sum(z * z, 1)
+
+    for start in range(0, Y.shape[1], chunk):
+        sl = slice(start, min(Y.shape[1], start + chunk))
+        Yc, Oc, b0 = Y[:, sl], obs[:, sl], beta[:, sl]
+        t0, _, L0, m0 = parts(b0, Yc, Oc)
+        eps = rng.standard_normal(b0.shape)
+        b1 = m0 + np.linalg.solve(np.swapaxes(L0, 1, 2), eps.T[:, :, None])[:, :, 0].T
+        t1, ok1, L1, m1 = parts(b1, Yc, Oc)
+        log_r = t1 + log_q(b0, L1, m1) - t0 - log_q(b1, L0, m0)
+        acc = ok1 & (np.log(rng.uniform(size=b0.shape[1])) < np.where(ok1, log_r, -np.inf))
+        beta[:, sl] = np.where(acc, b1, b0)
+        n_acc += int(acc.sum())
+    return beta, n_acc
