@@ -13,6 +13,7 @@ from omicsbayes.models.mvgp import (
     PMF,
     ConstrainedMVGP,
     TraceGP,
+    _balanced,
     _factor_objective,
     _Problem,
 )
@@ -480,3 +481,14 @@ def test_top_k_metric_is_ranking_curves():
                 )[kind][0]
                 got = top_k_metric(model, kind, k, rows, cols, positive, is_val)
                 assert got == pytest.approx(ref)
+
+
+@pytest.mark.parametrize("shape", [(10, 8), (8, 10), (6, 6)])
+def test_balanced_factors_keep_the_product_when_rank_exceeds_a_side(shape):
+    """Rank doubling can give more columns than min(M, N): the product must survive."""
+    rng = np.random.default_rng(3)
+    U, V = rng.normal(size=(shape[0], 12)), rng.normal(size=(shape[1], 12))
+    Ub, Vb = _balanced(U, V)
+    np.testing.assert_allclose(Ub @ Vb.T, U @ V.T, atol=1e-10)
+    assert Ub.shape[1] == Vb.shape[1] <= min(shape)
+    np.testing.assert_allclose(Ub.T @ Ub, Vb.T @ Vb, atol=1e-9)  # balanced: equal Gram matrices

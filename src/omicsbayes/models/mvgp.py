@@ -555,7 +555,7 @@ def _balanced(U, V, rel=1e-8):
     ``rel`` times the largest dropped. Uses thin QR of both factors: O((M + N) r^2)."""
     Qu, Ru = np.linalg.qr(U)
     Qv, Rv = np.linalg.qr(V)
-    X, s, Yt = np.linalg.svd(Ru @ Rv.T)
+    X, s, Yt = np.linalg.svd(Ru @ Rv.T, full_matrices=False)  # r may exceed min(M, N)
     keep = s > rel * s[0] if s.size and s[0] > 0 else np.zeros(s.size, dtype=bool)
     root = np.sqrt(s[keep])
     return Qu @ (X[:, keep] * root), Qv @ (Yt[keep].T * root)
