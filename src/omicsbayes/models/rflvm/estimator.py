@@ -7,7 +7,6 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from threadpoolctl import threadpool_limits
 
 from ...inference.chain import (
     chain_checkpoint,
@@ -17,7 +16,7 @@ from ...inference.chain import (
     sample_chains,
 )
 from ...inference.checkpoint import fingerprint
-from .._base import MCMC_CONSTRAINTS, check_fitted, check_rng
+from .._base import MCMC_CONSTRAINTS, check_fitted, check_rng, limit_blas
 from ._chain import COUNT_LIKELIHOODS, LIKELIHOODS, _Chain
 from ._updates import _softplus, rff
 
@@ -167,6 +166,10 @@ class RFLVM(BaseEstimator):
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
 
+    # the matrices are small (N x 2M, 2M x 2M) and the sweeps are factorisations: extra BLAS
+    # threads only contend (5x slower with two threads on Cambridge bars, docs/models.md)
+    _blas_sequential = True
+
     # ------------------------------------------------------------------ validation
     _parameter_constraints = {
         **MCMC_CONSTRAINTS,
@@ -230,6 +233,7 @@ class RFLVM(BaseEstimator):
         return Y
 
     # ------------------------------------------------------------------ fit
+    @limit_blas
     def fit(self, Y, y=None):
         """Run the sampler on ``Y`` (samples x features); NaN entries are treated as missing.
 
@@ -242,12 +246,6 @@ class RFLVM(BaseEstimator):
         -------
         self
         """
-        # the matrices are small (N x 2M, 2M x 2M): extra BLAS threads only contend (5 x slower
-        # with two threads on Cambridge bars, docs/models.md)
-        with threadpool_limits(1):
-            return self._fit(Y)
-
-    def _fit(self, Y):
         self._validate_params()
         burn = check_burn_in(self.burn_in, self.n_iter, "RFLVM")
         Y = self._check_Y(Y)
@@ -353,6 +351,7 @@ class RFLVM(BaseEstimator):
             )
         return y * psi - np.exp(psi) - gammaln(y + 1)
 
+    @limit_blas
     def log_likelihood(self, Y, mask):
         """Held-out log posterior predictive, sum over entries with ``mask`` True.
 
@@ -385,6 +384,7 @@ class RFLVM(BaseEstimator):
                 per_draw[s] = self._entry_logpdf(psi[rows, cols], th, y)
         return float(np.sum(logsumexp(per_draw, axis=0) - np.log(len(self.draws_))))
 
+    @limit_blas
     def perplexity(self, Y, mask):
         """Held-out perplexity exp(-sum y_ij log f_ij / sum y_ij) over entries with mask True.
 
