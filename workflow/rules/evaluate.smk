@@ -56,25 +56,3 @@ rule summary:
         "logs/benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"
-
-
-rule candidates:
-    input:
-        lambda wc: experiment_protocol(wc.experiment).candidate_tables(
-            wc.experiment, EXPERIMENTS[wc.experiment], experiment_splits(wc.experiment)
-        ),
-    output:
-        report(
-            "results/{experiment}/candidates.tsv",
-            caption="../report/candidates.rst",
-            category="{experiment}",
-            labels={"table": "ranked candidates"},
-        ),
-    conda:
-        "../envs/omicsbayes.yaml"
-    log:
-        "logs/evaluate/{experiment}_candidates.log",
-    benchmark:
-        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
-    script:
-        "../scripts/candidates.py"

@@ -18,11 +18,13 @@ SPLIT = re.compile(r"split(\d+)\.tsv$")
 
 
 def fold_keys(path, experiment):
-    """transform ("none" for a kind without transforms), model and split of a fold table
-    ``results/{experiment}/{folder}/[{transform}/]{model}/split{split}.tsv``."""
+    """transform ("none" for a kind without transforms), model and, for a one-split table, split
+    of a fold table ``results/{experiment}/{folder}/[{transform}/]{model}/{file}.tsv``; a table
+    of every split (``predictions.tsv``) carries its own ``split`` column."""
     parts = str(path).split(f"results/{experiment}/", 1)[1].split("/")[1:]
-    transform = parts[0] if len(parts) == 3 else "none"
-    return {"transform": transform, "model": parts[-2], "split": int(SPLIT.search(parts[-1])[1])}
+    keys = {"transform": parts[0] if len(parts) == 3 else "none", "model": parts[-2]}
+    one_split = SPLIT.search(parts[-1])
+    return {**keys, "split": int(one_split[1])} if one_split else keys
 
 
 def main(smk):
