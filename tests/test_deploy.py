@@ -255,6 +255,6 @@ def test_cluster_group_components_batch_the_fits(tmp_path, tiny_config, snakemak
     )
     assert result.returncode == 0, result.stderr[-3000:]
     ledger = (queue / "ledger.tsv").read_text().splitlines()
-    assert len(ledger) == 1 + 1 + 1 + 1 + 1 + 1 + 1  # data, preprocess, split, the 2 fits, ...
+    assert len(ledger) == 1 + 1 + 1 + 1 + 1 + 1  # data, preprocess, split, the 2 fits, ...
     table = "results/malignant/metrics.tsv"
     assert (local / table).read_bytes() == (cluster / table).read_bytes()

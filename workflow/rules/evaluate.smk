@@ -1,4 +1,5 @@
-# Stage 5: metric tables per experiment (every split) and their mean and sd.
+# Stage 5: metric tables per experiment (every split), their mean and sd, and the metrics figure
+# drawn from the metric table (one job: the figure alone would be a process start of its own).
 
 
 rule evaluate:
@@ -23,9 +24,15 @@ rule evaluate:
             category="{experiment}",
             labels={"table": "seconds per fit"},
         ),
+        figure=report(
+            "results/{experiment}/figures/metrics.png",
+            caption="../report/metrics_figure.rst",
+            category="{experiment}",
+            labels={"figure": "metrics by model"},
+        ),
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
-        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+        models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
         "../envs/omicsbayes.yaml"
     log:
