@@ -88,3 +88,14 @@ def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
     np.testing.assert_array_equal(values[order].reshape(shape), image)
     assert pixel_grid(["pixel_0_0", "pixel_0_1", "gene"]) is None
     assert pixel_grid(["pixel_0_0", "pixel_1_1"]) is None  # not a complete grid
+
+
+def test_feature_labels_name_genes_by_symbol_and_stay_unique():
+    from omicsbayes.plotting.rank_factor import feature_labels
+
+    probes = ["ILMN_1", "ILMN_2", "ILMN_3", "ILMN_4", "ILMN_5"]
+    symbols = ["STAT1", None, "STAT1", " ", "GBP5"]
+    labels = feature_labels(probes, symbols)
+    assert list(labels) == ["STAT1 (ILMN_1)", "ILMN_2", "STAT1 (ILMN_3)", "ILMN_4", "GBP5"]
+    assert labels.is_unique
+    assert list(feature_labels(probes)) == probes  # no symbols: the names as they are
