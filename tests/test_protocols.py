@@ -220,6 +220,18 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
         n_splits({"type": "nope"})
 
 
+def test_every_kind_has_its_rule_file_and_schema_entry():
+    """Adding a kind: its protocol module (and name in KINDS), workflow/rules/<kind>.smk (which the
+    Snakefile includes for every kind) and the schema's kind enum; no rule file without a kind."""
+    rules = {p.stem for p in (REPO / "workflow" / "rules").glob("*.smk")}
+    shared = {"common", "data", "preprocess", "split", "evaluate", "model_figures", "sweeps"}
+    assert rules - shared - {"report"} == set(protocols.KINDS)
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    experiment = schema["properties"]["experiments"]["additionalProperties"]["properties"]
+    assert experiment["kind"]["enum"] == list(protocols.KINDS)
+    assert "for _kind in protocols.KINDS:" in (REPO / "workflow" / "Snakefile").read_text()
+
+
 @pytest.mark.parametrize("protocol", ["known", "new"])
 def test_entry_folds_test_every_entry_once(protocol):
     from omicsbayes.protocols import entries
