@@ -6,8 +6,9 @@ runs the workflow in a fresh ``--workdir`` with ``OMP_NUM_THREADS=1`` and prints
 process's CPU seconds (``RUSAGE_SELF``: DAG, input functions, scheduling, job set-up), the jobs'
 (``RUSAGE_CHILDREN``: every job process, waited for), their ratio, the job count (in all and per
 rule), and the sum of ``cpu_time`` over the per-job benchmark files in ``logs/benchmarks/``
-(Snakemake's own sampling, which misses part of jobs shorter than its sampling interval). The master's share is the figure
-docs/workflow.md reports; it is not a test because it depends on the machine.
+(Snakemake's own sampling, which misses part of jobs shorter than its sampling interval). The
+master's share is the figure docs/workflow.md reports; it is not a test because it depends on the
+machine.
 """
 
 import argparse
