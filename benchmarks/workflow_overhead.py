@@ -4,10 +4,11 @@
 
 runs the workflow in a fresh ``--workdir`` with ``OMP_NUM_THREADS=1`` and prints the master
 process's CPU seconds (``RUSAGE_SELF``: DAG, input functions, scheduling, job set-up), the jobs'
-(``RUSAGE_CHILDREN``: every job process, waited for), their ratio, the job count, and the sum of
-``cpu_time`` over the per-job benchmark files in ``logs/benchmarks/`` (Snakemake's own sampling,
-which misses part of jobs shorter than its sampling interval). The master's share is the figure
-docs/workflow.md reports; it is not a test because it depends on the machine.
+(``RUSAGE_CHILDREN``: every job process, waited for), their ratio, the job count (in all and per
+rule), and the sum of ``cpu_time`` over the per-job benchmark files in ``logs/benchmarks/``
+(Snakemake's own sampling, which misses part of jobs shorter than its sampling interval). The
+master's share is the figure docs/workflow.md reports; it is not a test because it depends on the
+machine.
 """
 
 import argparse
@@ -43,12 +44,15 @@ def measure(workdir, snakemake_args):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     if result["code"]:
         raise SystemExit(f"snakemake failed:\n{out.stderr[-3000:]}")
-    files = list(Path(workdir, "logs", "benchmarks").rglob("*.tsv"))
+    folder = Path(workdir, "logs", "benchmarks")
+    files = list(folder.rglob("*.tsv"))
     sampled = sum(pd.read_csv(f, sep="\t")["cpu_time"].sum() for f in files)
+    by_rule = pd.Series([f.relative_to(folder).parts[0] for f in files]).value_counts()
     return {
         **result,
         "master_share": result["master"] / result["jobs"],
         "n_jobs": len(files),
+        "jobs_by_rule": by_rule.sort_index().to_dict(),
         "benchmark_cpu_time": sampled,
     }
 

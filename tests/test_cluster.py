@@ -28,7 +28,7 @@ def test_cluster_run_equals_local_run(tmp_path, tiny_config, snakemake_run):
     assert result.returncode == 0, result.stderr[-3000:]
 
     ledger = (queue / "ledger.tsv").read_text().splitlines()
-    n_jobs = 1 + 1 + 1 + 6 + 1 + 1 + 1  # data, preprocess, split, 6 fits, evaluate, figure, summary
+    n_jobs = 1 + 1 + 1 + 2 + 1 + 1  # data, preprocess, split, 2 fits, evaluate, summary
     assert len(ledger) == n_jobs
     assert all((queue / f"{line.split()[0]}.rc").read_text().strip() == "0" for line in ledger)
     for table in ("results/malignant/metrics.tsv", "results/breast_cancer/splits/cv3.tsv"):

@@ -131,3 +131,32 @@ def test_example_runs_end_to_end(name, tmp_path, snakemake_run):
             column, floor = SIGNAL[name]
             best = summary.groupby("model")[column].mean().max()
             assert best > floor and not math.isnan(best), (e, summary)
+
+
+@pytest.mark.workflow
+def test_geo_probes_without_collapse_are_named_by_gene_symbol(tmp_path, snakemake_run):
+    """The GEO example with its platform annotation but no `collapse` keeps probes as features;
+    the model figures' tables name the genes by symbol and keep the probe IDs in `feature`."""
+    (tmp_path / "tests" / "fixtures").mkdir(parents=True)
+    (tmp_path / "tests" / "fixtures" / "examples").symlink_to(FIXTURES)
+    config = _merged("geo_tuberculosis")
+    del config["cohorts"]["tb"]["collapse"]
+    config["transforms"] = {"zscore": {"steps": ["zscore"]}}
+    experiment = config["experiments"]["tb_groups"]
+    experiment.update(transforms=["zscore"], models=["R-L-BSVM"], figures=["R-L-BSVM"])
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(config))
+    folder = "results/tb_groups/model_figures/R-L-BSVM"
+    targets = [f"{folder}/{name}" for name in ("top_genes.tsv", "gene_network_edges.tsv")]
+    result = snakemake_run(tmp_path, "--cores", "1", "--configfile", str(mine), "--", *targets)
+    assert result.returncode == 0, result.stderr[-4000:]
+    raw = anndata.read_h5ad(tmp_path / "results/tb/raw.h5ad")
+    symbol = raw.var["gene_symbol"]
+    top = pd.read_csv(tmp_path / folder / "top_genes.tsv", sep="\t")
+    assert top["feature"].str.startswith("ILMN_").all()  # the probe IDs, in their own column
+    for gene, probe in zip(top["gene"], top["feature"]):  # the symbol, the probe where it has none
+        expected = symbol[probe] if isinstance(symbol[probe], str) and symbol[probe] else probe
+        assert gene == expected or gene == f"{expected} ({probe})"
+    assert (top["gene"] != top["feature"]).any()
+    edges = pd.read_csv(tmp_path / folder / "gene_network_edges.tsv", sep="\t")
+    assert list(edges.columns[:4]) == ["gene_a", "feature_a", "gene_b", "feature_b"]

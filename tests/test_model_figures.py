@@ -90,21 +90,12 @@ def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
     assert pixel_grid(["pixel_0_0", "pixel_1_1"]) is None  # not a complete grid
 
 
-def test_fit_summary_tables_refuses_what_has_no_gene_loadings():
-    from omicsbayes.preprocess import build_pipeline
-    from omicsbayes.protocols import ExperimentError
-    from omicsbayes.protocols.classification import fit_summary_tables, task_targets
+def test_feature_labels_name_genes_by_symbol_and_stay_unique():
+    from omicsbayes.plotting.rank_factor import feature_labels
 
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(12, 4))
-    labels = pd.Series(list("abc") * 4)
-    spec = {"class": "RankFactorClassifier", "params": {"n_factors": 2, "max_iter": 2}}
-    names, ids = [f"g{j}" for j in range(4)], [f"s{i}" for i in range(12)]
-    binary = task_targets(labels, {"kind": "binary", "positive": ["a"]})
-    with pytest.raises(ExperimentError, match="RankFactorClassifier"):
-        fit_summary_tables(X, binary, {"class": "LogisticBaseline"}, names, ids)
-    with pytest.raises(ExperimentError, match="multiclass"):
-        fit_summary_tables(X, task_targets(labels, {"kind": "multiclass"}), spec, names, ids)
-    kernel = build_pipeline([{"name": "empirical_kernel_map", "kernel": "linear"}])
-    with pytest.raises(ExperimentError, match="keeps the features"):
-        fit_summary_tables(X, binary, spec, names, ids, fold_pipeline=kernel)
+    probes = ["ILMN_1", "ILMN_2", "ILMN_3", "ILMN_4", "ILMN_5"]
+    symbols = ["STAT1", None, "STAT1", " ", "GBP5"]
+    labels = feature_labels(probes, symbols)
+    assert list(labels) == ["STAT1 (ILMN_1)", "ILMN_2", "STAT1 (ILMN_3)", "ILMN_4", "GBP5"]
+    assert labels.is_unique
+    assert list(feature_labels(probes)) == probes  # no symbols: the names as they are

@@ -14,7 +14,13 @@ from omicsbayes import protocols
 from omicsbayes.config import ConfigError, check_config
 from omicsbayes.preprocess import build_pipeline
 from omicsbayes.protocols import ExperimentError, make_estimator, n_splits
-from omicsbayes.protocols.classification import fit_split, score_predictions, task_targets
+from omicsbayes.protocols.classification import (
+    fit_split,
+    fit_splits,
+    make_splits,
+    score_predictions,
+    task_targets,
+)
 from omicsbayes.protocols.disease_gene import ranking_fold
 from omicsbayes.protocols.heldout_entries import fit_heldout, heldout_mask
 
@@ -50,6 +56,32 @@ def test_fit_split_matches_direct_sklearn_fit():
     np.testing.assert_allclose(predictions["score"], expected, rtol=1e-4, atol=1e-6)
     table = score_predictions(predictions.assign(transform="z", model="lr", split=0, seconds=0.1))
     np.testing.assert_allclose(table["auroc"], roc_auc_score(y[test], expected))
+
+
+def test_fit_splits_equals_one_fit_split_per_split_with_its_seed():
+    """Every split of the fold table fitted in one call gives the rows that one fit_split per split
+    gives (a fresh fold pipeline and that split's seed each), the split column in front."""
+    import anndata as ad
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 6))
+    labels = pd.Series(np.where(X[:, 0] + rng.standard_normal(40) > 0, "pos", "neg"))
+    adata = ad.AnnData(X=X, obs=pd.DataFrame({"y": labels.to_numpy()}))
+    splits = make_splits(adata, {"type": "stratified_kfold", "n_splits": 3}, 0, label="y")
+    targets = task_targets(labels, {"kind": "binary", "positive": ["pos"]})
+    spec = {"class": "RankFactorClassifier", "params": {"n_factors": 2, "max_iter": 3}}
+    seeds = {0: 11, 1: 12, 2: 13}
+    table = fit_splits(X, targets, splits, spec, ["zscore"], seeds)
+    assert table["split"].tolist() == sorted(table["split"]) and set(table["split"]) == {0, 1, 2}
+    for s in range(3):
+        rows = splits[splits["split"] == s]
+        train = rows.loc[rows["role"] == "train", "sample"].to_numpy()
+        test = rows.loc[rows["role"] == "test", "sample"].to_numpy()
+        one, _ = fit_split(X, targets, train, test, spec, build_pipeline(["zscore"]), seeds[s])
+        got = table[table["split"] == s].drop(columns=["split", "seconds"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, one)
+    reseeded = fit_splits(X, targets, splits, spec, ["zscore"], {0: 11, 1: 12, 2: 99})
+    assert not np.array_equal(reseeded["score"], table["score"])  # each split's seed is used
 
 
 def test_fit_split_refuses_single_class_training_task():
@@ -186,6 +218,18 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
         protocols.get("nope")
     with pytest.raises(ExperimentError, match="belongs to no experiment kind"):
         n_splits({"type": "nope"})
+
+
+def test_every_kind_has_its_rule_file_and_schema_entry():
+    """Adding a kind: its protocol module (and name in KINDS), workflow/rules/<kind>.smk (which the
+    Snakefile includes for every kind) and the schema's kind enum; no rule file without a kind."""
+    rules = {p.stem for p in (REPO / "workflow" / "rules").glob("*.smk")}
+    shared = {"common", "data", "preprocess", "split", "evaluate", "model_figures", "sweeps"}
+    assert rules - shared - {"report"} == set(protocols.KINDS)
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    experiment = schema["properties"]["experiments"]["additionalProperties"]["properties"]
+    assert experiment["kind"]["enum"] == list(protocols.KINDS)
+    assert "for _kind in protocols.KINDS:" in (REPO / "workflow" / "Snakefile").read_text()
 
 
 @pytest.mark.parametrize("protocol", ["known", "new"])

@@ -18,8 +18,8 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 TABLES = ("results/malignant/metrics.tsv", "results/malignant/summary.tsv", "results/summary.tsv")
 
 
-# Put on PYTHONPATH of the interrupted run: in the fit job of model "bam", split 0, BAM's fit
-# signals through a file and then waits for the kill, so the run is killed mid-job at a known
+# Put on PYTHONPATH of the interrupted run: in the fit job of model "bam" (its first split), BAM's
+# fit signals through a file and then waits for the kill, so the run is killed mid-job at a known
 # point whatever the machine's speed.
 HOOK = """
 import os, signal, sys
@@ -31,7 +31,7 @@ if os.environ.get("OMICSBAYES_TEST_BLOCKED_FIT"):
 
     def fit_or_wait(self, X, y):
         job = getattr(sys.modules["__main__"], "snakemake", None)
-        if job is not None and job.wildcards.model == "bam" and job.wildcards.split == "0":
+        if job is not None and job.wildcards.model == "bam":
             open(os.environ["OMICSBAYES_TEST_BLOCKED_FIT"], "w").close()
             signal.pause()
         return fit(self, X, y)
@@ -41,7 +41,7 @@ if os.environ.get("OMICSBAYES_TEST_BLOCKED_FIT"):
 
 
 def _slow_config(tiny_config):
-    """The tiny config with a Bayesian model (and four splits: eight fit jobs)."""
+    """The tiny config with a Bayesian model (two fit jobs of four splits each)."""
     config = copy.deepcopy(tiny_config)
     config["protocols"]["cv3"]["n_splits"] = 4
     config["models"]["bam"] = {"class": "BAMClassifier", "params": {"ranking": "pairwise"}}
@@ -112,15 +112,15 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
         incomplete = _incomplete_outputs(interrupted)
         return {
             p: p.stat().st_mtime_ns
-            for p in fits.rglob("split*.tsv")
+            for p in fits.rglob("predictions.tsv")
             if str(p.relative_to(interrupted)) not in incomplete
         }
 
-    # wait until the blocked job waits and the seven others are complete (deadline: a broken run
+    # wait until the blocked job waits and the other one is complete (deadline: a broken run
     # fails the test instead of hanging it)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and process.poll() is None:
-        if blocked.exists() and len(complete_fits()) == 7:
+        if blocked.exists() and len(complete_fits()) == 1:
             break
         time.sleep(0.2)
     running = process.poll() is None
@@ -128,8 +128,8 @@ def test_killed_run_resumes_without_rerunning_finished_jobs(tmp_path, tiny_confi
     process.wait()
     assert running and blocked.exists(), "the run ended or never reached the blocked fit"
     finished = complete_fits()
-    assert len(finished) == 7, "every fit but the blocked one had finished"
-    assert not (fits / "zscore" / "bam" / "split0.tsv").exists()
+    assert len(finished) == 1, "the fit job that was not blocked had finished"
+    assert not (fits / "zscore" / "bam" / "predictions.tsv").exists()
 
     assert snakemake_run(interrupted, "--unlock", "--cores", "1").returncode == 0
     result = snakemake_run(interrupted, "--cores", "2")

@@ -16,7 +16,7 @@ def test_default_config_dry_run(tmp_path, snakemake_run):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
     assert result.returncode == 0, result.stderr
-    for rule in ("data", "preprocess", "split", "fit", "evaluate", "metrics_figure", "summary"):
+    for rule in ("data", "preprocess", "split", "fit", "evaluate", "summary"):
         assert rule in result.stdout
 
 

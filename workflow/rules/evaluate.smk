@@ -1,4 +1,5 @@
-# Stage 5: metric tables per experiment (every split) and their mean and sd.
+# Stage 5: metric tables per experiment (every split), their mean and sd, and the metrics figure
+# drawn from the metric table (one job: the figure alone would be a process start of its own).
 
 
 rule evaluate:
@@ -23,9 +24,15 @@ rule evaluate:
             category="{experiment}",
             labels={"table": "seconds per fit"},
         ),
+        figure=report(
+            "results/{experiment}/figures/metrics.png",
+            caption="../report/metrics_figure.rst",
+            category="{experiment}",
+            labels={"figure": "metrics by model"},
+        ),
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
-        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+        models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
         "../envs/omicsbayes.yaml"
     log:
@@ -63,25 +70,3 @@ rule summary:
         "logs/benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"
-
-
-rule candidates:
-    input:
-        lambda wc: experiment_protocol(wc.experiment).candidate_tables(
-            wc.experiment, EXPERIMENTS[wc.experiment], experiment_splits(wc.experiment)
-        ),
-    output:
-        report(
-            "results/{experiment}/candidates.tsv",
-            caption="../report/candidates.rst",
-            category="{experiment}",
-            labels={"table": "ranked candidates"},
-        ),
-    conda:
-        "../envs/omicsbayes.yaml"
-    log:
-        "logs/evaluate/{experiment}_candidates.log",
-    benchmark:
-        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
-    script:
-        "../scripts/candidates.py"

@@ -1,5 +1,6 @@
-"""Metrics per split (as the experiment's kind computes them), their mean and sd, and seconds per
-fit for one experiment.
+"""Metrics per split (as the experiment's kind computes them), their mean and sd, seconds per fit
+and the metrics figure (as the kind draws it: box plots per split, or P@k / R@k curves) for one
+experiment.
 
 The metric tables hold only numbers that a rerun reproduces bit for bit; wall times go to the
 separate timings table.
@@ -7,22 +8,27 @@ separate timings table.
 
 import re
 
-import numpy as np
-import pandas as pd
+import matplotlib
 
-from omicsbayes import protocols
-from omicsbayes.evaluate.metrics import summarize
-from omicsbayes.jobs import run_job, write_table
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from omicsbayes import protocols  # noqa: E402
+from omicsbayes.evaluate.metrics import summarize  # noqa: E402
+from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
 
 SPLIT = re.compile(r"split(\d+)\.tsv$")
 
 
 def fold_keys(path, experiment):
-    """transform ("none" for a kind without transforms), model and split of a fold table
-    ``results/{experiment}/{folder}/[{transform}/]{model}/split{split}.tsv``."""
+    """transform ("none" for a kind without transforms), model and, for a one-split table, split
+    of a fold table ``results/{experiment}/{folder}/[{transform}/]{model}/{file}.tsv``; a table
+    of every split (``predictions.tsv``) carries its own ``split`` column."""
     parts = str(path).split(f"results/{experiment}/", 1)[1].split("/")[1:]
-    transform = parts[0] if len(parts) == 3 else "none"
-    return {"transform": transform, "model": parts[-2], "split": int(SPLIT.search(parts[-1])[1])}
+    keys = {"transform": parts[0] if len(parts) == 3 else "none", "model": parts[-2]}
+    one_split = SPLIT.search(parts[-1])
+    return {**keys, "split": int(one_split[1])} if one_split else keys
 
 
 def main(smk):
@@ -31,7 +37,7 @@ def main(smk):
         table = pd.read_csv(path, sep="\t")
         tables.append(table.assign(**fold_keys(path, smk.wildcards.experiment)))
     joined = pd.concat(tables, ignore_index=True)
-    kind = protocols.kind_of(smk.params.experiment)
+    kind = protocols.get(protocols.kind_of(smk.params.experiment))
     keys = ["transform", "model", "split"]
     if "seconds" in joined:
         per_fit = joined.groupby(keys, sort=True)["seconds"].first().reset_index()
@@ -41,7 +47,7 @@ def main(smk):
     timings.insert(0, "experiment", smk.wildcards.experiment)
     write_table(timings, smk.output.timings)
     joined = joined.drop(columns="seconds", errors="ignore")
-    metrics, columns, by = protocols.get(kind).metric_table(joined)
+    metrics, columns, by = kind.metric_table(joined)
     metrics.insert(0, "experiment", smk.wildcards.experiment)
     write_table(metrics, smk.output.metrics)
     summary = summarize(
@@ -52,6 +58,13 @@ def main(smk):
             summary["n_splits"] - summary[f"{c}_n_nan"]
         )
     write_table(summary, smk.output.summary)
+    # the figure from the table as written (as a job reading metrics.tsv would draw it)
+    written = pd.read_csv(smk.output.metrics, sep="\t")
+    fig = kind.figure(written, smk.wildcards.experiment, smk.params.experiment, smk.params.models)
+    atomic_write(
+        smk.output.figure,
+        lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"),
+    )
 
 
 run_job(snakemake, main)  # noqa: F821

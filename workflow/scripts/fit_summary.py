@@ -2,7 +2,8 @@
 
 Writes the cohort with the tl outputs (``fit.h5ad``: scores, loadings, decision values, the
 trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.joblib``) and its
-loadings, coefficients and scores as tables for paper 000's figures. The experiment's first
+loadings (with the features' ``gene_symbol`` when the cohort has one), coefficients and scores as
+tables for paper 000's figures. The experiment's first
 transform is used; its steps that learn from samples are fitted on every sample (there is no test
 split here: these outputs show the fitted structure, not its metrics). All tasks are learned
 jointly, one ``.obs`` column per task.
@@ -82,9 +83,10 @@ def main(smk):
     log.info("fitted in %.2f s", time.perf_counter() - start)
     uns = adata.uns[KEY]
     tasks = tasks or [str(t) for t in uns["tasks"]]
-    write_table(
-        table("feature", adata.var_names, adata.varm[f"{KEY}_loadings"]), smk.output.loadings
-    )
+    loadings = table("feature", adata.var_names, adata.varm[f"{KEY}_loadings"])
+    if "gene_symbol" in adata.var:  # a GEO platform annotation: probes keep their IDs in feature
+        loadings.insert(1, "gene_symbol", adata.var["gene_symbol"].to_numpy(dtype=object))
+    write_table(loadings, smk.output.loadings)
     write_table(table("task", tasks, np.atleast_2d(uns["coef"])), smk.output.coef)
     write_table(table("sample_id", adata.obs_names, adata.obsm[f"X_{KEY}"]), smk.output.scores)
     if "diagnostics" in uns:

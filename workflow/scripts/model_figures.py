@@ -3,7 +3,9 @@
 Rule ``model_figures``: Figure 1 (log versus rank of the most discriminative gene, by group, from
 the cohort's raw values), Figure 3 (coefficients per task), the loadings heatmap, the top genes of
 each factor and the gene network (Figure 7). Rule ``model_loadings_images``: Figures 4-5, the
-loadings as images, for pixel features.
+loadings as images, for pixel features. Genes are named by their symbol when the loadings table
+has a ``gene_symbol`` column (a GEO platform annotation without ``collapse``); the tables keep the
+probe IDs in ``feature`` columns.
 """
 
 import logging
@@ -30,11 +32,11 @@ def read(path, key):
     return pd.read_csv(path, sep="\t", dtype={key: str}).set_index(key)
 
 
-def rank_vs_log(smk, loadings, coef):
-    """Figure 1 for the gene of largest |A beta_t| over all tasks t."""
+def rank_vs_log(smk, loadings, coef, labels):
+    """Figure 1 for the gene of largest |A beta_t| over all tasks t (``labels``: its name)."""
     weights = rp.discriminative_weights(loadings, coef)
     g, t = np.unravel_index(np.argmax(np.abs(weights.to_numpy())), weights.shape)
-    gene, task = weights.index[g], weights.columns[t]
+    feature, gene, task = weights.index[g], labels[g], weights.columns[t]
     raw = ad.read_h5ad(smk.input.cohort)
     label = smk.params.label
     if label not in raw.obs:
@@ -43,7 +45,7 @@ def rank_vs_log(smk, loadings, coef):
     labelled = ~np.isnan(target)
     negatives = set(raw.obs[label].astype(str).to_numpy()[target == 0])
     rest = negatives.pop() if len(negatives) == 1 else "rest"
-    values = np.asarray(raw.obs_vector(gene), dtype=float)[labelled]
+    values = np.asarray(raw.obs_vector(feature), dtype=float)[labelled]
     offset = 0.0 if values.min() > 0 else 1.0 - values.min()
     groups = np.where(target[labelled] == 1, str(task), rest)
     logging.getLogger("omicsbayes").info(
@@ -57,8 +59,22 @@ def rank_vs_log(smk, loadings, coef):
     return rp.rank_vs_log_figure(values, groups, gene=title, offset=offset)
 
 
+def with_features(table, labels, features, columns):
+    """``table`` with a probe-ID column ``feature[_x]`` after each gene column (when the genes
+    are named by symbols, i.e. ``labels`` differ from ``features``)."""
+    if labels.equals(features):
+        return table
+    probe = dict(zip(labels, features))
+    for column in columns:
+        suffix = column.removeprefix("gene")
+        at = table.columns.get_loc(column) + 1
+        table.insert(at, f"feature{suffix}", table[column].map(probe))
+    return table
+
+
 def main(smk):
     loadings = read(smk.input.loadings, "feature")
+    symbols = loadings.pop("gene_symbol") if "gene_symbol" in loadings else None
     if smk.rule == "model_loadings_images":
         grid = rp.pixel_grid(loadings.index)
         if grid is None:
@@ -70,16 +86,18 @@ def main(smk):
         save(rp.loadings_images(loadings.to_numpy()[order], shape), smk.output[0])
         return
     coef = read(smk.input.coef, "task")
-    save(rank_vs_log(smk, loadings, coef), smk.output.rank_vs_log)
+    labels = rp.feature_labels(loadings.index, symbols)
+    named = loadings.set_axis(labels)
+    save(rank_vs_log(smk, loadings, coef, labels), smk.output.rank_vs_log)
     save(rp.coefficient_figure(coef), smk.output.coefficients)
-    save(rp.loadings_heatmap(loadings), smk.output.heatmap)
-    write_table(
-        rp.top_genes_table(loadings, loadings.index, smk.params.n_top), smk.output.top_genes
-    )
-    edges = rp.gene_network_edges(loadings, loadings.index, **smk.params.network)
+    save(rp.loadings_heatmap(named), smk.output.heatmap)
+    top = rp.top_genes_table(named, labels, smk.params.n_top)
+    write_table(with_features(top, labels, loadings.index, ["gene"]), smk.output.top_genes)
+    edges = rp.gene_network_edges(named, labels, **smk.params.network)
     logging.getLogger("omicsbayes").info("gene network: %d edges", len(edges))
-    write_table(edges, smk.output.edges)
-    save(rp.gene_network_figure(edges, loadings=loadings), smk.output.network)
+    table = with_features(edges.copy(), labels, loadings.index, ["gene_a", "gene_b"])
+    write_table(table, smk.output.edges)
+    save(rp.gene_network_figure(edges, loadings=named), smk.output.network)
 
 
 run_job(snakemake, main)  # noqa: F821

@@ -8,6 +8,8 @@
 - :func:`top_genes_table`: the top genes of each factor by |loading|, as a table.
 - :func:`discriminative_weights`: each gene's weight ``A beta_t`` in each task's decision.
 - :func:`pixel_grid`: image shape and order of pixel features (``pixel_<row>_<col>``).
+- :func:`feature_labels`: gene symbols (a GEO platform's ``.var["gene_symbol"]``) in place of
+  probe IDs, unique.
 - :func:`gene_network_edges` and :func:`gene_network_figure`: Figure 7, a gene network from the
   loadings (genes joined when their loading vectors are strongly correlated), force-directed,
   modules coloured, hubs labelled without collisions (:func:`place_labels`).
@@ -207,6 +209,33 @@ def discriminative_weights(loadings, coef):
         index=loadings.index,
         columns=coef.index,
     )
+
+
+def feature_labels(features, symbols=None):
+    """Names of features for tables and figures: the gene symbol where a feature has one, else
+    the feature's own name; a symbol several features share gets the feature name in brackets
+    (``"STAT1 (ILMN_1)"``), so the labels stay unique.
+
+    Parameters
+    ----------
+    features : sequence of str
+        Feature names (``var_names``, e.g. probe IDs).
+    symbols : sequence, optional
+        One gene symbol per feature (``.var["gene_symbol"]``), missing or empty for none.
+
+    Returns
+    -------
+    labels : pandas.Index of str
+    """
+    features = pd.Index(features).astype(str)
+    if symbols is None:
+        return features
+    symbols = pd.Series(np.asarray(symbols, dtype=object)).astype("string").str.strip()
+    has = (symbols.notna() & (symbols != "")).to_numpy(dtype=bool)
+    labels = np.where(has, symbols.fillna("").to_numpy(dtype=object), features.to_numpy(object))
+    shared = pd.Index(labels).duplicated(keep=False) & has
+    labels[shared] = [f"{s} ({f})" for s, f in zip(labels[shared], features[shared])]
+    return pd.Index(labels.astype(str))
 
 
 def pixel_grid(names):

@@ -13,7 +13,9 @@ kind                   protocol
 =====================  ====================================================================
 
 The interface every kind module has (the workflow's rules and scripts use only this; adding a
-kind means one module here, its rule file and the config schema's ``kind`` enum):
+kind means one module here and its name in :data:`KINDS`, its rule file
+``workflow/rules/<kind>.smk`` (the Snakefile includes one per kind) and the config schema's
+``kind`` enum):
 
 ``KIND`` : str
     The name a config's ``experiments.<name>.kind`` gives.

@@ -12,10 +12,12 @@ Tasks
 ``multiclass``
     The labels as they are; the model must handle several classes (accuracy and error only).
 
-The workflow calls :func:`fit_split` once per (transform, model, split) and
-:func:`metric_table` once per experiment; both are plain functions of arrays and tables.
+The workflow calls :func:`fit_splits` once per (transform, model), which fits every split of the
+fold table in one process (:func:`fit_split` each), and :func:`metric_table` once per experiment;
+all are plain functions of arrays and tables.
 """
 
+import logging
 import time
 
 import numpy as np
@@ -26,9 +28,11 @@ from .. import models
 from ..evaluate import metrics, splitters
 from ..evaluate.splitters import classification_splits
 from ..models._base import capabilities_of
+from ..preprocess import build_pipeline
 from ..preprocess.transforms import dense_matrix
-from ._common import ExperimentError, make_estimator, per_split_tables
+from ._common import ExperimentError, make_estimator
 
+logger = logging.getLogger("omicsbayes")
 KIND = "classification"
 REQUIRES = frozenset({"classifier"})
 SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in splitters.PROTOCOLS}
@@ -56,8 +60,13 @@ def make_splits(adata, protocol, random_state, label=None):
 
 
 def fold_tables(name, experiment, splits):
-    """The prediction table of every transform x model x split."""
-    return per_split_tables(name, experiment, splits, "fits")
+    """The prediction table of every transform x model, each holding all ``splits`` (one job
+    fits them all: :func:`fit_splits`)."""
+    return [
+        f"results/{name}/fits/{t}/{m}/predictions.tsv"
+        for t in experiment["transforms"]
+        for m in experiment["models"]
+    ]
 
 
 def targets(name, experiment):
@@ -217,6 +226,46 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
     return pd.concat(rows, ignore_index=True), time.perf_counter() - start
 
 
+def fit_splits(X, targets, splits, spec, fold_steps=(), seeds=None):
+    """Fit one model on every training split of a fold table and predict each test split.
+
+    Parameters
+    ----------
+    X, targets, spec
+        As for :func:`fit_split`.
+    splits : pandas.DataFrame
+        Fold table (columns ``split``, ``sample``, ``role``) as the ``split`` rule writes it.
+    fold_steps : sequence
+        Transform steps that learn from samples, fitted on each training split anew.
+    seeds : mapping, optional
+        Split number -> ``random_state`` of that split's fit.
+
+    Returns
+    -------
+    predictions : pandas.DataFrame
+        :func:`fit_split`'s rows of every split, with the columns ``split`` first and
+        ``seconds`` (wall time of that split's fit) last.
+    """
+    tables = []
+    for split, rows in splits.groupby("split", sort=True):
+        train = rows.loc[rows["role"] == "train", "sample"].to_numpy()
+        test = rows.loc[rows["role"] == "test", "sample"].to_numpy()
+        pipeline = build_pipeline(fold_steps) if fold_steps else None
+        seed = None if seeds is None else seeds[split]
+        table, seconds = fit_split(X, targets, train, test, spec, pipeline, seed)
+        logger.info(
+            "split %d: %d train, %d test, seed %s: fitted and predicted in %.2f s",
+            split,
+            len(train),
+            len(test),
+            seed,
+            seconds,
+        )
+        table.insert(0, "split", split)
+        tables.append(table.assign(seconds=seconds))
+    return pd.concat(tables, ignore_index=True)
+
+
 def score_predictions(predictions):
     """Metrics per (transform, model, split, task) from the concatenated prediction tables.
 
@@ -258,73 +307,3 @@ def figure(metrics, title, experiment, specs):
     if {s["class"] for s in specs} <= AUC_MODELS:
         return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))
     return metric_boxplots(metrics, title=title, columns=METRICS[:3])
-
-
-def fit_summary_tables(
-    X, targets, spec, feature_names, sample_ids, fold_pipeline=None, random_state=None
-):
-    """Fit a RankFactorClassifier on the whole cohort; its fitted structure as three tables.
-
-    Paper 000's figures (Figures 1, 3-5 and 7) are drawn from these tables, never from a live
-    model. All tasks are learned jointly by one factor model (samples without a label for a task
-    enter that task as missing).
-
-    Parameters
-    ----------
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        The cohort after its sample-wise transforms; a sparse matrix is expanded only after the
-        fold transforms (gene selection), by :func:`~omicsbayes.preprocess.transforms.dense_matrix`.
-    targets : pandas.DataFrame
-        Binary tasks from :func:`task_targets` (``binary`` or ``one_vs_rest``).
-    spec : dict
-        Model entry of the config; its class must be RankFactorClassifier.
-    feature_names, sample_ids : sequence of str
-    fold_pipeline : sklearn Pipeline, optional
-        Transforms that learn from samples, here fitted on every sample; they must keep the
-        features (a kernel map would not).
-
-    Returns
-    -------
-    loadings : pandas.DataFrame
-        Column ``feature`` then ``factor_1 .. factor_K`` (``loadings_``).
-    coef : pandas.DataFrame
-        Column ``task`` then the factors (``coef_``, one row per task).
-    scores : pandas.DataFrame
-        Column ``sample_id`` then the factors (``scores_``).
-    seconds : float
-        Wall time of the fit.
-    """
-    if spec["class"] != "RankFactorClassifier":
-        raise ExperimentError(
-            "fitted-structure tables need a RankFactorClassifier model, "
-            f"got class {spec['class']!r}"
-        )
-    if list(targets.columns) == ["multiclass"]:
-        raise ExperimentError(
-            "fitted-structure tables need binary tasks (task kind binary or one_vs_rest), "
-            "got a multiclass task"
-        )
-    start = time.perf_counter()
-    if fold_pipeline is not None:
-        X = fold_pipeline.fit_transform(X)
-    X = dense_matrix(X, spec["class"])
-    if X.shape[1] != len(feature_names):
-        raise ExperimentError(
-            f"the transform turned {len(feature_names)} features into {X.shape[1]} columns; "
-            "loadings need a transform that keeps the features (not a kernel map)"
-        )
-    estimator = make_estimator(spec, random_state).fit(X, targets.to_numpy(dtype=float))
-    seconds = time.perf_counter() - start
-    factors = [f"factor_{k + 1}" for k in range(estimator.n_factors)]
-
-    def table(name, keys, values):
-        frame = pd.DataFrame(np.asarray(values, dtype=float), columns=factors)
-        frame.insert(0, name, np.asarray(keys, dtype=object))
-        return frame
-
-    return (
-        table("feature", feature_names, estimator.loadings_),
-        table("task", targets.columns, estimator.coef_),
-        table("sample_id", sample_ids, estimator.scores_),
-        seconds,
-    )

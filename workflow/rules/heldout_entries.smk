@@ -1,27 +1,34 @@
-# Stage 6: figures, each a function of saved tables (never of a live model).
+# Held-out-entries experiments (omicsbayes.protocols.heldout_entries; paper 002).
 
 
-rule metrics_figure:
+# Held-out entries hidden from the sampler, then scored: one job per split (a fit takes minutes).
+rule fit_entries:
     input:
-        "results/{experiment}/metrics.tsv",
+        data=lambda wc: cohort_file(wc, "transformed"),
+        splits=lambda wc: cohort_file(wc, "splits"),
     output:
-        report(
-            "results/{experiment}/figures/metrics.png",
-            caption="../report/metrics_figure.rst",
-            category="{experiment}",
-            labels={"figure": "metrics by model"},
-        ),
+        scores="results/{experiment}/entries/{transform}/{model}/split{split}.tsv",
+        latent="results/{experiment}/entries/{transform}/{model}/latent{split}.tsv",
+    wildcard_constraints:
+        split=r"\d+",
     params:
-        experiment=lambda wc: EXPERIMENTS[wc.experiment],
-        models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
+        model=lambda wc: config["models"][wc.model],
+        steps=lambda wc: config["transforms"][wc.transform]["steps"],
+        seed=config["seed"],
     conda:
         "../envs/omicsbayes.yaml"
     log:
-        "logs/figures/{experiment}.log",
+        "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
     benchmark:
-        "logs/benchmarks/figures/{experiment}.tsv"
+        "logs/benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
+    threads: 1
+    group:
+        "fit"
+    resources:
+        mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
+        runtime=lambda wc, attempt: 120 * attempt,
     script:
-        "../scripts/metrics_figure.py"
+        "../scripts/fit_entries.py"
 
 
 # Paper 002's Figures 1-2: each model's latent space of the first repeat, samples sorted by label.

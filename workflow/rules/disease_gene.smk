@@ -1,0 +1,54 @@
+# Disease-gene experiments (omicsbayes.protocols.disease_gene; paper 004, section 5.1).
+
+
+# Paper 004's protocol: one fold of the disease-gene cross-validation per job.
+rule fit_ranking:
+    input:
+        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+        splits=lambda wc: cohort_file(wc, "splits"),
+    output:
+        curves="results/{experiment}/ranking/{model}/split{split}.tsv",
+        candidates="results/{experiment}/ranking/{model}/candidates{split}.tsv",
+    wildcard_constraints:
+        split=r"\d+",
+    params:
+        model=lambda wc: config["models"][wc.model],
+        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+        seed=config["seed"],
+    conda:
+        "../envs/omicsbayes.yaml"
+    log:
+        "logs/fit_ranking/{experiment}/{model}/split{split}.log",
+    benchmark:
+        "logs/benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
+    threads: 1
+    group:
+        "fit"
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 60 * attempt,
+    script:
+        "../scripts/fit_ranking.py"
+
+
+# The candidates of every fold ranked into one table.
+rule candidates:
+    input:
+        lambda wc: experiment_protocol(wc.experiment).candidate_tables(
+            wc.experiment, EXPERIMENTS[wc.experiment], experiment_splits(wc.experiment)
+        ),
+    output:
+        report(
+            "results/{experiment}/candidates.tsv",
+            caption="../report/candidates.rst",
+            category="{experiment}",
+            labels={"table": "ranked candidates"},
+        ),
+    conda:
+        "../envs/omicsbayes.yaml"
+    log:
+        "logs/evaluate/{experiment}_candidates.log",
+    benchmark:
+        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
+    script:
+        "../scripts/candidates.py"

@@ -1,0 +1,30 @@
+# Rating experiments (omicsbayes.protocols.rating; paper 004, section 5.2).
+
+
+# Paper 004's rating protocol (section 5.2): one fold of known- or new-user cross-validation per job.
+rule fit_rating:
+    input:
+        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+        splits=lambda wc: cohort_file(wc, "splits"),
+    output:
+        "results/{experiment}/rating/{model}/split{split}.tsv",
+    wildcard_constraints:
+        split=r"\d+",
+    params:
+        model=lambda wc: config["models"][wc.model],
+        protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
+        seed=config["seed"],
+    conda:
+        "../envs/omicsbayes.yaml"
+    log:
+        "logs/fit_rating/{experiment}/{model}/split{split}.log",
+    benchmark:
+        "logs/benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
+    threads: 1
+    group:
+        "fit"
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 60 * attempt,
+    script:
+        "../scripts/fit_rating.py"
