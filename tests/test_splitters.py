@@ -1,5 +1,6 @@
 """Fold tables: stratification, disjointness, coverage, determinism, errors, TSV round trip."""
 
+import inspect
 import os
 
 import numpy as np
@@ -103,6 +104,12 @@ def test_split_count_defaults_come_from_split_counts():
     for kind in protocols.KINDS:
         for key, default in protocols.get(kind).SPLIT_COUNTS.values():
             assert (key, default) in SPLIT_COUNTS.values()
+    from omicsbayes.protocols.disease_gene import disease_gene_cv
+    from omicsbayes.protocols.rating import rating_cv
+
+    for function in (disease_gene_cv, rating_cv):
+        default = inspect.signature(function).parameters["n_splits"].default
+        assert default == SPLIT_COUNTS["known_rows"][1], function.__name__
 
 
 def test_labels_of_any_dtype():

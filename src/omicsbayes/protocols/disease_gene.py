@@ -280,7 +280,7 @@ def disease_gene_cv(
     protocol="known",
     row_kernel=None,
     col_kernel=None,
-    n_splits=5,
+    n_splits=SPLIT_COUNTS["known_rows"][1],
     n_negative_sets=5,
     ks=range(1, 21),
     random_state=0,

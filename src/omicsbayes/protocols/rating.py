@@ -156,7 +156,7 @@ def rating_cv(
     protocol="known",
     row_kernel=None,
     col_kernel=None,
-    n_splits=5,
+    n_splits=SPLIT_COUNTS["known_users"][1],
     relevant_above=4.0,
     k=20,
     random_state=0,
