@@ -8,16 +8,15 @@ from sklearn.metrics import roc_auc_score
 from omicsbayes.inference.bsvm import sample_inv_lambda
 from omicsbayes.inference.truncnorm import truncnorm_moments
 from omicsbayes.models import RankFactorClassifier
-from omicsbayes.models.rank_factor import (
-    VARIANTS,
-    _encode_targets,
-    _Engine,
+from omicsbayes.models.rank_factor import VARIANTS, margin_conditional_moments
+from omicsbayes.models.rank_factor._engine import _Engine
+from omicsbayes.models.rank_factor._estimator import _encode_targets
+from omicsbayes.models.rank_factor._kernels import (
     _gaussian_block,
     _margin_half_sweep,
     _margin_moments,
-    _RankIndex,
-    margin_conditional_moments,
 )
+from omicsbayes.models.rank_factor._ranks import _RankIndex
 
 
 def planted(n, d, k, rng, noise=0.5, density=0.5):
@@ -85,7 +84,7 @@ def test_rank_index_parity_numbering_matches_brute_force():
 def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
     """The latent max-margin step walks the features in blocks (memory); any block size gives
     the same fit, the random numbers being numbered across all features."""
-    from omicsbayes.models import rank_factor
+    from omicsbayes.models.rank_factor import _engine
 
     X, y = cohort[:2]
 
@@ -94,7 +93,7 @@ def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
         return model.fit(X, y).scores_
 
     one = fit()
-    monkeypatch.setattr(rank_factor, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
+    monkeypatch.setattr(_engine, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
     np.testing.assert_allclose(fit(), one, rtol=1e-10, atol=1e-12)
 
 
