@@ -304,42 +304,42 @@ class _Engine:
         # Gaussian q(w) per entry (with E[1/lam], or the exact one-entry conditional of
         # :func:`margin_conditional_moments`) loses the spread that the ordering of noisy w forces,
         # and the scale of w contracts to zero over the iterations (observed on simulated data).
-        # Blocks of features keep a^T z (computed per block) to a few million entries at once.
+        # Blocks of features keep a^T z (computed once per block) to a few million entries at
+        # once; features are independent given A and Z, so each block does both half-sweeps and
+        # its part of the average.  The random numbers come from a counter-based stream inside
+        # the compiled sweep, one uint64 key per half-sweep drawn from the estimator's Generator.
         ix = self.index
         rows = max(1, _BLOCK // self.n)
-        blocks = [slice(i, i + rows) for i in range(0, self.d, rows)]
-
-        def wbar(block):
-            return self.Ea[block] @ self.Ez.T
-
-        ll = 0.0
-        for parity in (0, 1):
-            count = ix.parity_count[parity]
-            normals, uniforms = self.rng.standard_normal((3, count)), self.rng.random((2, count))
-            for block in blocks:
+        keys = self.rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
+        if not self.gibbs:
+            self.n_draws += 1
+            rho = 10.0 / (self.n_draws + 9)
+        ll = resid2 = sum_w2 = cross = 0.0
+        for i in range(0, self.d, rows):
+            block = slice(i, i + rows)
+            wbar = self.Ea[block] @ self.Ez.T
+            for parity in (0, 1):
                 ll += _margin_half_sweep(
                     self.Ew_t[block],
-                    wbar(block),
+                    wbar,
                     ix.order_t[block],
                     ix.new_group_t[block],
                     ix.parity_offset[parity, block],
                     parity,
                     eps,
-                    normals,
-                    uniforms,
+                    keys[parity],
                 )
-            del normals, uniforms
+            if self.gibbs:
+                resid2 += float(np.sum((self.Ew_t[block] - wbar) ** 2))
+            else:
+                sq, cr = _running_average(self.H_t[block], self.Ew_t[block], wbar, rho)
+                sum_w2 += sq
+                cross += cr
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew_t.T
-            resid2 = sum(float(np.sum((self.Ew_t[b] - wbar(b)) ** 2)) for b in blocks)
             self.data_ll = ll - 0.5 * resid2 - 0.5 * _LOG2PI * self.Ew_t.size
             return
-        self.n_draws += 1
-        rho = 10.0 / (self.n_draws + 9)
-        sum_w2, cross = np.sum(
-            [_running_average(self.H_t[b], self.Ew_t[b], wbar(b), rho) for b in blocks], axis=0
-        )
         self.sum_h2 = (1 - rho) * self.sum_h2 + rho * sum_w2
         self.H = self.H_t.T
         # VB objective for this form: E_q[log N(w; a^T z, 1)] with the averaged moments of q(W);

@@ -227,38 +227,137 @@ def _margin_moments_py(mu, lower, upper, eps, mean, var):
 _margin_moments = _serial_and_threaded(_margin_moments_py)
 
 
+# Counter-based random numbers: output ``c`` of the stream ``key`` is the SplitMix64 output
+# (Steele, Lea & Flood 2014) after ``c`` steps, i.e. the mix of ``key + c * gamma``, so any entry's
+# numbers are a function of (key, entry) alone, whatever the threads or the order of the work.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_U1, _U8, _U11, _U27, _U30, _U31 = (np.uint64(b) for b in (1, 8, 11, 27, 30, 31))
+_LOW8, _LOW52 = np.uint64(0xFF), np.uint64((1 << 52) - 1)
+_ENTRY_SHIFT = np.uint64(16)  # each entry owns 2^16 consecutive counters (it uses 5 or a few more)
+
+
+def _ziggurat_tables(layers=256, r=3.6541528853610088, v=4.92867323399e-3):
+    """Marsaglia & Tsang's (2000) ziggurat for N(0, 1) with 52-bit integers, as numpy's: the
+    acceptance bounds ``k`` (uint64), the widths ``w`` and the density at the layer edges ``f``."""
+    m = 2.0**52
+    k, w, f = np.zeros(layers, np.uint64), np.zeros(layers), np.zeros(layers)
+    dn = tn = r
+    q = v / math.exp(-0.5 * dn * dn)
+    k[0], k[1] = np.uint64(dn / q * m), 0
+    w[0], w[-1] = q / m, dn / m
+    f[0], f[-1] = 1.0, math.exp(-0.5 * dn * dn)
+    for i in range(layers - 2, 0, -1):
+        dn = math.sqrt(-2.0 * math.log(v / dn + math.exp(-0.5 * dn * dn)))
+        k[i + 1] = np.uint64(dn / tn * m)
+        tn = dn
+        f[i] = math.exp(-0.5 * dn * dn)
+        w[i] = dn / m
+    return k, w, f, r
+
+
+_ZIG_K, _ZIG_W, _ZIG_F, _ZIG_R = _ziggurat_tables()
+
+
+@njit(cache=True, inline="always")
+def _bits(key, counter):
+    z = key + counter * _GAMMA
+    z = (z ^ (z >> _U30)) * _MIX1
+    z = (z ^ (z >> _U27)) * _MIX2
+    return z ^ (z >> _U31)
+
+
+@njit(cache=True, inline="always")
+def _uniform(key, counter):
+    """U(0, 1), open at both ends, from the top 53 bits of output ``counter``."""
+    return (float(_bits(key, counter) >> _U11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
 @njit(cache=True)
-def _inv_gauss(mu, normal, uniform):
-    """IG(mu, 1) draw from one standard normal and one uniform (Michael, Schucany & Haas 1976),
-    in the cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu v^2 / 2."""
-    a = 0.5 * mu * normal * normal
+def _normal(key, counter):
+    """N(0, 1) by the ziggurat from outputs ``counter, counter + 1, ...`` (numpy's algorithm:
+    layer from the low 8 bits, sign from the next, 52-bit abscissa; exact tail beyond r);
+    returns the draw and the next unused counter."""
+    while True:
+        b = _bits(key, counter)
+        counter += _U1
+        idx = int(b & _LOW8)
+        b >>= _U8
+        sign = (b & _U1) == _U1
+        rabs = (b >> _U1) & _LOW52
+        x = rabs * _ZIG_W[idx]
+        if sign:
+            x = -x
+        if rabs < _ZIG_K[idx]:
+            return x, counter
+        if idx == 0:  # the tail beyond r (Marsaglia 1964)
+            while True:
+                xx = -np.log1p(-_uniform(key, counter)) / _ZIG_R
+                yy = -np.log1p(-_uniform(key, counter + _U1))
+                counter += _U1 + _U1
+                if yy + yy > xx * xx:
+                    return (-(_ZIG_R + xx) if sign else _ZIG_R + xx), counter
+        else:
+            u = _uniform(key, counter)
+            counter += _U1
+            if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
+                return x, counter
+
+
+@njit(cache=True)
+def _entry_randoms(key, j0, out):
+    """The random numbers of entries ``j0, j0 + 1, ...`` of a half-sweep into the columns of
+    ``out`` (5, m): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
+    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j uses the counters ``j 2^16,
+    j 2^16 + 1, ...``."""
+    for s in range(out.shape[1]):
+        counter = np.uint64(j0 + s) << _ENTRY_SHIFT
+        out[2, s] = _uniform(key, counter)
+        out[3, s] = _uniform(key, counter + _U1)
+        counter += _U1 + _U1
+        x, counter = _normal(key, counter)
+        out[0, s] = x * x
+        x, counter = _normal(key, counter)
+        out[1, s] = x * x
+        out[4, s], counter = _normal(key, counter)
+
+
+@njit(cache=True)
+def _inv_gauss(mu, chi2, uniform):
+    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976), in the
+    cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu chi2 / 2."""
+    a = 0.5 * mu * chi2
     x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
     return x if uniform * (mu + x) <= mu else mu * mu / x
 
 
 @njit(cache=True, error_model="numpy")
-def _margin_draws(w, lo, up, mu, eps, n0, n1, n2, u0, u1, new, ll_lo, ll_up):
-    """Branch-free draws of :func:`_margin_half_sweep_py` for entries with current value ``w``,
-    neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~
-    IG(1/|u|, 1) from (n0, u0), (n1, u1), then ``new = m + n2 / sqrt(p)`` (eq. 7), and the hinge
-    terms of eq. 6 of each side."""
+def _margin_draws(w, lo, up, mu, eps, key, j0, new, ll_lo, ll_up):
+    """Draws of :func:`_margin_half_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
+    with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
+    1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
+    random numbers of :func:`_entry_randoms`, drawn first so that this loop is branch-free
+    (vectorised); and the hinge terms of eq. 6 of each side."""
+    r = np.empty((5, len(w)))
+    _entry_randoms(key, j0, r)
     for s in range(len(w)):
         has_l = lo[s] > -np.inf
         has_u = up[s] < np.inf
         u = lo[s] + eps - w[s]
-        il = _inv_gauss(1.0 / max(abs(u), 1e-6), n0[s], u0[s])
+        il = _inv_gauss(1.0 / max(abs(u), 1e-6), r[0, s], r[2, s])
         ll_lo[s] = 2.0 * max(u, 0.0) if has_l else 0.0
         prec = 1.0 + il if has_l else 1.0
         lin = mu[s] + (il * (lo[s] + eps) + 1.0) if has_l else mu[s]
         u = w[s] + eps - up[s]
-        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), n1[s], u1[s])
+        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), r[1, s], r[3, s])
         ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
         prec = prec + iu if has_u else prec
         lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
-        new[s] = lin / prec + n2[s] / np.sqrt(prec)
+        new[s] = lin / prec + r[4, s] / np.sqrt(prec)
 
 
-def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, normals, uniforms):
+def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
     """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
 
     ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
@@ -266,12 +365,12 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, norma
     group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
     maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
     1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
-    ``_Engine._maxmargin_latent``.  The random numbers come from the caller's Generator
-    (``normals`` (3, m), ``uniforms`` (2, m), m the number of entries of this parity, numbered
+    ``_Engine._maxmargin_latent``.  The random numbers are those of the stream ``key`` (a uint64
+    the caller draws from its Generator) at the entry's number (entries of this parity numbered
     feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
-    how features are spread over threads.  Per feature, a sequential pass over the sorted row
-    collects each entry's neighbours, then one branch-free (vectorised) pass draws all of them.
-    Returns the log pseudo-likelihood (eq. 6) at the w before the update.
+    how features are spread over threads or blocks.  Per feature, a sequential pass over the
+    sorted row collects each entry's neighbours, then one pass draws all of them.  Returns the
+    log pseudo-likelihood (eq. 6) at the w before the update.
     """
     d, n = ew.shape
     ll_feature = np.zeros(d)
@@ -310,25 +409,10 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, norma
                 below = max(below, ws[p])
             start = end + 1
             group += 1
-        k0 = offset[i]
         new = np.empty(t)
         ll_lo = np.empty(t)
         ll_up = np.empty(t)
-        _margin_draws(
-            cur[:t],
-            lo[:t],
-            up[:t],
-            mu[:t],
-            eps,
-            normals[0, k0 : k0 + t],
-            normals[1, k0 : k0 + t],
-            normals[2, k0 : k0 + t],
-            uniforms[0, k0 : k0 + t],
-            uniforms[1, k0 : k0 + t],
-            new,
-            ll_lo,
-            ll_up,
-        )
+        _margin_draws(cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], new, ll_lo, ll_up)
         ll = 0.0
         for s in range(t):
             ew[i, col[s]] = new[s]
