@@ -554,7 +554,8 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
     Newton steps, each checked against L and replaced by the VB (EM) step where L would not
     increase; a sample stops when its z_* moves by less than 1e-3 of the mean magnitude of all
-    z_*.  Returns ``(E[z], Cov(z) = S^-1)`` per sample.
+    z_* (a Newton step that small is taken unchecked).  Returns ``(E[z], Cov(z) = S^-1)`` per
+    sample.
     """
     d, k = Ea.shape
     S = EAA.sum(axis=0) + np.eye(k)
@@ -570,6 +571,14 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
         grad = mean @ Ea - z[active] @ S
         hess = S - sym.unflat(var @ aa_flat)
         step, _, _ = _gaussian_block(hess, grad)
+        # a Newton step below the tolerance is taken and ends that sample, without the check
+        # against L (at the maximum of a concave L the step only shrinks)
+        done = np.max(np.abs(step), axis=1) < 1e-3 * max(1.0, float(np.abs(z).mean()))
+        z[active[done]] += step[done]
+        keep = ~done
+        active, mean, var, value, step = (a[keep] for a in (active, mean, var, value, step))
+        if not active.size:
+            break
         new = z[active] + step
         new_mean, new_var, log_z = moments(new @ Ea.T, active)
         new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
