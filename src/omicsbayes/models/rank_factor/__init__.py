@@ -56,6 +56,10 @@ Errata applied (ERRATA.md, 000) and found here:
 * DP mixture: psi_t ~ Ga(psi_s + K n_t / 2, psi_r + sum ||z_n - mu_t||^2 / 2); prior precision of
   z_n is psi_{t(n)}, with mean mu_{t(n)}; p(t(n) = t) includes the label pseudo-likelihood in
   training and not at prediction.
+
+Layers: :mod:`._kernels` (compiled kernels), :mod:`._ranks` (sorted order, tie groups,
+neighbours), :mod:`._engine` (the VB / Gibbs updates and the scores of new samples),
+:mod:`._estimator` (:class:`RankFactorClassifier`).
 """
 
 from ._estimator import VARIANTS, RankFactorClassifier
