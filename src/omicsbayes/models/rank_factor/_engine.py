@@ -28,6 +28,7 @@ from ._ranks import _RankIndex
 
 _LOG2PI = np.log(2 * np.pi)
 _BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
+_SHRINKS = 6  # quarterings of a Newton step for new samples' scores before the EM step
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -552,9 +553,11 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     new samples ``rows``, all (samples, features)).  Its stationary point is the fixed point of
     the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
     is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
-    Newton steps, each checked against L and replaced by the VB (EM) step where L would not
-    increase; a sample stops when its z_* moves by less than 1e-3 of the mean magnitude of all
-    z_* (a Newton step that small is taken unchecked).  Returns ``(E[z], Cov(z) = S^-1)`` per
+    Newton steps, each checked against L, quartered up to six times where L would not increase
+    (with many ties, as in single-cell counts, the curvature at the start is far below that
+    along the step, which overshoots) and then replaced by the VB (EM) step; a sample stops
+    when its z_* moves by less than 1e-3 of the mean magnitude of all z_* (a Newton step that
+    small is taken unchecked).  Returns ``(E[z], Cov(z) = S^-1)`` per
     sample.
     """
     d, k = Ea.shape
@@ -583,6 +586,14 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
         new_mean, new_var, log_z = moments(new @ Ea.T, active)
         new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
         worse = new_value < value
+        for _ in range(_SHRINKS):  # shorten the Newton step where L would decrease
+            if not worse.any():
+                break
+            step[worse] *= 0.25
+            new[worse] = z[active[worse]] + step[worse]
+            new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
+            new_value[worse] = log_z - 0.5 * np.einsum("nk,kl,nl->n", new[worse], CI, new[worse])
+            worse = new_value < value
         if worse.any():  # the VB step never decreases L (it is an EM step in w)
             new[worse] = (mean[worse] @ Ea) @ cov[0]
             new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
