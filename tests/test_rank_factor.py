@@ -8,16 +8,17 @@ from sklearn.metrics import roc_auc_score
 from omicsbayes.inference.bsvm import sample_inv_lambda
 from omicsbayes.inference.truncnorm import truncnorm_moments
 from omicsbayes.models import RankFactorClassifier
-from omicsbayes.models.rank_factor import (
-    VARIANTS,
-    _encode_targets,
-    _Engine,
+from omicsbayes.models.rank_factor import VARIANTS, margin_conditional_moments
+from omicsbayes.models.rank_factor._engine import _Engine
+from omicsbayes.models.rank_factor._estimator import _encode_targets
+from omicsbayes.models.rank_factor._kernels import (
+    _entry_randoms,
     _gaussian_block,
+    _inv_gauss,
     _margin_half_sweep,
     _margin_moments,
-    _RankIndex,
-    margin_conditional_moments,
 )
+from omicsbayes.models.rank_factor._ranks import _RankIndex
 
 
 def planted(n, d, k, rng, noise=0.5, density=0.5):
@@ -85,7 +86,7 @@ def test_rank_index_parity_numbering_matches_brute_force():
 def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
     """The latent max-margin step walks the features in blocks (memory); any block size gives
     the same fit, the random numbers being numbered across all features."""
-    from omicsbayes.models import rank_factor
+    from omicsbayes.models.rank_factor import _engine
 
     X, y = cohort[:2]
 
@@ -94,7 +95,7 @@ def test_latent_step_in_feature_blocks_keeps_the_numbers(cohort, monkeypatch):
         return model.fit(X, y).scores_
 
     one = fit()
-    monkeypatch.setattr(rank_factor, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
+    monkeypatch.setattr(_engine, "_BLOCK", 7 * X.shape[0])  # blocks of 7 features
     np.testing.assert_allclose(fit(), one, rtol=1e-10, atol=1e-12)
 
 
@@ -215,7 +216,6 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
     reps = 20000
     index = _RankIndex(np.tile(X, (1, reps)))
     ew = np.tile(w0, (1, reps)).T.copy()
-    gen = np.random.default_rng(0)
     _margin_half_sweep(
         ew,
         np.tile(wbar, (1, reps)).T.copy(),
@@ -224,8 +224,7 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
         index.parity_offset[1],
         1,
         eps,
-        gen.standard_normal((3, index.parity_count[1])),
-        gen.random((2, index.parity_count[1])),
+        np.uint64(12345),
     )
     draws = ew[:, 1:3]
     assert np.all(ew[:, 0] == w0[0, 0]) and np.all(ew[:, 3] == w0[3, 0])  # other parity
@@ -240,6 +239,46 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
         ref = ref + rng.standard_normal(20000) / np.sqrt(prec)
         assert draws[:, col].mean() == pytest.approx(ref.mean(), abs=0.01)
         assert draws[:, col].std() == pytest.approx(ref.std(), rel=0.05)
+        assert stats.ks_2samp(draws[:, col], ref).pvalue > 1e-3
+
+
+def _stream(key, m, j0=0):
+    out = np.empty((5, m))
+    _entry_randoms(np.uint64(key), j0, out)
+    return out.T
+
+
+def test_compiled_random_numbers_have_their_distributions():
+    """The counter-based numbers of the sweep (KS tests against scipy): two chi^2_1, two
+    uniforms and a normal per entry; the ziggurat's tail beyond r = 3.654 (its own branch) has
+    the normal tail's mass; numbers of different entries, columns and keys are uncorrelated;
+    entry j's numbers depend on (key, j) only."""
+    m = 20000
+    r = _stream(7, m)
+    dists = [stats.chi2(1), stats.chi2(1), stats.uniform, stats.uniform, stats.norm]
+    for col, dist in enumerate(dists):
+        assert stats.kstest(r[:, col], dist.cdf).pvalue > 1e-3, col
+    assert np.all((r[:, 2:4] > 0) & (r[:, 2:4] < 1))
+    other = _stream(8, m)
+    pairs = [(r[:-1, 4], r[1:, 4]), (r[:, 2], r[:, 3]), (r[:, 4], other[:, 4]), (r[:, 0], r[:, 1])]
+    for a, b in pairs:
+        assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(m)
+    np.testing.assert_array_equal(_stream(7, 100, j0=50), r[50:150])  # entry j: (key, j) only
+    big = _stream(11, 400_000)[:, 4]
+    tail = np.mean(np.abs(big) > 3.6541528853610088)
+    expected = 2 * stats.norm.sf(3.6541528853610088)  # 2.6e-4: about 100 of 400,000
+    assert abs(tail - expected) < 4 * np.sqrt(expected / len(big))
+    beyond = np.abs(big[np.abs(big) > 3.6541528853610088])
+    conditional = stats.truncnorm(3.6541528853610088, np.inf).cdf
+    assert stats.kstest(beyond, conditional).pvalue > 1e-3
+
+
+def test_compiled_inverse_gaussian_draws_against_scipy():
+    """_inv_gauss on the sweep's chi^2_1 and uniforms is IG(mu, 1) (scipy's invgauss(mu))."""
+    r = _stream(3, 20000)
+    for mu in (0.05, 1.0, 30.0):
+        x = np.array([_inv_gauss(mu, c, u) for c, u in zip(r[:, 0], r[:, 2])])
+        assert stats.kstest(x, stats.invgauss(mu).cdf).pvalue > 1e-3, mu
 
 
 def test_gaussian_block_against_direct_inverse():
@@ -559,3 +598,27 @@ def test_plotting_tables_and_figures():
         plt.close(f)
     with pytest.raises(ValueError, match="image_shape"):
         rp.loadings_images(A, (4, 4))
+
+
+def test_seeded_fits_repeat_and_threads_do_not_change_the_sweep(cohort):
+    """One seed decides every draw: a refit with the same seed repeats the numbers (VB and
+    Gibbs), another seed does not; the threaded sweep equals the serial one."""
+    X, y = cohort[:2]
+    for kw in ({}, {"inference": "gibbs", "n_samples": 3}):
+
+        def fit(seed, kw=kw):
+            model = RankFactorClassifier(n_factors=2, max_iter=5, tol=0.0, random_state=seed, **kw)
+            return model.fit(X, y).scores_
+
+        np.testing.assert_array_equal(fit(4), fit(4))
+        assert not np.allclose(fit(4), fit(5))
+    rng = np.random.default_rng(0)
+    index = _RankIndex(np.round(rng.normal(size=(50, 300)), 1))
+    w0, wbar = rng.normal(size=(2, 300, 50))
+    out = []
+    for kernel in (_margin_half_sweep.serial, _margin_half_sweep.threaded):
+        ew = w0.copy()
+        args = (index.order_t, index.new_group_t, index.parity_offset[0], 0, 0.05, np.uint64(9))
+        out.append((kernel(ew, wbar, *args), ew))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_array_equal(out[0][1], out[1][1])

@@ -1,0 +1,480 @@
+"""Compiled (numba) kernels of the rank factor model: the batched Gaussian block of the A, Z and
+beta updates, the latent max-margin half-sweep (eq. 7 augmentation) and its draws, the margin
+moments of prediction, ranks and the placement of new values among training values."""
+
+import math
+import types
+
+import numpy as np
+from numba import njit, prange
+
+from .._base import SMALL_PROBLEM
+
+_CHUNK = 32  # matrices per vector step of the batched Gaussian block (working set in cache)
+
+
+@njit(cache=True, error_model="numpy")
+def _gaussian_chunks(S, rhs, eps):
+    """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
+
+    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
+    ``eps`` (m, k, C) or empty.  With ``L L^T = S`` and ``Linv = L^-1`` returns ``cov =
+    Linv^T Linv``, ``mean = cov rhs (+ Linv^T eps)``, ``log det cov`` and whether every S was
+    positive definite.
+    """
+    m, k, _, C = S.shape
+    cov = np.zeros((m, k, k, C))
+    mean = np.zeros((m, k, C))
+    logdet = np.zeros((m, C))
+    L = np.empty((k, k, C))
+    Linv = np.zeros((k, k, C))
+    acc = np.empty(C)
+    for q in range(m):
+        for j in range(k):
+            acc[:] = S[q, j, j]
+            for p in range(j):
+                for c in range(C):
+                    acc[c] -= L[j, p, c] * L[j, p, c]
+            for c in range(C):
+                if not acc[c] > 0.0:
+                    return cov, mean, logdet, False
+                L[j, j, c] = np.sqrt(acc[c])
+                Linv[j, j, c] = 1.0 / L[j, j, c]
+                logdet[q, c] -= 2.0 * np.log(L[j, j, c])
+            for i in range(j + 1, k):
+                acc[:] = S[q, i, j]
+                for p in range(j):
+                    for c in range(C):
+                        acc[c] -= L[i, p, c] * L[j, p, c]
+                for c in range(C):
+                    L[i, j, c] = acc[c] / L[j, j, c]
+        for j in range(k):
+            for i in range(j + 1, k):
+                acc[:] = 0.0
+                for p in range(j, i):
+                    for c in range(C):
+                        acc[c] += L[i, p, c] * Linv[p, j, c]
+                for c in range(C):
+                    Linv[i, j, c] = -acc[c] / L[i, i, c]
+        for a in range(k):
+            for b in range(a + 1):
+                acc[:] = 0.0
+                for p in range(a, k):
+                    for c in range(C):
+                        acc[c] += Linv[p, a, c] * Linv[p, b, c]
+                cov[q, a, b] = acc
+                cov[q, b, a] = acc
+        for a in range(k):
+            for b in range(k):
+                for c in range(C):
+                    mean[q, a, c] += cov[q, a, b, c] * rhs[q, b, c]
+            if eps.shape[0] == m:
+                for p in range(a, k):
+                    for c in range(C):
+                        mean[q, a, c] += Linv[p, a, c] * eps[q, p, c]
+    return cov, mean, logdet, True
+
+
+def _to_chunks(a, fill):
+    """(b, ...) -> (ceil(b / C), ..., C), padding the batch with ``fill``."""
+    b = a.shape[0]
+    m = -(-b // _CHUNK)
+    padded = np.empty((m * _CHUNK,) + a.shape[1:])
+    padded[:b] = a
+    padded[b:] = fill
+    return np.ascontiguousarray(np.moveaxis(padded.reshape((m, _CHUNK) + a.shape[1:]), 1, -1))
+
+
+def _from_chunks(a, b):
+    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...), C-contiguous (a fitted array's
+    layout must not change when it is saved and loaded: BLAS rounds by layout)."""
+    return np.ascontiguousarray(np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b])
+
+
+def _gaussian_block(precision, rhs, rng=None):
+    """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
+    draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``)."""
+    lead, k = precision.shape[:-2], precision.shape[-1]
+    b = int(np.prod(lead))
+    eps = np.empty((0, 0, 0))
+    if rng is not None:
+        eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
+    cov, mean, logdet, ok = _gaussian_chunks(
+        _to_chunks(precision.reshape(b, k, k), np.eye(k)), _to_chunks(rhs.reshape(b, k), 0.0), eps
+    )
+    if not ok:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    return (
+        _from_chunks(mean, b).reshape(*lead, k),
+        _from_chunks(cov, b).reshape(*lead, k, k),
+        _from_chunks(logdet, b).reshape(lead),
+    )
+
+
+def _serial_and_threaded(py_func):
+    """Compile ``py_func`` twice, serial and threaded over its ``prange``, and pick by size as
+    for BLAS (``_base.SMALL_PROBLEM``): threads pay off only on large matrices (their start-up
+    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest).
+    The threaded copy gets its own name, so that numba's on-disk cache (keyed by the
+    function's name) keeps the two apart."""
+    serial = njit(cache=True, error_model="numpy")(py_func)
+    clone = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_threads")
+    clone.__qualname__ = py_func.__qualname__ + "_threads"
+    threaded = njit(cache=True, parallel=True, error_model="numpy")(clone)
+
+    def dispatch(first, *args):
+        return (threaded if first.size >= SMALL_PROBLEM else serial)(first, *args)
+
+    dispatch.__doc__ = f":func:`{py_func.__name__}`, compiled, threaded for large matrices."
+    dispatch.serial, dispatch.threaded = serial, threaded
+    return dispatch
+
+
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+
+
+@njit(cache=True)
+def _log_ndtr(x):
+    """log Phi(x), as ``scipy.special.log_ndtr``: erfc above -20, the asymptotic series below."""
+    if x > 6.0:
+        return np.log1p(-0.5 * math.erfc(x / np.sqrt(2.0)))
+    if x > -20.0:
+        return np.log(0.5 * math.erfc(-x / np.sqrt(2.0)))
+    x2 = 1.0 / (x * x)
+    series = 1.0 - x2 * (1.0 - 3.0 * x2 * (1.0 - 5.0 * x2 * (1.0 - 7.0 * x2)))
+    return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
+
+
+def _margin_moments_py(mu, lower, upper, eps, mean, var):
+    """Mean and variance of :func:`margin_conditional_moments`' density, elementwise into
+    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version); returns the sum
+    of its log normaliser over each row.
+
+    With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
+    density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
+    N(mu - 2, 1)`` above m2 (``k1 = 2 mu + 2 - 2 l'``, ``k3 = -2 mu + 2 + 2 u'``, ``pen = -2
+    (l' - u')`` when the margins overlap).  Each piece N(mu + c, 1) on (a, b) adds, relative to
+    mu, mass ``e Z``, first moment ``e (c Z + phi(a) - phi(b))`` and second moment ``e ((c^2 + 1)
+    Z + (2 c + a) phi(a) - (2 c + b) phi(b))`` (standardised bounds), all scaled by the largest
+    log mass; the density being continuous, the phi terms reduce to ``-2 phi`` at each boundary
+    in the second moment.
+    """
+    n_rows, n_cols = mu.shape
+    log_z = np.zeros(n_rows)
+    for row in prange(n_rows):
+        total_log_z = 0.0
+        for col in range(n_cols):
+            m = mu[row, col]
+            lo = lower[row, col]
+            up = upper[row, col]
+            has_l = lo > -np.inf
+            has_u = up < np.inf
+            lp = lo + eps
+            upp = up - eps
+            m1 = min(lp, upp) if has_l else -np.inf
+            m2 = max(lp, upp) if has_u else np.inf
+            if has_l and not has_u:
+                m1 = lp
+            if has_u and not has_l:
+                m2 = upp
+            pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
+            b1 = m1 - m
+            b2 = m2 - m
+            a1 = b1 - 2.0  # piece 1: N(mu + 2, 1) below m1
+            a3 = b2 + 2.0  # piece 3: N(mu - 2, 1) above m2
+            k1 = 2.0 * m + 2.0 - 2.0 * lp if has_l else 0.0
+            k3 = -2.0 * m + 2.0 + 2.0 * upp if has_u else 0.0
+            lw1 = k1 + _log_ndtr(a1) if has_l else -np.inf
+            lw3 = k3 + _log_ndtr(-a3) if has_u else -np.inf
+            lw2 = -np.inf
+            if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
+                if b1 > 0:
+                    hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
+                else:
+                    hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
+                lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
+            top = max(lw1, max(lw2, lw3))
+            e1 = np.exp(lw1 - top)
+            e2 = np.exp(lw2 - top)
+            e3 = np.exp(lw3 - top)
+            s0 = e1 + e2 + e3
+            s1 = 2.0 * e1 - 2.0 * e3
+            s2 = 5.0 * (e1 + e3) + e2
+            # the density is continuous at m1 and m2: the phi terms of the two pieces meeting
+            # there cancel in the first moment and leave -2 phi in the second (the standardised
+            # bounds differ by 2 across a boundary)
+            if has_l:
+                s2 -= 2.0 * np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
+            if has_u:
+                s2 -= 2.0 * np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
+            shift = s1 / s0
+            mean[row, col] = m + shift
+            var[row, col] = max(s2 / s0 - shift * shift, 1e-12)
+            total_log_z += top + np.log(s0)
+        log_z[row] = total_log_z
+    return log_z
+
+
+_margin_moments = _serial_and_threaded(_margin_moments_py)
+
+
+# Counter-based random numbers: output ``c`` of the stream ``key`` is the SplitMix64 output
+# (Steele, Lea & Flood 2014) after ``c`` steps, i.e. the mix of ``key + c * gamma``, so any entry's
+# numbers are a function of (key, entry) alone, whatever the threads or the order of the work.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_U1, _U8, _U11, _U27, _U30, _U31 = (np.uint64(b) for b in (1, 8, 11, 27, 30, 31))
+_LOW8, _LOW52 = np.uint64(0xFF), np.uint64((1 << 52) - 1)
+_ENTRY_SHIFT = np.uint64(16)  # each entry owns 2^16 consecutive counters (it uses 5 or a few more)
+
+
+def _ziggurat_tables(layers=256, r=3.6541528853610088, v=4.92867323399e-3):
+    """Marsaglia & Tsang's (2000) ziggurat for N(0, 1) with 52-bit integers, as numpy's: the
+    acceptance bounds ``k`` (uint64), the widths ``w`` and the density at the layer edges ``f``."""
+    m = 2.0**52
+    k, w, f = np.zeros(layers, np.uint64), np.zeros(layers), np.zeros(layers)
+    dn = tn = r
+    q = v / math.exp(-0.5 * dn * dn)
+    k[0], k[1] = np.uint64(dn / q * m), 0
+    w[0], w[-1] = q / m, dn / m
+    f[0], f[-1] = 1.0, math.exp(-0.5 * dn * dn)
+    for i in range(layers - 2, 0, -1):
+        dn = math.sqrt(-2.0 * math.log(v / dn + math.exp(-0.5 * dn * dn)))
+        k[i + 1] = np.uint64(dn / tn * m)
+        tn = dn
+        f[i] = math.exp(-0.5 * dn * dn)
+        w[i] = dn / m
+    return k, w, f, r
+
+
+_ZIG_K, _ZIG_W, _ZIG_F, _ZIG_R = _ziggurat_tables()
+
+
+@njit(cache=True, inline="always")
+def _bits(key, counter):
+    z = key + counter * _GAMMA
+    z = (z ^ (z >> _U30)) * _MIX1
+    z = (z ^ (z >> _U27)) * _MIX2
+    return z ^ (z >> _U31)
+
+
+@njit(cache=True, inline="always")
+def _uniform(key, counter):
+    """U(0, 1), open at both ends, from the top 53 bits of output ``counter``."""
+    return (float(_bits(key, counter) >> _U11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _normal(key, counter):
+    """N(0, 1) by the ziggurat from outputs ``counter, counter + 1, ...`` (numpy's algorithm:
+    layer from the low 8 bits, sign from the next, 52-bit abscissa; exact tail beyond r);
+    returns the draw and the next unused counter."""
+    while True:
+        b = _bits(key, counter)
+        counter += _U1
+        idx = int(b & _LOW8)
+        b >>= _U8
+        sign = (b & _U1) == _U1
+        rabs = (b >> _U1) & _LOW52
+        x = rabs * _ZIG_W[idx]
+        if sign:
+            x = -x
+        if rabs < _ZIG_K[idx]:
+            return x, counter
+        if idx == 0:  # the tail beyond r (Marsaglia 1964)
+            while True:
+                xx = -np.log1p(-_uniform(key, counter)) / _ZIG_R
+                yy = -np.log1p(-_uniform(key, counter + _U1))
+                counter += _U1 + _U1
+                if yy + yy > xx * xx:
+                    return (-(_ZIG_R + xx) if sign else _ZIG_R + xx), counter
+        else:
+            u = _uniform(key, counter)
+            counter += _U1
+            if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
+                return x, counter
+
+
+@njit(cache=True)
+def _entry_randoms(key, j0, out):
+    """The random numbers of entries ``j0, j0 + 1, ...`` of a half-sweep into the columns of
+    ``out`` (5, m): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
+    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j uses the counters ``j 2^16,
+    j 2^16 + 1, ...``."""
+    for s in range(out.shape[1]):
+        counter = np.uint64(j0 + s) << _ENTRY_SHIFT
+        out[2, s] = _uniform(key, counter)
+        out[3, s] = _uniform(key, counter + _U1)
+        counter += _U1 + _U1
+        x, counter = _normal(key, counter)
+        out[0, s] = x * x
+        x, counter = _normal(key, counter)
+        out[1, s] = x * x
+        out[4, s], counter = _normal(key, counter)
+
+
+@njit(cache=True)
+def _inv_gauss(mu, chi2, uniform):
+    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976), in the
+    cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu chi2 / 2."""
+    a = 0.5 * mu * chi2
+    x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
+    return x if uniform * (mu + x) <= mu else mu * mu / x
+
+
+@njit(cache=True, error_model="numpy")
+def _margin_draws(w, lo, up, mu, eps, key, j0, new, ll_lo, ll_up):
+    """Draws of :func:`_margin_half_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
+    with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
+    1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
+    random numbers of :func:`_entry_randoms`, drawn first so that this loop is branch-free
+    (vectorised); and the hinge terms of eq. 6 of each side."""
+    r = np.empty((5, len(w)))
+    _entry_randoms(key, j0, r)
+    for s in range(len(w)):
+        has_l = lo[s] > -np.inf
+        has_u = up[s] < np.inf
+        u = lo[s] + eps - w[s]
+        il = _inv_gauss(1.0 / max(abs(u), 1e-6), r[0, s], r[2, s])
+        ll_lo[s] = 2.0 * max(u, 0.0) if has_l else 0.0
+        prec = 1.0 + il if has_l else 1.0
+        lin = mu[s] + (il * (lo[s] + eps) + 1.0) if has_l else mu[s]
+        u = w[s] + eps - up[s]
+        iu = _inv_gauss(1.0 / max(abs(u), 1e-6), r[1, s], r[3, s])
+        ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
+        prec = prec + iu if has_u else prec
+        lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
+        new[s] = lin / prec + r[4, s] / np.sqrt(prec)
+
+
+def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
+    """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
+
+    ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
+    in increasing x and ``new_group[i, p]`` is True where sorted position p starts a new tie
+    group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
+    maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
+    1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
+    ``_Engine._maxmargin_latent``.  The random numbers are those of the stream ``key`` (a uint64
+    the caller draws from its Generator) at the entry's number (entries of this parity numbered
+    feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
+    how features are spread over threads or blocks.  Per feature, a sequential pass over the
+    sorted row collects each entry's neighbours, then one pass draws all of them.  Returns the
+    log pseudo-likelihood (eq. 6) at the w before the update.
+    """
+    d, n = ew.shape
+    ll_feature = np.zeros(d)
+    for i in prange(d):
+        ws = np.empty(n)
+        cmin = np.empty(n)
+        col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
+        cur = np.empty(n)
+        lo = np.empty(n)
+        up = np.empty(n)
+        mu = np.empty(n)
+        for p in range(n):
+            ws[p] = ew[i, order[i, p]]
+        m = np.inf
+        for p in range(n - 1, -1, -1):
+            m = min(m, ws[p])
+            cmin[p] = m
+        t = 0
+        below = -np.inf  # max of w over the groups before the current one
+        start = 0
+        group = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            if group % 2 == parity:
+                above = cmin[end + 1] if end < n - 1 else np.inf
+                for p in range(start, end + 1):
+                    col[t] = order[i, p]
+                    mu[t] = wbar[i, col[t]]
+                    cur[t] = ws[p]
+                    lo[t] = below
+                    up[t] = above
+                    t += 1
+            for p in range(start, end + 1):
+                below = max(below, ws[p])
+            start = end + 1
+            group += 1
+        new = np.empty(t)
+        ll_lo = np.empty(t)
+        ll_up = np.empty(t)
+        _margin_draws(cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], new, ll_lo, ll_up)
+        ll = 0.0
+        for s in range(t):
+            ew[i, col[s]] = new[s]
+            ll -= ll_lo[s]
+            ll -= ll_up[s]
+        ll_feature[i] = ll
+    return ll_feature.sum()
+
+
+_margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
+
+
+@njit(cache=True)
+def _running_average(h, ew, wbar, rho):
+    """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
+    ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
+    sq = 0.0
+    cross = 0.0
+    d, n = h.shape
+    for i in range(d):
+        for j in range(n):
+            e = ew[i, j]
+            v = (1 - rho) * h[i, j] + rho * e
+            h[i, j] = v
+            sq += e * e
+            cross += v * wbar[i, j]
+    return sq, cross
+
+
+@njit(cache=True)
+def _rank_fractions(order, new_group):
+    """Average ranks over n + 1, (n_features, n_samples), from the sorted order and tie groups
+    of :class:`_RankIndex`."""
+    d, n = order.shape
+    out = np.empty((d, n))
+    for i in range(d):
+        start = 0
+        while start < n:
+            end = start
+            while end + 1 < n and not new_group[i, end + 1]:
+                end += 1
+            rank = (0.5 * (start + end) + 1.0) / (n + 1)
+            for p in range(start, end + 1):
+                out[i, order[i, p]] = rank
+            start = end + 1
+    return out
+
+
+@njit(cache=True)
+def _place(sorted_x, order, w, xnew, lo, up):
+    """Neighbours of new values among the training values, feature by feature (paper 000,
+    section 3, predictions): for ``xnew[i, m]``, ``lo[i, m]`` is the maximum of the training
+    ``w[i]`` over strictly smaller training x and ``up[i, m]`` the minimum over strictly larger
+    (+-inf when there is none).  All arrays are (n_features, samples); ``sorted_x[i]`` holds
+    feature i's training values in increasing order, ``order[i]`` their samples."""
+    d, n = sorted_x.shape
+    cmax = np.empty(n)
+    cmin = np.empty(n)
+    for i in range(d):
+        m = -np.inf
+        for p in range(n):
+            m = max(m, w[i, order[i, p]])
+            cmax[p] = m
+        m = np.inf
+        for p in range(n - 1, -1, -1):
+            m = min(m, w[i, order[i, p]])
+            cmin[p] = m
+        row = sorted_x[i]
+        for j in range(xnew.shape[1]):
+            x = xnew[i, j]
+            n_lt = np.searchsorted(row, x, side="left")
+            n_le = np.searchsorted(row, x, side="right")
+            lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
+            up[i, j] = cmin[n_le] if n_le < n else np.inf
