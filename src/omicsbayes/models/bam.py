@@ -555,7 +555,7 @@ class BAMClassifier(_BayesianLinearVB):
         positive-negative pair, held as a |P| x |N| matrix of zeta).
     alpha_gamma, beta_gamma, alpha_eta, beta_eta, tol, random_state, verbose
         As for :class:`BayesianProbitClassifier`.
-    max_iter : int, default 1000
+    max_iter : int, default 5000
 
     Attributes
     ----------
@@ -581,7 +581,7 @@ class BAMClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=1000,  # BAM_P needs 405-816 sweeps on GSE7390 / pbmc68k maps (docs/fidelity.md)
+        max_iter=5000,  # BAM_P: 376-3157 sweeps on GSE7390 maps, by start (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
         verbose=False,
