@@ -191,9 +191,8 @@ def test_pbmc68k_reduced_through_reader_transforms_and_a_fit(tmp_path, monkeypat
         X, targets, train, test, RANK_FACTOR, build_pipeline(fold), random_state=0
     )
     assert [c[:2] for c in spy.calls] == [("csr", (500, 50)), ("csr", (200, 50))]
-    # 5 iterations of the rank factor model's Monte Carlo VB: the held-out AUROC varies with the
-    # seed (0.79-0.98 over seeds 0-5, before and after its random numbers moved into the sweep)
-    assert roc_auc_score(predictions["y_true"], predictions["score"]) > 0.75
+    # 0.917-0.923 over random_state 0-4 with the compiled sweep's random numbers
+    assert roc_auc_score(predictions["y_true"], predictions["score"]) > 0.9
 
 
 @pytest.mark.large
@@ -254,7 +253,8 @@ def test_twenty_thousand_cells_stay_sparse_until_the_model(tmp_path, monkeypatch
     assert at_test / 2**20 < 5 * sparse_mb
     assert 5 * sparse_mb < 0.6 * dense_mb  # so the bound above excludes a dense cohort
     # 5 iterations of the rank factor model's Monte Carlo VB: the held-out AUROC varies with the
-    # seed (0.79-0.98 over seeds 0-5, before and after its random numbers moved into the sweep)
+    # seed here (0.77-0.95 over random_state 0-4; seeds 0-5 gave 0.79-0.98 before the random
+    # numbers moved into the sweep): single-cell prediction is weak (issue 17, docs/models.md)
     assert roc_auc_score(predictions["y_true"], predictions["score"]) > 0.75
     print(
         f"\n20,000 x 2,000 sparse ({sparse_mb:.0f} MB CSR, {dense_mb:.0f} MB dense): peak "
