@@ -43,7 +43,8 @@ def test_summary_page_names_each_papers_winner(report):
         means = metrics.groupby(["model", "split"])[row.metric].mean().groupby("model").mean()
         assert means.idxmax() == row.winner and means.max() == pytest.approx(row.winner_mean)
         assert row.margin == pytest.approx(means.max() - means.drop(row.winner).max())
-        assert row.statement.startswith(f"{row.winner} ahead of {row.runner_up} by")
+        verb = "tied with" if abs(row.margin) < 1e-9 else "ahead of"  # ties read "tied with"
+        assert row.statement.startswith(f"{row.winner} {verb} {row.runner_up}")
     assert "winners.tsv" in path.read_text()
 
 

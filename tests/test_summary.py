@@ -43,6 +43,25 @@ def test_tie_within_the_standard_error_is_flagged():
     row = experiment_winner(classification_table(values), BINARY)
     assert row["winner"] == "A" and row["margin"] == pytest.approx(0.01 / 3)
     assert row["margin_se"] > row["margin"] and not row["exceeds_se"]
+    se = np.std([0.2, -0.2, 0.01], ddof=1) / np.sqrt(3)
+    assert row["statement"] == (
+        f"A ahead of B by 0.003 auroc (0.800 against 0.797; within its standard error {se:.3f}, "
+        "3 splits)"
+    )
+
+
+def test_exact_ties_are_written_as_ties_not_as_a_zero_margin():
+    identical = {"A": [0.818, 0.7, 0.9], "B": [0.818, 0.7, 0.9]}
+    row = experiment_winner(classification_table(identical), BINARY)
+    assert row["margin"] == 0 and row["margin_se"] == 0 and not row["exceeds_se"]
+    assert row["statement"] == "A tied with B at 0.806 auroc (identical on every split, n = 3)"
+    swapped = {"A": [0.9, 0.7], "B": [0.7, 0.9]}  # equal means, paired differences +-0.2
+    row = experiment_winner(classification_table(swapped), BINARY)
+    assert row["statement"] == "A tied with B at 0.800 auroc (se 0.200, n = 2)"
+    steady = {"A": [0.9002, 0.8002], "B": [0.9, 0.8]}  # a real margin below 0.0005, se 0
+    row = experiment_winner(classification_table(steady), BINARY)
+    assert row["statement"].startswith("A ahead of B by 0.0002 auroc")
+    assert row["statement"].endswith("the same margin on all 2 splits)")
 
 
 def test_multiclass_is_judged_on_accuracy_and_tasks_are_averaged():

@@ -69,6 +69,33 @@ def per_split_scores(metrics, metric):
     return scores, dict(zip(table["candidate"], table["model"]))
 
 
+def _number(x):
+    """``x`` with three decimals, or one significant digit where three decimals would read 0."""
+    return f"{x:.3f}" if abs(x) >= 5e-4 else f"{x:.1g}"
+
+
+def _statement(winner, runner_up, metric, winner_mean, runner_up_mean, diff, se):
+    """One sentence on the winner against the runner-up from the paired per-split differences
+    ``diff`` and their standard error ``se``: a zero mean difference is a tie, a margin no larger
+    than ``se`` is said to be within it."""
+    n, margin = len(diff), diff.mean()
+    if abs(margin) <= 1e-12:
+        how = "identical on every split" if np.all(np.abs(diff) <= 1e-12) else f"se {_number(se)}"
+        return f"{winner} tied with {runner_up} at {_number(winner_mean)} {metric} ({how}, n = {n})"
+    if n == 1:
+        how = "one split, no se"
+    elif se <= 1e-12:
+        how = f"the same margin on all {n} splits"
+    elif margin <= se:
+        how = f"within its standard error {_number(se)}, {n} splits"
+    else:
+        how = f"{margin / se:.1f} se over {n} splits"
+    return (
+        f"{winner} ahead of {runner_up} by {_number(margin)} {metric} "
+        f"({_number(winner_mean)} against {_number(runner_up_mean)}; {how})"
+    )
+
+
 def experiment_winner(metrics, experiment):
     """The winner of one experiment against its runner-up.
 
@@ -108,10 +135,8 @@ def experiment_winner(metrics, experiment):
     se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
     row.update(runner_up=runner_up, runner_up_mean=rivals.iloc[0], margin=diff.mean())
     row.update(margin_se=se, n_splits=len(diff), exceeds_se=bool(diff.mean() > se))
-    how = "one split, no se" if np.isnan(se) else f"{diff.mean() / se:.1f} se" if se else "se 0"
-    row["statement"] = (
-        f"{winner} ahead of {runner_up} by {diff.mean():.3f} {metric} "
-        f"({means.iloc[0]:.3f} against {rivals.iloc[0]:.3f}; {how} over {len(diff)} splits)"
+    row["statement"] = _statement(
+        winner, runner_up, metric, means.iloc[0], rivals.iloc[0], diff, se
     )
     return row
 
