@@ -455,7 +455,8 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         Shape and scale of the gamma prior on the bias precision.
     alpha_eta, beta_eta : float, default 1.0
         Shape and scale of the gamma priors on the weight precisions.
-    max_iter : int, default 200
+    max_iter : int, default 1000
+        A converged fit stops earlier, at ``tol``.
     tol : float, default 1e-5
         Stop when the lower bound improves by less than this fraction (0.001 %).
     random_state : int, optional
@@ -479,7 +480,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=200,
+        max_iter=1000,  # 19-364 sweeps on GSE7390 and pbmc68k kernel maps (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
         verbose=False,
