@@ -528,3 +528,25 @@ def test_loadings_and_scores_follow_the_shared_vocabulary():
     model = BM2PCAClassifier(n_components=2, max_iter=20).fit(X, np.arange(40) % 3)
     assert model.loadings_.shape == (8, 6) and model.scores_.shape == (40, 6)
     np.testing.assert_array_equal(model.loadings_[:, 2:4], model.fits_[1]["W_mean"])
+
+
+def test_default_components_are_an_upper_bound_that_ard_prunes_on_real_digits():
+    """The default n_components=20 (docs/fidelity.md, defaults reviewed) on scikit-learn's digits,
+    3 training images per class: ARD switches off part of the 20 components in every
+    one-vs-rest problem (11-12 of 20 stay on in the measured splits) instead of using them all."""
+    from omicsbayes.io import load_demo
+
+    digits = load_demo("digits")
+    labels = digits.obs["digit"].astype(str).to_numpy()
+    rng = np.random.default_rng(0)
+    train = np.concatenate([rng.choice(np.flatnonzero(labels == c), 3, replace=False)
+                            for c in np.unique(labels)])  # fmt: skip
+    X = np.asarray(digits.X, dtype=float)[train]
+    X /= np.linalg.norm(X, axis=1, keepdims=True)  # paper 003's unit-length samples
+    model = BM2PCAClassifier(random_state=0).fit(X, labels[train])
+    assert model.n_components == 20 and len(model.fits_) == 10
+    for fit in model.fits_:
+        norms = np.sum(fit["W_mean"] ** 2, axis=0)
+        assert 5 <= np.sum(norms >= 0.01 * norms.max()) < 20
+    with pytest.raises(ValueError, match="at most 5"):
+        BM2PCAClassifier().fit(X[:, :5], labels[train])
