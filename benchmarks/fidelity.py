@@ -280,9 +280,10 @@ def claim_c(settings, seed):
 
 def claim_d(settings, seed):
     """Paper 003: few-shot accuracy, 3 training samples per class, unit-length samples."""
-    t, p = load_demo("tissue_gene_expression"), _pbmc()
+    t, p, d = load_demo("tissue_gene_expression"), _pbmc(), load_demo("digits")
     cohorts = {
         "tissue (7 tissues)": (_dense(t.X), t.obs["tissue"]),
+        "digits (10 digits)": (_dense(d.X), d.obs["digit"].astype(str)),
         "pbmc68k_reduced louvain (11 clusters)": (_dense(p.X), p.obs["louvain"].astype(str)),
     }
     return pd.concat(
