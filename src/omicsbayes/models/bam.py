@@ -480,7 +480,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=1000,  # 19-364 sweeps on GSE7390 and pbmc68k kernel maps (docs/fidelity.md)
+        max_iter=1000,  # 28-404 sweeps on GSE7390 and pbmc68k kernel maps (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
         verbose=False,

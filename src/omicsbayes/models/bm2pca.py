@@ -421,7 +421,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     n_components : int
         Latent dimension k, at most the number of features.  ARD (the precisions r) switches
         off the components the data do not need, so k is an upper bound: the default 20 is
-        ahead of the paper's 10 or level with it on three real cohorts at 1.2-2.3x the CPU,
+        ahead of the paper's 10 or level with it on three real cohorts at 1.1-2.2x the CPU,
         and 40 gains nothing more (docs/fidelity.md, defaults reviewed).
     C : float or "cv"
         Hinge-loss weight (eq. 2).  ``"cv"`` picks C from {10, 20, 30, 40} by L-fold stratified
