@@ -393,14 +393,14 @@ _CONSTRAINTS = {
 
 
 def _check_fit(est, X):
-    """Validate the parameters and the training matrix; return ``X`` and the prior dict."""
+    """Validate the parameters and the training matrix; return ``X`` and the prior dict.
+
+    Sets ``n_components_``, the latent dimension fitted: ``n_components`` capped at the number
+    of features (an upper bound that ARD prunes, so a smaller matrix needs no other setting).
+    """
     est._validate_params()
     X = check_X(est, X, reset=True)
-    if est.n_components > X.shape[1]:
-        raise ValueError(
-            f"n_components={est.n_components} exceeds the number of features ({X.shape[1]}); "
-            f"set n_components to at most {X.shape[1]}"
-        )
+    est.n_components_ = min(int(est.n_components), X.shape[1])
     return X, {name: float(getattr(est, name)) for name in _HYPER_NAMES}
 
 
@@ -419,8 +419,9 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int
-        Latent dimension k, at most the number of features.  ARD (the precisions r) switches
-        off the components the data do not need, so k is an upper bound: the default 20 is
+        Upper bound on the latent dimension k (capped at the number of features, see
+        ``n_components_``).  ARD (the precisions r) switches off the components the data do
+        not need, so k is an upper bound: the default 20 is
         ahead of the paper's 10 or level with it on three real cohorts at 1.1-2.2x the CPU,
         and 40 gains nothing more (docs/fidelity.md, defaults reviewed).
     C : float or "cv"
@@ -456,6 +457,8 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         The C used (chosen by cross-validation when ``C="cv"``).
     cv_results_ : dict or None
         Mean cross-validated accuracy per candidate C when ``C="cv"``.
+    n_components_ : int
+        Latent dimension fitted: ``n_components`` capped at the number of features.
     fits_ : list of dict
         Fitted moments per binary problem (t, W, tau, r, eta, nu).
 
@@ -511,7 +514,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     # -- fitting ------------------------------------------------------------------------------
     def _fit_problems(self, X, codes, n_classes, C, rng, label):
         """Fit the one-vs-rest problems for integer ``codes`` (-1 = unlabelled)."""
-        k = self.n_components
+        k = self.n_components_
         start = _pca_start(X, k, rng)
         if n_classes == 0:
             targets = [np.zeros(len(codes))]
@@ -654,7 +657,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    loadings_, scores_, lower_bound_, n_iter_, fits_
+    loadings_, scores_, lower_bound_, n_iter_, n_components_, fits_
         As for a binary :class:`BM2PCAClassifier`.
     """
 
@@ -710,10 +713,10 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         vb = _BinaryVB(
             X,
             y,
-            self.n_components,
+            self.n_components_,
             self.C,
             hyper,
-            _pca_start(X, self.n_components, rng),
+            _pca_start(X, self.n_components_, rng),
             epsilon=float(self.epsilon),
         )
         self.lower_bound_, self.n_iter_ = _run_vb(
