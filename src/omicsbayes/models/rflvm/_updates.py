@@ -25,6 +25,19 @@ def rff_from_arg(G):
     return _rff_map(np.ascontiguousarray(G, dtype=float))
 
 
+def rff_from_arg32(G):
+    """The random Fourier features of :func:`rff_from_arg` in single precision (numpy's
+    vectorised float32 sin and cos, about ten times faster than float64), for the HMC
+    gradient only (:meth:`_Chain._grad_xw`)."""
+    G = np.asarray(G, dtype=np.float32)
+    M = G.shape[1]
+    Phi = np.empty((G.shape[0], 2 * M), np.float32)
+    np.cos(G, out=Phi[:, :M])
+    np.sin(G, out=Phi[:, M:])
+    Phi *= np.float32(1.0 / np.sqrt(M))
+    return Phi
+
+
 def chol_inverse(A):
     """Lower Cholesky factor L of a symmetric positive definite A and A^-1 from it (LAPACK
     potrf and potri: p^3 / 3 each, where an explicit triangular inverse and product cost
