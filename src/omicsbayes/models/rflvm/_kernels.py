@@ -73,7 +73,8 @@ def _collapsed_row_sweep(
     """Sequential (numba) sweep over the rows with beta and sigma^2 integrated out; see
     :meth:`_Chain._collapsed_sweep`. Row i's leave-one-out NIG posterior (``Ainv`` =
     (Phi^T Phi + I / c)^-1, ``B`` = Phi^T Yf, ``yy`` and ``Phi`` of all rows) is formed by a
-    rank-one downdate and row i is put back with its new features by an update. The entries of
+    rank-one downdate (its mean from the all-rows mean by Sherman-Morrison, O(p^2 + p J)
+    rather than O(p^2 J)) and row i is put back with its new features by an update. The entries of
     row i are visited in the order ``order[i]``; each (z_ik, x_ik) (``update_z``) or each active
     x_ik is drawn over the ensemble {X[i, k], cand[:, i, k]}; ``gumb`` (Gumbel) and ``unif``
     are the random numbers of the choices. ``pi`` are the stick weights (``update_z`` only).
@@ -94,12 +95,14 @@ def _collapsed_row_sweep(
         for k in range(D):
             if Z[i, k]:
                 counts[k] += 1
+    m_all = Ainv @ B  # posterior means of all rows, kept up to date by rank-one updates
     for i in range(N):
         y = Yf[i]
         u = Ainv @ Phi[i]
-        A1 = Ainv + np.outer(u, u) / (1.0 - Phi[i] @ u)
+        h = Phi[i] @ u
+        A1 = Ainv + np.outer(u, u) / (1.0 - h)
         B1 = B - np.outer(Phi[i], y)
-        m = A1 @ B1
+        m = m_all + np.outer(u, Phi[i] @ m_all - y) / (1.0 - h)  # A1 @ B1 (Sherman-Morrison)
         bn = b0 + 0.5 * np.maximum(yy - y * y - np.sum(B1 * m, axis=0), 0.0)
         for kk in range(D):
             k = order[i, kk]
@@ -173,5 +176,7 @@ def _collapsed_row_sweep(
         _row_features(g, phi, M)
         Phi[i] = phi
         u = A1 @ phi
-        Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + phi @ u)
+        h = phi @ u
+        Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + h)
         B[:, :] = B1 + np.outer(phi, y)
+        m_all = m + np.outer(u, y - phi @ m) / (1.0 + h)
