@@ -45,11 +45,12 @@ def chol_inverse(A):
     L, info = dpotrf(A, lower=1, clean=1)
     if info != 0:
         raise np.linalg.LinAlgError("matrix is not positive definite")
-    Ainv, info = dpotri(L, lower=1)
+    Ainv, info = dpotri(L, lower=1)  # lower triangle; the upper one is L's, zero
     if info != 0:
         raise np.linalg.LinAlgError("singular Cholesky factor")
-    Ainv = np.tril(Ainv)
-    return L, Ainv + np.tril(Ainv, -1).T
+    Ainv += Ainv.T
+    Ainv.flat[:: Ainv.shape[0] + 1] *= 0.5
+    return L, Ainv
 
 
 def sample_crt(y, r, rng, chunk=2_000_000):
