@@ -23,6 +23,7 @@ from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
 from ._updates import (
     _softplus,
     chol_inverse,
+    logistic_loglik32,
     poisson_irls_mh,
     rff,
     rff_from_arg,
@@ -575,7 +576,15 @@ class _Chain:
         self._dp_update()
 
     def step_w(self, it):
-        """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21)."""
+        """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21).
+
+        Bernoulli and negative binomial: delayed acceptance (Christen & Fox 2005) with the
+        float32 log likelihood :func:`logistic_loglik32` as the first stage, exact: a proposal
+        passes the first stage with probability min(1, exp(d~)) (d~ its change of the
+        approximate log likelihood) and is then accepted with probability
+        min(1, exp(d - d~)) (d the change of the exact one), so the exact likelihood is
+        evaluated only for the few proposals the approximation would accept.
+        """
         if self.D == 0:
             return
         M, rng = self.M, self.rng
@@ -591,6 +600,11 @@ class _Chain:
         else:
             psi = self.psi_of(Phi)
             cur = self.row_loglik(psi).sum()
+            screen = self.lik in ("bernoulli", "negative_binomial")
+            if screen:
+                weight32 = self._logit_weight.astype(np.float32)
+                cur_s = logistic_loglik32(self.Y, weight32, psi)
+                log_u2 = np.log(rng.uniform(size=M))
         for m in range(M):
             idx = [m, M + m]
             g = XZ @ prop[m]
@@ -612,9 +626,19 @@ class _Chain:
                     Phi[:, idx] = old_cols
             else:
                 psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
-                ll = self.row_loglik(psi2).sum()
-                if log_u[m] < ll - cur:
+                if screen:
+                    ll_s = logistic_loglik32(self.Y, weight32, psi2)
+                    take = log_u[m] < ll_s - cur_s
+                    if take:
+                        ll = self.row_loglik(psi2).sum()
+                        take = log_u2[m] < (ll - cur) - (ll_s - cur_s)
+                else:
+                    ll = self.row_loglik(psi2).sum()
+                    take = log_u[m] < ll - cur
+                if take:
                     psi, cur = psi2, ll
+                    if screen:
+                        cur_s = ll_s
                     Phi[:, idx] = new_cols
                     self.W[m] = prop[m]
                     self.accept[0] += 1

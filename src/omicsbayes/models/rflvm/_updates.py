@@ -38,6 +38,19 @@ def rff_from_arg32(G):
     return Phi
 
 
+def logistic_loglik32(Y, weight32, psi):
+    """sum_ij Y_ij psi_ij - weight_ij softplus(psi_ij), softplus in float32 (numpy's
+    vectorised exp and log1p) and the sums in float64: a cheap, deterministic approximation of
+    the logistic-link log likelihood (:func:`_logistic_rows`, up to its constants) for the first
+    stage of the delayed-acceptance W step (``weight32`` zero at missing entries, ``Y`` too)."""
+    x = psi.astype(np.float32)
+    t = np.abs(x)
+    np.exp(np.negative(t, out=t), out=t)
+    np.log1p(t, out=t)
+    t += np.maximum(x, 0.0, out=x)
+    return float(np.vdot(Y, psi)) - float(np.sum(t * weight32, dtype=np.float64))
+
+
 def chol_inverse(A):
     """Lower Cholesky factor L of a symmetric positive definite A and A^-1 from it (LAPACK
     potrf and potri: p^3 / 3 each, where an explicit triangular inverse and product cost
