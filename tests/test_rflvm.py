@@ -707,3 +707,17 @@ def test_logistic_loglik32_approximates_the_float64_likelihood():
     d_exact = _logistic_rows(Y, w, psi2, np.empty((0, 0))).sum() - exact
     d_approx = logistic_loglik32(Y, w.astype(np.float32), psi2) - approx
     assert abs(d_approx - d_exact) < 1e-3
+
+
+def test_chol_draw_matches_dense_solves():
+    """x = L^-T (L^-1 r + eps) for stacked factors, against numpy's dense solves."""
+    from omicsbayes.models.rflvm._kernels import _chol_draw
+
+    rng = np.random.default_rng(8)
+    B = rng.standard_normal((5, 20, 7))
+    P = np.swapaxes(B, 1, 2) @ B + np.eye(7)
+    L = np.linalg.cholesky(P)
+    r, eps = rng.standard_normal((5, 7)), rng.standard_normal((5, 7))
+    u = np.linalg.solve(L, r[:, :, None]) + eps[:, :, None]
+    ref = np.linalg.solve(np.swapaxes(L, 1, 2), u)[:, :, 0]
+    assert np.allclose(_chol_draw(L, r, eps), ref, rtol=1e-10, atol=1e-12)

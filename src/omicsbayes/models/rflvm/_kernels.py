@@ -180,3 +180,29 @@ def _collapsed_row_sweep(
         Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + h)
         B[:, :] = B1 + np.outer(phi, y)
         m_all = m + np.outer(u, y - phi @ m) / (1.0 + h)
+
+
+@njit(cache=True)
+def _chol_draw(L, r, eps):
+    """x_j = L_j^-T (L_j^-1 r_j + eps_j) for stacked lower Cholesky factors L (J, p, p) and
+    rows r, eps (J, p): with eps ~ N(0, I), a draw from N(P_j^-1 r_j, P_j^-1), P_j = L_j L_j^T.
+    Forward and back substitution, p^2 each (LAPACK's batched solve factorises L again)."""
+    J, p = r.shape
+    out = np.empty((J, p))
+    u = np.empty(p)
+    for j in range(J):
+        Lj = L[j]
+        for a in range(p):
+            t = r[j, a]
+            for b in range(a):
+                t -= Lj[a, b] * u[b]
+            u[a] = t / Lj[a, a]
+        for a in range(p):
+            u[a] += eps[j, a]
+        x = out[j]
+        for a in range(p - 1, -1, -1):
+            t = u[a]
+            for b in range(a + 1, p):
+                t -= Lj[b, a] * x[b]
+            x[a] = t / Lj[a, a]
+    return out

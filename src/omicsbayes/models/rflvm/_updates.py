@@ -5,7 +5,7 @@ Poisson IRLS Metropolis-Hastings step."""
 import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
-from ._kernels import _rff_map
+from ._kernels import _chol_draw, _rff_map
 
 
 def _softplus(x):
@@ -130,7 +130,8 @@ def sample_gaussian_rows_batch(Phi, weights, rhs, rng, chunk=256):
     """beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}), P_j = Phi^T diag(weights_j) Phi + I, for all j.
 
     ``weights`` (N, J) and ``rhs`` = h (N, J). Precisions are formed from the upper triangle only
-    (N x p(p+1)/2 products by a J x N matrix) in chunks of columns; batched Cholesky and solves.
+    (N x p(p+1)/2 products by a J x N matrix) in chunks of columns; batched Cholesky, then
+    substitutions (:func:`_chol_draw`).
     Returns beta of shape (p, J).
     """
     p = Phi.shape[1]
@@ -142,9 +143,8 @@ def sample_gaussian_rows_batch(Phi, weights, rhs, rng, chunk=256):
     for start in range(0, J, chunk):
         sl = slice(start, min(J, start + chunk))
         L = _batched_chol(F, weights[:, sl], iu, ju, p)
-        u = np.linalg.solve(L, R[:, sl].T[:, :, None])
-        eps = rng.standard_normal(u.shape)
-        beta[:, sl] = np.linalg.solve(np.swapaxes(L, 1, 2), u + eps)[:, :, 0].T
+        eps = rng.standard_normal((L.shape[0], p))
+        beta[:, sl] = _chol_draw(L, np.ascontiguousarray(R[:, sl].T), eps).T
     return beta
 
 
