@@ -98,12 +98,14 @@ def _collapsed_row_sweep(
     m_all = Ainv @ B  # posterior means of all rows, kept up to date by rank-one updates
     for i in range(N):
         y = Yf[i]
-        u = Ainv @ Phi[i]
-        h = Phi[i] @ u
-        A1 = Ainv + np.outer(u, u) / (1.0 - h)
-        B1 = B - np.outer(Phi[i], y)
-        m = m_all + np.outer(u, Phi[i] @ m_all - y) / (1.0 - h)  # A1 @ B1 (Sherman-Morrison)
-        bn = b0 + 0.5 * np.maximum(yy - y * y - np.sum(B1 * m, axis=0), 0.0)
+        phi_i = Phi[i].copy()
+        # row i left out: A1 = Ainv + u u' / (1 - h) (never formed), B1 = B - phi_i y',
+        # m = A1 B1 (Sherman-Morrison), sum(B1 * m) = sum(B * m) - y * (phi_i' m)
+        u = Ainv @ phi_i
+        h = phi_i @ u
+        m = m_all + np.outer(u, phi_i @ m_all - y) / (1.0 - h)
+        fit = np.sum(B * m, axis=0) - y * (phi_i @ m)
+        bn = b0 + 0.5 * np.maximum(yy - y * y - fit, 0.0)
         for kk in range(D):
             k = order[i, kk]
             if update_z or Z[i, k]:
@@ -124,14 +126,15 @@ def _collapsed_row_sweep(
                         for mm in range(M):
                             gk[mm] = g[mm] + W[mm, k] * xc
                         _row_features(gk, P[c], M)
-                PA = P @ A1
+                PA = P @ Ainv
+                Pu = P @ u
                 means = P @ m
                 # log predictive t_{2 a_n}(y_i; phi' m, (b_n / a_n)(1 + phi' A1 phi)) up to a
                 # constant
                 ll_off = 0.0
                 for c in range(n_cand):
                     cc = c - 1 if update_z else c
-                    v = 1.0 + PA[c] @ P[c]
+                    v = 1.0 + PA[c] @ P[c] + Pu[c] * Pu[c] / (1.0 - h)
                     tot = 0.0
                     for j in range(J):
                         r = y[j] - means[c, j]
@@ -175,11 +178,17 @@ def _collapsed_row_sweep(
             g[mm] = t
         _row_features(g, phi, M)
         Phi[i] = phi
-        u = A1 @ phi
-        h = phi @ u
-        Ainv[:, :] = A1 - np.outer(u, u) / (1.0 + h)
-        B[:, :] = B1 + np.outer(phi, y)
-        m_all = m + np.outer(u, y - phi @ m) / (1.0 + h)
+        # put row i back: Ainv = A1 - u2 u2' / (1 + h2) with u2 = A1 phi, B = B1 + phi y'
+        u2 = Ainv @ phi + u * ((u @ phi) / (1.0 - h))
+        h2 = phi @ u2
+        s1, s2 = 1.0 / (1.0 - h), 1.0 / (1.0 + h2)
+        P2 = 2 * M
+        for a in range(P2):
+            for b in range(P2):
+                Ainv[a, b] += u[a] * u[b] * s1 - u2[a] * u2[b] * s2
+            for j in range(J):
+                B[a, j] += (phi[a] - phi_i[a]) * y[j]
+        m_all = m + np.outer(u2, y - phi @ m) / (1.0 + h2)
 
 
 @njit(cache=True)
