@@ -215,3 +215,17 @@ def _chol_draw(L, r, eps):
                 t -= Lj[b, a] * x[b]
             x[a] = t / Lj[a, a]
     return out
+
+
+@njit(cache=True)
+def _crt_counts(y, r, u, out):
+    """out[i] = #{t < y[i] : u_k < r[i] / (r[i] + t)}, the uniforms ``u`` consumed in order
+    (entry by entry, t increasing): the CRT(y_i, r_i) tables of :func:`sample_crt`."""
+    k = 0
+    for i in range(y.size):
+        c = 0
+        for t in range(y[i]):
+            if u[k] < r[i] / (r[i] + t):
+                c += 1
+            k += 1
+        out[i] = c

@@ -5,7 +5,7 @@ Poisson IRLS Metropolis-Hastings step."""
 import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
-from ._kernels import _chol_draw, _rff_map
+from ._kernels import _chol_draw, _crt_counts, _rff_map
 
 
 def _softplus(x):
@@ -81,11 +81,7 @@ def sample_crt(y, r, rng, chunk=2_000_000):
         yy = y[start:stop]
         tot = int(yy.sum())
         if tot:
-            owner = np.repeat(np.arange(yy.size), yy)
-            t = np.arange(tot) - np.repeat(np.cumsum(yy) - yy, yy)
-            rr = r[start:stop][owner]
-            hit = rng.uniform(size=tot) < rr / (rr + t)
-            out[start:stop] = np.bincount(owner, weights=hit, minlength=yy.size)
+            _crt_counts(yy, r[start:stop], rng.uniform(size=tot), out[start:stop])
         start = stop
     return out.reshape(shape)
 
