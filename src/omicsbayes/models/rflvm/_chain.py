@@ -466,8 +466,10 @@ class _Chain:
         """The data and parameters the HMC gradient reads, in the precision it uses; they are
         fixed during the HMC step."""
         f32 = np.float32
-        if self.lik == "gaussian":
-            return (self.Yf.astype(f32),)
+        if self.lik == "gaussian":  # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product
+            PhiY = np.empty((self.N, 2 * self.M + self.J), f32)
+            PhiY[:, 2 * self.M :] = self.Yf
+            return (PhiY,)
         if self.lik in ("bernoulli", "negative_binomial"):
             return self.Y.astype(f32), self._logit_weight.astype(f32), self.beta.astype(f32)
         return ()
@@ -491,12 +493,13 @@ class _Chain:
         XZ = X * Z
         G = XZ @ W.T
         if self.lik == "gaussian":
-            (Yf,) = prep
-            Phi = rff_from_arg32(G)
-            A = (Phi.T @ Phi).astype(float)
-            A[np.diag_indices_from(A)] += 1.0 / self.c
+            (PhiY,) = prep
+            p = 2 * self.M
+            Phi, Yf = rff_from_arg32(G, out=PhiY[:, :p]), PhiY[:, p:]
+            S = (PhiY.T @ PhiY).astype(float)
+            A, C = S[:p, :p], S[:p, p:]
+            A.flat[:: p + 1] += 1.0 / self.c
             _, Ainv = chol_inverse(A)
-            C = (Phi.T @ Yf).astype(float)
             mean = Ainv @ C
             q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
             ms = mean * (self.a_n / (self.est.noise_prior[1] + 0.5 * q))

@@ -25,13 +25,13 @@ def rff_from_arg(G):
     return _rff_map(np.ascontiguousarray(G, dtype=float))
 
 
-def rff_from_arg32(G):
+def rff_from_arg32(G, out=None):
     """The random Fourier features of :func:`rff_from_arg` in single precision (numpy's
     vectorised float32 sin and cos, about ten times faster than float64), for the HMC
-    gradient only (:meth:`_Chain._grad_xw`)."""
+    gradient only (:meth:`_Chain._grad_xw`); written into ``out`` (N, 2M) when given."""
     G = np.asarray(G, dtype=np.float32)
     M = G.shape[1]
-    Phi = np.empty((G.shape[0], 2 * M), np.float32)
+    Phi = np.empty((G.shape[0], 2 * M), np.float32) if out is None else out
     np.cos(G, out=Phi[:, :M])
     np.sin(G, out=Phi[:, M:])
     Phi *= np.float32(1.0 / np.sqrt(M))
