@@ -28,15 +28,18 @@ One iteration (section 3.1):
 3. ``hmc``: ``hmc_moves`` Hamiltonian Monte Carlo transitions on (X, W) jointly, on the
    collapsed likelihood of the completed data (Gaussian) or given beta (other likelihoods),
    with the priors N(0, I) on x_i and the component Gaussians on w_m; step size adapted
-   during burn-in only. Not in the paper: an extra exact move that leaves the same
-   conditional invariant as the ESS and MH steps. Those shrink toward the current state
-   when the posterior is much narrower than the prior (low noise); on the Cambridge-bars data
-   the chains without it stayed far below the planted state's collapsed likelihood.
+   during burn-in only. The leapfrog kicks use a float32 gradient, the Metropolis step the
+   float64 target (exact: see :func:`omicsbayes.inference.hmc.hmc_step`). Not in the paper:
+   an extra exact move that leaves the same conditional invariant as the ESS and MH steps.
+   Those shrink toward the current state when the posterior is much narrower than the prior
+   (low noise); on the Cambridge-bars data the chains without it stayed far below the planted
+   state's collapsed likelihood.
 4. ``dp``: DP mixture over the frequencies (eq. 22-24, NIW integrated out) and its concentration
    by Escobar & West (eq. 25).
 5. ``w``: Metropolis-Hastings for each w_m with the prior as proposal (eq. 21), then one
    elliptical slice step on all of W under the component Gaussians (it always moves, where the
-   prior proposal is accepted a few per cent of the time); Gaussian: on the collapsed likelihood.
+   prior proposal is accepted a few per cent of the time); Gaussian: on the collapsed likelihood;
+   Bernoulli and negative binomial: the MH step by delayed acceptance with a float32 first stage.
 6. ``beta``: Gaussian: c from its exact conditional on the grid (collapsed), then (beta_j,
    sigma_j^2) jointly from the NIG posterior (exact, for the row-wise steps, the imputation and
    the held-out predictive); Bernoulli / negative binomial / multinomial: Polya-gamma Gibbs

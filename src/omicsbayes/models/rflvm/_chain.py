@@ -23,9 +23,11 @@ from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
 from ._updates import (
     _softplus,
     chol_inverse,
+    logistic_loglik32,
     poisson_irls_mh,
     rff,
     rff_from_arg,
+    rff_from_arg32,
     sample_gaussian_rows_batch,
     sample_nb_dispersion,
 )
@@ -445,46 +447,80 @@ class _Chain:
         self.Phi = rff(self.XZ, self.W)
 
     def _log_target_xw(self, X, W, chol_inv):
-        """log p(X, W | rest) up to a constant and its gradient with respect to X and W.
+        """log p(X, W | rest) up to a constant (float64: the Metropolis target of the HMC step).
 
         Gaussian: the collapsed likelihood of the completed data (beta_j, sigma_j^2 integrated
-        out, :meth:`_gauss_marginal_cols`); with A = Phi^T Phi + I / c, m_j = A^-1 Phi^T y_j,
-        r_j = y_j - Phi m_j and s_j = a_n / (b0 + q_j / 2), d/dPhi = -J Phi A^-1 + sum_j s_j
-        r_j m_j^T (two N x p x p products: the Gram matrix and the product with A^-1). Other
-        likelihoods: log p(y | Phi beta) given beta, d/dPhi = (d/dpsi) beta^T. Then
-        Phi = [cos G, sin G] / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and
-        d/dW = dG^T (X * Z); the priors N(0, I) on x_i and N(mu_k, Sigma_k) on w_m (given its
-        mixture component, ``chol_inv`` the inverse Cholesky factors) add -x and
-        -Sigma_k^-1 (w_m - mu_k).
+        out, :meth:`_gauss_collapsed`); other likelihoods: log p(y | Phi beta) given beta. Plus
+        the priors N(0, I) on x_i and N(mu_k, Sigma_k) on w_m given its mixture component
+        (``chol_inv`` the inverse Cholesky factors).
         """
-        M, Z = self.M, self.Z
-        XZ = X * Z
-        Phi = rff_from_arg(XZ @ W.T)
+        Phi = rff(X * self.Z, W)
         if self.lik == "gaussian":
-            b0 = self.est.noise_prior[1]
-            L, Ainv = chol_inverse(Phi.T @ Phi + np.eye(2 * M) / self.c)
-            C = Phi.T @ self.Yf
+            value = self._gauss_collapsed(*self._gauss_stats(Phi))
+        else:
+            value = float(self.row_loglik(Phi @ self.beta).sum())
+        white = np.einsum("mij,mj->mi", chol_inv, W - self.mus[self.labels])
+        return float(value - 0.5 * np.sum(X * X) - 0.5 * np.sum(white * white))
+
+    def _grad_prep(self):
+        """The data and parameters the HMC gradient reads, in the precision it uses; they are
+        fixed during the HMC step."""
+        f32 = np.float32
+        if self.lik == "gaussian":  # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product
+            PhiY = np.empty((self.N, 2 * self.M + self.J), f32)
+            PhiY[:, 2 * self.M :] = self.Yf
+            return (PhiY,)
+        if self.lik in ("bernoulli", "negative_binomial"):
+            return self.Y.astype(f32), self._logit_weight.astype(f32), self.beta.astype(f32)
+        return ()
+
+    def _grad_xw(self, X, W, chol_inv, prep):
+        """Gradient of :meth:`_log_target_xw` with respect to X and W (``prep`` from
+        :meth:`_grad_prep`). The Gaussian and logistic-link likelihoods compute Phi and the
+        products with it in float32 (the p x p factorisation in float64): the HMC kicks need
+        only a deterministic function of the position (:func:`hmc_step`), the Metropolis step
+        uses the float64 target.
+
+        Gaussian: with A = Phi^T Phi + I / c, m_j = A^-1 Phi^T y_j, r_j = y_j - Phi m_j and
+        s_j = a_n / (b0 + q_j / 2) (q_j = y_j^T r_j), d/dPhi = sum_j s_j r_j m_j^T - J Phi A^-1
+        = Y S m^T - Phi (m S m^T + J A^-1): two N x p x p and two N x p x J products.
+        Bernoulli and negative binomial: d/dPhi = (Y - weight * sigmoid(Phi beta)) beta^T;
+        Poisson and multinomial (float64): d/dPhi = (d/dpsi) beta^T. Then Phi = [cos G, sin G]
+        / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and d/dW = dG^T (X * Z); the priors
+        add -x and -Sigma_k^-1 (w_m - mu_k).
+        """
+        Z, f32 = self.Z, np.float32
+        XZ = X * Z
+        G = XZ @ W.T
+        if self.lik == "gaussian":
+            (PhiY,) = prep
+            p = 2 * self.M
+            Phi, Yf = rff_from_arg32(G, out=PhiY[:, :p]), PhiY[:, p:]
+            S = (PhiY.T @ PhiY).astype(float)
+            A, C = S[:p, :p], S[:p, p:]
+            A.flat[:: p + 1] += 1.0 / self.c
+            _, Ainv = chol_inverse(A)
             mean = Ainv @ C
             q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
-            value = -self.J * np.sum(np.log(np.diag(L))) - self.a_n * np.sum(np.log(b0 + 0.5 * q))
-            # d/dPhi = (sum_j s_j r_j C_j^T - J Phi) A^-1 with C_j = Phi^T y_j (m_j = A^-1 C_j)
-            resid = (self.Yf - Phi @ mean) * (self.a_n / (b0 + 0.5 * q))
-            d_phi = (resid @ C.T - self.J * Phi) @ Ainv
+            ms = mean * (self.a_n / (self.est.noise_prior[1] + 0.5 * q))
+            d_phi = Yf @ ms.T.astype(f32) - Phi @ (ms @ mean.T + self.J * Ainv).astype(f32)
         elif self.lik in ("bernoulli", "negative_binomial"):
-            psi = Phi @ self.beta
-            d_psi = np.empty_like(psi)
-            value = float(np.sum(_logistic_rows(self.Y, self._logit_weight, psi, d_psi)))
-            d_phi = d_psi @ self.beta.T
+            Y, weight, beta = prep
+            Phi = rff_from_arg32(G)
+            t = Phi @ beta  # psi, then in place: Y - weight / (1 + exp(-psi))
+            with np.errstate(over="ignore"):
+                np.exp(np.negative(t, out=t), out=t)
+            t += 1.0
+            np.subtract(Y, np.divide(weight, t, out=t), out=t)
+            d_phi = t @ beta.T
         else:
-            psi = Phi @ self.beta
-            value = float(self.row_loglik(psi).sum())
-            d_phi = self._dloglik_dpsi(psi) @ self.beta.T
+            Phi = rff_from_arg(G)
+            d_phi = self._dloglik_dpsi(Phi @ self.beta) @ self.beta.T
         d_g = _rff_chain(d_phi, Phi)
         white = np.einsum("mij,mj->mi", chol_inv, W - self.mus[self.labels])
-        value += -0.5 * np.sum(X * X) - 0.5 * np.sum(white * white)
         grad_x = (d_g @ W) * Z - X
         grad_w = d_g.T @ XZ - np.einsum("mji,mj->mi", chol_inv, white)
-        return float(value), (grad_x, grad_w)
+        return grad_x, grad_w
 
     def _dloglik_dpsi(self, psi):
         """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson
@@ -508,14 +544,18 @@ class _Chain:
         if self.D == 0 or self.est.hmc_moves == 0:
             return
         chol_inv = np.linalg.inv(np.linalg.cholesky(self.Sigmas))[self.labels]
+        prep = self._grad_prep()
 
         def log_target(X, W):
             return self._log_target_xw(X, W, chol_inv)
 
+        def grad(X, W):
+            return self._grad_xw(X, W, chol_inv, prep)
+
         for _ in range(self.est.hmc_moves):
             eps = self.hmc_step_size * self.rng.uniform(0.8, 1.2)
             (self.X, self.W), prob = hmc_step(
-                (self.X, self.W), log_target, eps, self.est.hmc_leapfrog, self.rng
+                (self.X, self.W), log_target, grad, eps, self.est.hmc_leapfrog, self.rng
             )
             self.hmc_accept[0] += prob
             self.hmc_accept[1] += 1
@@ -539,7 +579,15 @@ class _Chain:
         self._dp_update()
 
     def step_w(self, it):
-        """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21)."""
+        """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21).
+
+        Bernoulli and negative binomial: delayed acceptance (Christen & Fox 2005) with the
+        float32 log likelihood :func:`logistic_loglik32` as the first stage, exact: a proposal
+        passes the first stage with probability min(1, exp(d~)) (d~ its change of the
+        approximate log likelihood) and is then accepted with probability
+        min(1, exp(d - d~)) (d the change of the exact one), so the exact likelihood is
+        evaluated only for the few proposals the approximation would accept.
+        """
         if self.D == 0:
             return
         M, rng = self.M, self.rng
@@ -555,6 +603,11 @@ class _Chain:
         else:
             psi = self.psi_of(Phi)
             cur = self.row_loglik(psi).sum()
+            screen = self.lik in ("bernoulli", "negative_binomial")
+            if screen:
+                weight32 = self._logit_weight.astype(np.float32)
+                cur_s = logistic_loglik32(self.Y, weight32, psi)
+                log_u2 = np.log(rng.uniform(size=M))
         for m in range(M):
             idx = [m, M + m]
             g = XZ @ prop[m]
@@ -576,9 +629,19 @@ class _Chain:
                     Phi[:, idx] = old_cols
             else:
                 psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
-                ll = self.row_loglik(psi2).sum()
-                if log_u[m] < ll - cur:
+                if screen:
+                    ll_s = logistic_loglik32(self.Y, weight32, psi2)
+                    take = log_u[m] < ll_s - cur_s
+                    if take:
+                        ll = self.row_loglik(psi2).sum()
+                        take = log_u2[m] < (ll - cur) - (ll_s - cur_s)
+                else:
+                    ll = self.row_loglik(psi2).sum()
+                    take = log_u[m] < ll - cur
+                if take:
                     psi, cur = psi2, ll
+                    if screen:
+                        cur_s = ll_s
                     Phi[:, idx] = new_cols
                     self.W[m] = prop[m]
                     self.accept[0] += 1
