@@ -104,13 +104,22 @@ def test_new_sample_neighbours_match_brute_force():
     X = rng.integers(0, 6, size=(12, 3)).astype(float)
     W = rng.normal(size=(12, 3))
     Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
-    lo, up = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
+    lo, up, typical = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
     for m in range(len(Xnew)):
         for i in range(3):
-            smaller = [W[n, i] for n in range(12) if X[n, i] < Xnew[m, i]]
-            larger = [W[n, i] for n in range(12) if X[n, i] > Xnew[m, i]]
+            x, col = Xnew[m, i], X[:, i]
+            smaller = [W[n, i] for n in range(12) if col[n] < x]
+            larger = [W[n, i] for n in range(12) if col[n] > x]
             assert lo[m, i] == (max(smaller) if smaller else -np.inf)
             assert up[m, i] == (min(larger) if larger else np.inf)
+            # typical: mean w of the equal training values, else of the nearest value(s) each side
+            if np.any(col == x):
+                expected = W[col == x, i].mean()
+            else:
+                sides = [W[col == col[col < x].max(), i].mean()] if np.any(col < x) else []
+                sides += [W[col == col[col > x].min(), i].mean()] if np.any(col > x) else []
+                expected = np.mean(sides)
+            assert typical[m, i] == pytest.approx(expected, rel=1e-12)
 
 
 # ------------------------------------------------------------------ conditionals
@@ -170,7 +179,7 @@ def test_prediction_newton_reaches_the_vb_fixed_point(cohort, name):
     means = model._means
     Ea, k = means["Ea"], model.n_factors
     cov = np.linalg.inv(means["EAA"].sum(axis=0) + np.eye(k))
-    lo, up = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
+    lo, up, _ = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
     z = np.zeros_like(Ez)
     for _ in range(3000):
         if name == "R-L-BSVM":

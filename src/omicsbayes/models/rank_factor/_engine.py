@@ -542,7 +542,7 @@ class _Engine:
         return self.data_ll + label + log_prior + entropy_z - kl_a - kl_b
 
 
-def _newton_scores(moments, Ea, EAA, m, max_iter):
+def _newton_scores(moments, Ea, EAA, typical, max_iter):
     """Scores z_* of new samples with the loadings fixed (section 3, "Predictions"), for a rank
     likelihood without the mixture: each z_* maximises
 
@@ -553,6 +553,9 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     new samples ``rows``, all (samples, features)).  Its stationary point is the fixed point of
     the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
     is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
+    The start is the VB update with E[w] replaced by ``typical`` (samples, features), the mean
+    training w at each new value's place: from z = 0 the first Newton steps on single-cell
+    counts overshot over 64-fold and took 26 evaluations a sample instead of 4.
     Newton steps, each checked against L, quartered up to six times where L would not increase
     (with many ties, as in single-cell counts, the curvature at the start is far below that
     along the step, which overshoots) and then replaced by the VB (EM) step; a sample stops
@@ -566,10 +569,10 @@ def _newton_scores(moments, Ea, EAA, m, max_iter):
     CI = S - Ea.T @ Ea
     sym = _Sym(k)
     aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :])
-    z = np.zeros((m, k))
+    z = (typical @ Ea) @ cov[0]  # the VB step as if E[w] were the typical training w
     mean, var, log_z = moments(z @ Ea.T)
     value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
-    active = np.arange(m)  # samples still moving; each stops on its own
+    active = np.arange(len(z))  # samples still moving; each stops on its own
     for _ in range(max_iter):
         grad = mean @ Ea - z[active] @ S
         hess = S - sym.unflat(var @ aa_flat)

@@ -397,8 +397,8 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             P = np.ones((1, self.n_features_in_))
 
             def neighbours(rows):
-                lo_t, up_t = self._index.new_neighbours(means["W"], X[rows].T)
-                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T)
+                placed = self._index.new_neighbours(means["W"], X[rows].T)
+                return [np.ascontiguousarray(a.T) for a in placed]
 
             def moments_of(lo, up):
                 def moments(mu, rows=slice(None)):
@@ -417,13 +417,13 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 Ez = np.empty((m, k))
                 for start in range(0, m, step):
                     rows = slice(start, min(start + step, m))
-                    moments = moments_of(*neighbours(rows))
+                    lo, up, typical = neighbours(rows)
                     Ez[rows], cov = _newton_scores(
-                        moments, Ea, EAA, rows.stop - rows.start, self.transform_iter
+                        moments_of(lo, up), Ea, EAA, typical, self.transform_iter
                     )
                 cov = np.broadcast_to(cov[0], (m, k, k))
                 return Ez, _second(Ez, cov), np.ones((m, 1))
-            lo, up = neighbours(slice(None))
+            lo, up, _ = neighbours(slice(None))
             moments = moments_of(lo, up)
         if exact:
             eaa_flat = sym.flat(EAA)

@@ -453,15 +453,18 @@ def _rank_fractions(order, new_group):
 
 
 @njit(cache=True)
-def _place(sorted_x, order, w, xnew, lo, up):
+def _place(sorted_x, order, w, xnew, lo, up, typical):
     """Neighbours of new values among the training values, feature by feature (paper 000,
     section 3, predictions): for ``xnew[i, m]``, ``lo[i, m]`` is the maximum of the training
     ``w[i]`` over strictly smaller training x and ``up[i, m]`` the minimum over strictly larger
-    (+-inf when there is none).  All arrays are (n_features, samples); ``sorted_x[i]`` holds
-    feature i's training values in increasing order, ``order[i]`` their samples."""
+    (+-inf when there is none); ``typical[i, m]`` is the mean training w of the tie group of
+    equal x, or between two groups the mean of their means (the start of prediction's Newton
+    steps).  All arrays are (n_features, samples); ``sorted_x[i]`` holds feature i's training
+    values in increasing order, ``order[i]`` their samples."""
     d, n = sorted_x.shape
     cmax = np.empty(n)
     cmin = np.empty(n)
+    gmean = np.empty(n)
     for i in range(d):
         m = -np.inf
         for p in range(n):
@@ -472,9 +475,27 @@ def _place(sorted_x, order, w, xnew, lo, up):
             m = min(m, w[i, order[i, p]])
             cmin[p] = m
         row = sorted_x[i]
+        start = 0
+        while start < n:  # gmean[p]: mean w of the tie group at sorted position p
+            end = start
+            total = w[i, order[i, start]]
+            while end + 1 < n and row[end + 1] == row[start]:
+                end += 1
+                total += w[i, order[i, end]]
+            for p in range(start, end + 1):
+                gmean[p] = total / (end - start + 1)
+            start = end + 1
         for j in range(xnew.shape[1]):
             x = xnew[i, j]
             n_lt = np.searchsorted(row, x, side="left")
             n_le = np.searchsorted(row, x, side="right")
             lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
             up[i, j] = cmin[n_le] if n_le < n else np.inf
+            if n_le > n_lt:
+                typical[i, j] = gmean[n_lt]
+            elif n_lt == 0:
+                typical[i, j] = gmean[0]
+            elif n_lt == n:
+                typical[i, j] = gmean[n - 1]
+            else:
+                typical[i, j] = 0.5 * (gmean[n_lt - 1] + gmean[n_lt])
