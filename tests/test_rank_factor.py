@@ -303,6 +303,19 @@ def test_gaussian_block_against_direct_inverse():
         assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1])
     draws = np.stack([_gaussian_block(prec, rhs, np.random.default_rng(s))[0] for s in range(4000)])
     assert np.allclose(np.cov(draws[:, 0].T), cov[0], atol=0.05 * np.abs(cov[0]).max())
+    # second moments, and precisions scale G + diag(d) given by their parts (37: a padded chunk)
+    G = prec[0]
+    scale, diag = rng.uniform(0.5, 2, size=37), rng.uniform(0.1, 3, size=(37, 4))
+    rhs = rng.normal(size=(37, 4))
+    full = scale[:, None, None] * G + diag[:, :, None] * np.eye(4)
+    mean, second, logdet = _gaussian_block((G, scale, diag), rhs, second=True)
+    for j in range(37):
+        c = np.linalg.inv(full[j])
+        np.testing.assert_allclose(mean[j], c @ rhs[j], rtol=1e-10)
+        np.testing.assert_allclose(second[j], c + np.outer(c @ rhs[j], c @ rhs[j]), rtol=1e-10)
+        assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1], rel=1e-10)
+    draw, outer, _ = _gaussian_block((G, scale, diag), rhs, np.random.default_rng(0), second=True)
+    np.testing.assert_allclose(outer, draw[:, :, None] * draw[:, None, :], rtol=1e-14)
 
 
 def _point_engine(likelihood, form="exact", seed=3):

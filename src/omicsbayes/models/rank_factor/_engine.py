@@ -354,14 +354,15 @@ class _Engine:
     # ----------------------------------------------------------------- loadings
     def update_a(self):
         prec = self.shrink_a.prior_precision[0].T  # d x K
-        if self.P.shape[0] == 1:
-            S = self.P[0][:, None, None] * self.EZZ.sum(axis=0)[None]
+        if self.P.shape[0] == 1:  # S_i = P_i sum_n E[z_n z_n^T] + diag(prec_i), never formed
+            S = (self.EZZ.sum(axis=0), self.P[0], prec)
         else:
             S = self.sym.unflat(self.P.T @ self.sym.flat(self.EZZ))
+            S[:, np.arange(self.k), np.arange(self.k)] += prec
         rhs = self.H.T @ self.Ez
-        S[:, np.arange(self.k), np.arange(self.k)] += prec
-        self.Ea, cov, self.logdet_a = _gaussian_block(S, rhs, self.rng if self.gibbs else None)
-        self.EAA = _second(self.Ea, 0.0 if self.gibbs else cov)
+        self.Ea, self.EAA, self.logdet_a = _gaussian_block(
+            S, rhs, self.rng if self.gibbs else None, second=True
+        )
 
     # ----------------------------------------------------------------- labels
     def label_step(self):
@@ -407,9 +408,11 @@ class _Engine:
         )
         S[:, np.arange(k + 1), np.arange(k + 1)] += prior
         rhs = (mask * self.Hc).reshape(n, t * c).T @ self.Ezt
-        eb, cov, self.logdet_b = _gaussian_block(S, rhs, self.rng if self.gibbs else None)
+        eb, ebb, self.logdet_b = _gaussian_block(
+            S, rhs, self.rng if self.gibbs else None, second=True
+        )
         self.Eb = eb.reshape(t, c, k + 1)
-        self.EBB = _second(self.Eb, 0.0 if self.gibbs else cov.reshape(t, c, k + 1, k + 1))
+        self.EBB = ebb.reshape(t, c, k + 1, k + 1)
         self.prior_b = prior
 
     # ----------------------------------------------------------------- scores
@@ -433,8 +436,9 @@ class _Engine:
         eb = self.Eb.reshape(t * c, k + 1)
         rhs = rhs + self.H @ self.Ea
         rhs += (mask * self.Hc).reshape(n, t * c) @ eb[:, :k] - W @ ebb[:, :k, k]
-        self.Ez, cov, self.logdet_z = _gaussian_block(S, rhs, self.rng if self.gibbs else None)
-        self.EZZ = _second(self.Ez, 0.0 if self.gibbs else cov)
+        self.Ez, self.EZZ, self.logdet_z = _gaussian_block(
+            S, rhs, self.rng if self.gibbs else None, second=True
+        )
         self.psibar = psibar
 
     # ----------------------------------------------------------------- shrinkage

@@ -458,9 +458,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             else:
                 S = sym.unflat(P @ eaa_flat)
             S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-            new, cov, _ = _gaussian_block(S, rhs + H @ Ea)
+            new, EZZ, _ = _gaussian_block(S, rhs + H @ Ea, second=True)
             change = np.max(np.abs(new - Ez))
-            Ez, EZZ = new, _second(new, cov)
+            Ez = new
             if self.mixture:
                 norm_mu = np.sum(means["Emu"] ** 2, axis=1)
                 sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu

@@ -14,22 +14,29 @@ _CHUNK = 32  # matrices per vector step of the batched Gaussian block (working s
 
 
 @njit(cache=True, error_model="numpy")
-def _gaussian_chunks(S, rhs, eps):
+def _gaussian_chunks(S, rhs, eps, b, second):
     """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
 
     ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
-    ``eps`` (m, k, C) or empty.  With ``L L^T = S`` and ``Linv = L^-1`` returns ``cov =
-    Linv^T Linv``, ``mean = cov rhs (+ Linv^T eps)``, ``log det cov`` and whether every S was
-    positive definite.
+    ``eps`` (m, k, C) or empty; the first ``b`` of the m C matrices are real, the rest padding.
+    With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs (+ Linv^T
+    eps)``, returns ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment
+    ``E[x x^T] = cov + x x^T`` (without eps), resp. ``x x^T`` of a draw (with eps) -- ``log det
+    cov`` (b,) and whether every S was positive definite.
     """
     m, k, _, C = S.shape
-    cov = np.zeros((m, k, k, C))
-    mean = np.zeros((m, k, C))
-    logdet = np.zeros((m, C))
+    draw = eps.shape[0] == m
+    out = np.zeros((b, k, k))
+    x_out = np.zeros((b, k))
+    logdet_out = np.zeros(b)
+    cov = np.empty((k, k, C))
+    mean = np.empty((k, C))
+    logdet = np.empty(C)
     L = np.empty((k, k, C))
     Linv = np.zeros((k, k, C))
     acc = np.empty(C)
     for q in range(m):
+        logdet[:] = 0.0
         for j in range(k):
             acc[:] = S[q, j, j]
             for p in range(j):
@@ -37,10 +44,10 @@ def _gaussian_chunks(S, rhs, eps):
                     acc[c] -= L[j, p, c] * L[j, p, c]
             for c in range(C):
                 if not acc[c] > 0.0:
-                    return cov, mean, logdet, False
+                    return x_out, out, logdet_out, False
                 L[j, j, c] = np.sqrt(acc[c])
                 Linv[j, j, c] = 1.0 / L[j, j, c]
-                logdet[q, c] -= 2.0 * np.log(L[j, j, c])
+                logdet[c] -= 2.0 * np.log(L[j, j, c])
             for i in range(j + 1, k):
                 acc[:] = S[q, i, j]
                 for p in range(j):
@@ -57,22 +64,55 @@ def _gaussian_chunks(S, rhs, eps):
                 for c in range(C):
                     Linv[i, j, c] = -acc[c] / L[i, i, c]
         for a in range(k):
-            for b in range(a + 1):
+            for bb in range(a + 1):
                 acc[:] = 0.0
                 for p in range(a, k):
                     for c in range(C):
-                        acc[c] += Linv[p, a, c] * Linv[p, b, c]
-                cov[q, a, b] = acc
-                cov[q, b, a] = acc
+                        acc[c] += Linv[p, a, c] * Linv[p, bb, c]
+                cov[a, bb] = acc
+                cov[bb, a] = acc
         for a in range(k):
-            for b in range(k):
+            mean[a] = 0.0
+            for bb in range(k):
                 for c in range(C):
-                    mean[q, a, c] += cov[q, a, b, c] * rhs[q, b, c]
-            if eps.shape[0] == m:
+                    mean[a, c] += cov[a, bb, c] * rhs[q, bb, c]
+            if draw:
                 for p in range(a, k):
                     for c in range(C):
-                        mean[q, a, c] += Linv[p, a, c] * eps[q, p, c]
-    return cov, mean, logdet, True
+                        mean[a, c] += Linv[p, a, c] * eps[q, p, c]
+        if second:
+            keep = 0.0 if draw else 1.0
+            for a in range(k):
+                for bb in range(k):
+                    for c in range(C):
+                        cov[a, bb, c] = keep * cov[a, bb, c] + mean[a, c] * mean[bb, c]
+        for c in range(min(C, b - q * C)):  # the real matrices, in (b, ...) layout
+            row = q * C + c
+            logdet_out[row] = logdet[c]
+            for a in range(k):
+                x_out[row, a] = mean[a, c]
+                for bb in range(k):
+                    out[row, a, bb] = cov[a, bb, c]
+    return x_out, out, logdet_out, True
+
+
+@njit(cache=True)
+def _scaled_plus_diagonal_chunks(G, scale, diagonal):
+    """The precisions ``scale[q] G + diag(diagonal[q])`` (G: k x k, ``scale`` (b,), ``diagonal``
+    (b, k)) in the (m, k, k, C) layout of :func:`_gaussian_chunks`, padded with identities."""
+    b, k = diagonal.shape
+    m = -(-b // _CHUNK)
+    S = np.empty((m, k, k, _CHUNK))
+    for q in range(m):
+        for c in range(_CHUNK):
+            row = q * _CHUNK + c
+            real = row < b
+            for i in range(k):
+                for j in range(k):
+                    S[q, i, j, c] = scale[row] * G[i, j] if real else (1.0 if i == j else 0.0)
+                if real:
+                    S[q, i, i, c] += diagonal[row, i]
+    return S
 
 
 def _to_chunks(a, fill):
@@ -85,30 +125,32 @@ def _to_chunks(a, fill):
     return np.ascontiguousarray(np.moveaxis(padded.reshape((m, _CHUNK) + a.shape[1:]), 1, -1))
 
 
-def _from_chunks(a, b):
-    """Inverse of :func:`_to_chunks`: (m, ..., C) -> (b, ...), C-contiguous (a fitted array's
-    layout must not change when it is saved and loaded: BLAS rounds by layout)."""
-    return np.ascontiguousarray(np.moveaxis(a, -1, 1).reshape((-1,) + a.shape[1:-1])[:b])
-
-
-def _gaussian_block(precision, rhs, rng=None):
+def _gaussian_block(precision, rhs, rng=None, second=False):
     """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
-    draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``)."""
-    lead, k = precision.shape[:-2], precision.shape[-1]
-    b = int(np.prod(lead))
+    draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``).
+    With ``second`` the second matrix is ``E[x x^T]`` (the outer product of a draw).
+    ``precision`` may also be a tuple ``(G, scale, diagonal)`` for ``scale[q] G +
+    diag(diagonal[q])`` (leading axes then those of ``diagonal``), which is never formed."""
+    if isinstance(precision, tuple):
+        G, scale, diagonal = precision
+        lead, k = diagonal.shape[:-1], diagonal.shape[-1]
+        b = int(np.prod(lead))
+        chunks = _scaled_plus_diagonal_chunks(
+            G, np.broadcast_to(scale, lead).reshape(b), diagonal.reshape(b, k)
+        )
+    else:
+        lead, k = precision.shape[:-2], precision.shape[-1]
+        b = int(np.prod(lead))
+        chunks = _to_chunks(precision.reshape(b, k, k), np.eye(k))
     eps = np.empty((0, 0, 0))
     if rng is not None:
         eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
-    cov, mean, logdet, ok = _gaussian_chunks(
-        _to_chunks(precision.reshape(b, k, k), np.eye(k)), _to_chunks(rhs.reshape(b, k), 0.0), eps
+    mean, cov, logdet, ok = _gaussian_chunks(
+        chunks, _to_chunks(rhs.reshape(b, k), 0.0), eps, b, second
     )
     if not ok:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
-    return (
-        _from_chunks(mean, b).reshape(*lead, k),
-        _from_chunks(cov, b).reshape(*lead, k, k),
-        _from_chunks(logdet, b).reshape(lead),
-    )
+    return mean.reshape(*lead, k), cov.reshape(*lead, k, k), logdet.reshape(lead)
 
 
 def _serial_and_threaded(py_func):
