@@ -368,14 +368,13 @@ def _inv_gauss(mu, chi2, uniform):
 
 
 @njit(cache=True, error_model="numpy")
-def _margin_draws(w, lo, up, mu, eps, key, j0, new, ll_lo, ll_up):
+def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
     """Draws of :func:`_margin_half_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
     with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
     1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
-    random numbers of :func:`_entry_randoms`, drawn first so that this loop is branch-free
-    (vectorised); and the hinge terms of eq. 6 of each side."""
-    r = np.empty((5, len(w)))
-    _entry_randoms(key, j0, r)
+    random numbers of :func:`_entry_randoms` (into ``r``, (5, at least len(w))), drawn first so
+    that this loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
+    _entry_randoms(key, j0, r[:, : len(w)])
     for s in range(len(w)):
         has_l = lo[s] > -np.inf
         has_u = up[s] < np.inf
@@ -392,6 +391,9 @@ def _margin_draws(w, lo, up, mu, eps, key, j0, new, ll_lo, ll_up):
         new[s] = lin / prec + r[4, s] / np.sqrt(prec)
 
 
+_SWEEP_BLOCK = 64  # features per work item of the half-sweep (its buffers are allocated once)
+
+
 def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
     """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
 
@@ -404,12 +406,14 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
     the caller draws from its Generator) at the entry's number (entries of this parity numbered
     feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
     how features are spread over threads or blocks.  Per feature, a sequential pass over the
-    sorted row collects each entry's neighbours, then one pass draws all of them.  Returns the
-    log pseudo-likelihood (eq. 6) at the w before the update.
+    sorted row collects each entry's neighbours, then one pass draws all of them; features go
+    in blocks of 64 (threads take blocks), each allocating its buffers once.  Returns the log
+    pseudo-likelihood (eq. 6) at the w before the update.
     """
     d, n = ew.shape
-    ll_feature = np.zeros(d)
-    for i in prange(d):
+    n_blocks = -(-d // _SWEEP_BLOCK)
+    ll_block = np.zeros(n_blocks)
+    for blk in prange(n_blocks):
         ws = np.empty(n)
         cmin = np.empty(n)
         col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
@@ -417,44 +421,48 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
         lo = np.empty(n)
         up = np.empty(n)
         mu = np.empty(n)
-        for p in range(n):
-            ws[p] = ew[i, order[i, p]]
-        m = np.inf
-        for p in range(n - 1, -1, -1):
-            m = min(m, ws[p])
-            cmin[p] = m
-        t = 0
-        below = -np.inf  # max of w over the groups before the current one
-        start = 0
-        group = 0
-        while start < n:
-            end = start
-            while end + 1 < n and not new_group[i, end + 1]:
-                end += 1
-            if group % 2 == parity:
-                above = cmin[end + 1] if end < n - 1 else np.inf
-                for p in range(start, end + 1):
-                    col[t] = order[i, p]
-                    mu[t] = wbar[i, col[t]]
-                    cur[t] = ws[p]
-                    lo[t] = below
-                    up[t] = above
-                    t += 1
-            for p in range(start, end + 1):
-                below = max(below, ws[p])
-            start = end + 1
-            group += 1
-        new = np.empty(t)
-        ll_lo = np.empty(t)
-        ll_up = np.empty(t)
-        _margin_draws(cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], new, ll_lo, ll_up)
+        new = np.empty(n)
+        ll_lo = np.empty(n)
+        ll_up = np.empty(n)
+        r = np.empty((5, n))
         ll = 0.0
-        for s in range(t):
-            ew[i, col[s]] = new[s]
-            ll -= ll_lo[s]
-            ll -= ll_up[s]
-        ll_feature[i] = ll
-    return ll_feature.sum()
+        for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
+            for p in range(n):
+                ws[p] = ew[i, order[i, p]]
+            m = np.inf
+            for p in range(n - 1, -1, -1):
+                m = min(m, ws[p])
+                cmin[p] = m
+            t = 0
+            below = -np.inf  # max of w over the groups before the current one
+            start = 0
+            group = 0
+            while start < n:
+                end = start
+                while end + 1 < n and not new_group[i, end + 1]:
+                    end += 1
+                if group % 2 == parity:
+                    above = cmin[end + 1] if end < n - 1 else np.inf
+                    for p in range(start, end + 1):
+                        col[t] = order[i, p]
+                        mu[t] = wbar[i, col[t]]
+                        cur[t] = ws[p]
+                        lo[t] = below
+                        up[t] = above
+                        t += 1
+                for p in range(start, end + 1):
+                    below = max(below, ws[p])
+                start = end + 1
+                group += 1
+            _margin_draws(
+                cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], r, new, ll_lo, ll_up
+            )
+            for s in range(t):
+                ew[i, col[s]] = new[s]
+                ll -= ll_lo[s]
+                ll -= ll_up[s]
+        ll_block[blk] = ll
+    return ll_block.sum()
 
 
 _margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
