@@ -415,7 +415,7 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
     ll_block = np.zeros(n_blocks)
     for blk in prange(n_blocks):
         ws = np.empty(n)
-        cmin = np.empty(n)
+        above = np.empty(n)
         col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
         cur = np.empty(n)
         lo = np.empty(n)
@@ -429,31 +429,31 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
         for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
             for p in range(n):
                 ws[p] = ew[i, order[i, p]]
-            m = np.inf
+            # backward: above[p] = min of w after the end of p's tie group
+            run = np.inf
+            after_group = np.inf
             for p in range(n - 1, -1, -1):
-                m = min(m, ws[p])
-                cmin[p] = m
+                if p == n - 1 or new_group[i, p + 1]:
+                    after_group = run
+                above[p] = after_group
+                run = min(run, ws[p])
+            # forward: below = max of w before the start of the current tie group
             t = 0
-            below = -np.inf  # max of w over the groups before the current one
-            start = 0
-            group = 0
-            while start < n:
-                end = start
-                while end + 1 < n and not new_group[i, end + 1]:
-                    end += 1
+            run = -np.inf
+            below = -np.inf
+            group = -1
+            for p in range(n):
+                if new_group[i, p]:
+                    below = run
+                    group += 1
                 if group % 2 == parity:
-                    above = cmin[end + 1] if end < n - 1 else np.inf
-                    for p in range(start, end + 1):
-                        col[t] = order[i, p]
-                        mu[t] = wbar[i, col[t]]
-                        cur[t] = ws[p]
-                        lo[t] = below
-                        up[t] = above
-                        t += 1
-                for p in range(start, end + 1):
-                    below = max(below, ws[p])
-                start = end + 1
-                group += 1
+                    col[t] = order[i, p]
+                    mu[t] = wbar[i, col[t]]
+                    cur[t] = ws[p]
+                    lo[t] = below
+                    up[t] = above[p]
+                    t += 1
+                run = max(run, ws[p])
             _margin_draws(
                 cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], r, new, ll_lo, ll_up
             )
