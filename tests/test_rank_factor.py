@@ -158,6 +158,11 @@ def test_compiled_margin_moments_match_numpy_including_tails():
     lo[rng.random(n) < 0.05] = -np.inf
     up[rng.random(n) < 0.05] = np.inf
     mu[:8] = [40.0, -40.0, 25.0, -25.0, 1e3, -1e3, 8.0, -8.0]
+    # every branch (each piece's tail, the series below -25) along a grid of means
+    grid = np.linspace(-45.0, 45.0, 1000)
+    for j, (a, b) in enumerate([(-0.3, 0.4), (0.5, 0.45), (-np.inf, 0.2), (0.1, np.inf)]):
+        block = slice(8 + 1000 * j, 8 + 1000 * (j + 1))
+        mu[block], lo[block], up[block] = grid, a, b
     mean, var = np.empty((2, 2, n // 2))
     log_z = _margin_moments(*(a.reshape(2, -1) for a in (mu, lo, up)), 0.05, mean, var)
     ref_mean, ref_var, ref_log_z = margin_conditional_moments(mu, lo, up, 0.05)

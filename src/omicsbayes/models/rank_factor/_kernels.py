@@ -172,19 +172,28 @@ def _serial_and_threaded(py_func):
     return dispatch
 
 
-_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+_SQRT2 = np.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 
-@njit(cache=True)
-def _log_ndtr(x):
-    """log Phi(x), as ``scipy.special.log_ndtr``: erfc above -20, the asymptotic series below."""
-    if x > 6.0:
-        return np.log1p(-0.5 * math.erfc(x / np.sqrt(2.0)))
-    if x > -20.0:
-        return np.log(0.5 * math.erfc(-x / np.sqrt(2.0)))
-    x2 = 1.0 / (x * x)
-    series = 1.0 - x2 * (1.0 - 3.0 * x2 * (1.0 - 5.0 * x2 * (1.0 - 7.0 * x2)))
-    return -0.5 * x * x - np.log(-x) - _HALF_LOG_2PI + np.log(series)
+@njit(cache=True, inline="always")
+def _mills(a):
+    """``Phi(a) exp(a^2 / 2)`` for ``a <= 0`` (in (0, 1/2]): erfc above -25, the asymptotic
+    series (relative error below 1e-13) below, where erfc would underflow."""
+    if a > -25.0:
+        return 0.5 * math.erfc(-a / _SQRT2) * np.exp(0.5 * a * a)
+    x2 = 1.0 / (a * a)
+    series = 1.0 - x2 * (1.0 - 3.0 * x2 * (1.0 - 5.0 * x2 * (1.0 - 7.0 * x2 * (1.0 - 9.0 * x2))))
+    return series * _INV_SQRT_2PI / -a
+
+
+@njit(cache=True, inline="always")
+def _side_piece(k, a):
+    """A mass ``e^k Phi(a)`` as ``e^g f`` with ``f`` in (0, 1], no overflow; returns ``(g, f)``
+    and ``k - a^2 / 2 - g`` (0 when ``a < 0``), for the density term at the boundary."""
+    if a < 0.0:
+        return k - 0.5 * a * a, _mills(a), 0.0
+    return k, 1.0 - 0.5 * math.erfc(a / _SQRT2), -0.5 * a * a
 
 
 def _margin_moments_py(mu, lower, upper, eps, mean, var):
@@ -197,9 +206,10 @@ def _margin_moments_py(mu, lower, upper, eps, mean, var):
     N(mu - 2, 1)`` above m2 (``k1 = 2 mu + 2 - 2 l'``, ``k3 = -2 mu + 2 + 2 u'``, ``pen = -2
     (l' - u')`` when the margins overlap).  Each piece N(mu + c, 1) on (a, b) adds, relative to
     mu, mass ``e Z``, first moment ``e (c Z + phi(a) - phi(b))`` and second moment ``e ((c^2 + 1)
-    Z + (2 c + a) phi(a) - (2 c + b) phi(b))`` (standardised bounds), all scaled by the largest
-    log mass; the density being continuous, the phi terms reduce to ``-2 phi`` at each boundary
-    in the second moment.
+    Z + (2 c + a) phi(a) - (2 c + b) phi(b))`` (standardised bounds); the density being
+    continuous, the phi terms reduce to ``-2 phi`` at each boundary in the second moment.  Each
+    mass is ``e^g f`` with ``f`` in (0, 1] from Mills ratios (:func:`_mills`), all scaled by the
+    largest ``e^g``: one erfc and one or two exp per piece, one log per entry.
     """
     n_rows, n_cols = mu.shape
     log_z = np.zeros(n_rows)
@@ -222,34 +232,45 @@ def _margin_moments_py(mu, lower, upper, eps, mean, var):
             pen = -2.0 * (lp - upp) if has_l and has_u and upp < lp else 0.0
             b1 = m1 - m
             b2 = m2 - m
+            g1 = g2 = g3 = -np.inf
+            f1 = f2 = f3 = d1 = d3 = 0.0
             a1 = b1 - 2.0  # piece 1: N(mu + 2, 1) below m1
             a3 = b2 + 2.0  # piece 3: N(mu - 2, 1) above m2
-            k1 = 2.0 * m + 2.0 - 2.0 * lp if has_l else 0.0
-            k3 = -2.0 * m + 2.0 + 2.0 * upp if has_u else 0.0
-            lw1 = k1 + _log_ndtr(a1) if has_l else -np.inf
-            lw3 = k3 + _log_ndtr(-a3) if has_u else -np.inf
-            lw2 = -np.inf
-            if b2 > b1:  # log(Phi(b2) - Phi(b1)) on the accurate tail
-                if b1 > 0:
-                    hi, lo_ = _log_ndtr(-b1), _log_ndtr(-b2)
+            if has_l:
+                g1, f1, d1 = _side_piece(2.0 * m + 2.0 - 2.0 * lp, a1)
+            if has_u:
+                g3, f3, d3 = _side_piece(-2.0 * m + 2.0 + 2.0 * upp, -a3)
+            if b2 > b1:  # Phi(b2) - Phi(b1), relative to the larger density at a bound
+                if b1 >= 0.0:
+                    g2 = pen - 0.5 * b1 * b1
+                    f2 = _mills(-b1)
+                    if b2 < np.inf:
+                        f2 -= np.exp(0.5 * (b1 - b2) * (b1 + b2)) * _mills(-b2)
+                elif b2 <= 0.0:
+                    g2 = pen - 0.5 * b2 * b2
+                    f2 = _mills(b2)
+                    if b1 > -np.inf:
+                        f2 -= np.exp(0.5 * (b2 - b1) * (b2 + b1)) * _mills(b1)
                 else:
-                    hi, lo_ = _log_ndtr(b2), _log_ndtr(b1)
-                lw2 = pen + hi + np.log1p(-np.exp(min(lo_ - hi, 0.0)))
-            top = max(lw1, max(lw2, lw3))
-            e1 = np.exp(lw1 - top)
-            e2 = np.exp(lw2 - top)
-            e3 = np.exp(lw3 - top)
+                    g2 = pen
+                    f2 = 1.0 - 0.5 * (math.erfc(b2 / _SQRT2) + math.erfc(-b1 / _SQRT2))
+                f2 = max(f2, 0.0)
+            top = max(g1, max(g2, g3))
+            s1 = np.exp(g1 - top)
+            s3 = np.exp(g3 - top)
+            e1 = f1 * s1
+            e2 = f2 * np.exp(g2 - top)
+            e3 = f3 * s3
             s0 = e1 + e2 + e3
-            s1 = 2.0 * e1 - 2.0 * e3
+            shift = (2.0 * e1 - 2.0 * e3) / s0
             s2 = 5.0 * (e1 + e3) + e2
             # the density is continuous at m1 and m2: the phi terms of the two pieces meeting
             # there cancel in the first moment and leave -2 phi in the second (the standardised
             # bounds differ by 2 across a boundary)
             if has_l:
-                s2 -= 2.0 * np.exp(k1 - 0.5 * a1 * a1 - _HALF_LOG_2PI - top)
+                s2 -= 2.0 * _INV_SQRT_2PI * (s1 if d1 == 0.0 else np.exp(g1 + d1 - top))
             if has_u:
-                s2 -= 2.0 * np.exp(k3 - 0.5 * a3 * a3 - _HALF_LOG_2PI - top)
-            shift = s1 / s0
+                s2 -= 2.0 * _INV_SQRT_2PI * (s3 if d3 == 0.0 else np.exp(g3 + d3 - top))
             mean[row, col] = m + shift
             var[row, col] = max(s2 / s0 - shift * shift, 1e-12)
             total_log_z += top + np.log(s0)
@@ -517,6 +538,7 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
     cmax = np.empty(n)
     cmin = np.empty(n)
     gmean = np.empty(n)
+    gend = np.empty(n, np.int64)
     for i in range(d):
         m = -np.inf
         for p in range(n):
@@ -528,7 +550,7 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
             cmin[p] = m
         row = sorted_x[i]
         start = 0
-        while start < n:  # gmean[p]: mean w of the tie group at sorted position p
+        while start < n:  # gmean[p], gend[p]: mean w and end of the tie group at position p
             end = start
             total = w[i, order[i, start]]
             while end + 1 < n and row[end + 1] == row[start]:
@@ -536,11 +558,12 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
                 total += w[i, order[i, end]]
             for p in range(start, end + 1):
                 gmean[p] = total / (end - start + 1)
+                gend[p] = end + 1
             start = end + 1
         for j in range(xnew.shape[1]):
             x = xnew[i, j]
             n_lt = np.searchsorted(row, x, side="left")
-            n_le = np.searchsorted(row, x, side="right")
+            n_le = gend[n_lt] if n_lt < n and row[n_lt] == x else n_lt
             lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
             up[i, j] = cmin[n_le] if n_le < n else np.inf
             if n_le > n_lt:
