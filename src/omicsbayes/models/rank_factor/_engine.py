@@ -641,8 +641,11 @@ class _GibbsSampler:
         current = self.current(self.est, eng)
         if self.est.mixture:
             current["q"] = np.exp(current.pop("Elogq"))
-        for key, val in current.items():
-            self.sums[key] = self.sums.get(key, 0.0) + val
+        for key, val in current.items():  # running sums in place (W is n x d)
+            if key in self.sums:
+                self.sums[key] += val
+            else:
+                self.sums[key] = np.array(val, dtype=float)
         self.count += 1
         ezt = np.hstack([eng.Ez, np.ones((len(eng.Ez), 1))])
         return {
