@@ -87,7 +87,7 @@ def _rng_seconds(n, d):
     from omicsbayes.models.rank_factor._kernels import _entry_randoms
 
     out = np.empty((5, n * d))
-    _entry_randoms(np.uint64(0), 0, out[:, :10])  # compile
+    _entry_randoms(np.uint64(0), 0, out)  # compile (or load) for this array type
     return _timed(lambda: _entry_randoms(np.uint64(1), 0, out))[1]
 
 
