@@ -397,14 +397,15 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             P = np.ones((1, self.n_features_in_))
 
             def neighbours(rows):
-                placed = self._index.new_neighbours(means["W"], X[rows].T)
-                return [np.ascontiguousarray(a.T) for a in placed]
+                lo_t, up_t, typical_t = self._index.new_neighbours(means["W"], X[rows].T)
+                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T), typical_t.T
 
             def moments_of(lo, up):
                 def moments(mu, rows=slice(None)):
-                    if latent:
+                    if latent:  # the compiled kernel reads the rows of lo and up in place
                         mean, var = np.empty_like(mu), np.empty_like(mu)
-                        log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
+                        at = np.arange(len(lo))[rows]
+                        log_z = _margin_moments(mu, lo, up, at, eps, mean, var)
                         return mean, var, log_z
                     mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
                     return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)

@@ -196,10 +196,11 @@ def _side_piece(k, a):
     return k, 1.0 - 0.5 * math.erfc(a / _SQRT2), -0.5 * a * a
 
 
-def _margin_moments_py(mu, lower, upper, eps, mean, var):
+def _margin_moments_py(mu, lower, upper, rows, eps, mean, var):
     """Mean and variance of :func:`margin_conditional_moments`' density, elementwise into
-    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version); returns the sum
-    of its log normaliser over each row.
+    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version), for means
+    ``mu[r]`` and neighbours ``lower[rows[r]]``, ``upper[rows[r]]``; returns the sum of its log
+    normaliser over each row.
 
     With ``l' = w^l + eps``, ``u' = w^u - eps``, ``m1 = min(l', u')``, ``m2 = max(l', u')``, the
     density is ``e^{k1} N(mu + 2, 1)`` below m1, ``e^{pen} N(mu, 1)`` between and ``e^{k3}
@@ -217,8 +218,8 @@ def _margin_moments_py(mu, lower, upper, eps, mean, var):
         total_log_z = 0.0
         for col in range(n_cols):
             m = mu[row, col]
-            lo = lower[row, col]
-            up = upper[row, col]
+            lo = lower[rows[row], col]
+            up = upper[rows[row], col]
             has_l = lo > -np.inf
             has_u = up < np.inf
             lp = lo + eps
