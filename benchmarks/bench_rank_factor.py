@@ -18,7 +18,9 @@ Table 4 of the paper (180 s per fold in Matlab).  Rows:
   minutes and 4 GB) and prediction on 20,000 held-out cells (goal: under 1 minute).
 
 Every time is wall-clock; the notes add the process CPU time, which a busy machine inflates
-less.  ``quick=True`` runs the cohort rows on 120 x 400 with K = 5.
+less.  ``quick=True`` runs the cohort rows on 120 x 400 with K = 5.  ``python -m
+benchmarks.bench_rank_factor --ties`` runs the experiment of issue 18 (:func:`ties_experiment`),
+which is not part of ``make bench``.
 """
 
 import functools
