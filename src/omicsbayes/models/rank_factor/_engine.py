@@ -23,7 +23,7 @@ from ...inference.stick_breaking import (
 )
 from ...inference.tpbn import TPBNShrinkage
 from ...inference.truncnorm import sample_truncnorm, truncnorm_moments
-from ._kernels import _gaussian_block, _margin_half_sweep, _running_average
+from ._kernels import _gaussian_block, _margin_half_sweep, _running_average, _squared_distance
 from ._ranks import _RankIndex
 
 _LOG2PI = np.log(2 * np.pi)
@@ -331,7 +331,7 @@ class _Engine:
                     keys[parity],
                 )
             if self.gibbs:
-                resid2 += float(np.sum((self.Ew_t[block] - wbar) ** 2))
+                resid2 += _squared_distance(self.Ew_t[block], wbar)
             else:
                 sq, cr = _running_average(self.H_t[block], self.Ew_t[block], wbar, rho)
                 sum_w2 += sq

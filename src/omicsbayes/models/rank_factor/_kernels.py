@@ -491,6 +491,17 @@ _margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
 
 
 @njit(cache=True)
+def _squared_distance(a, b):
+    """``sum (a - b)^2`` over two equal-shape 2-D arrays, without temporaries."""
+    total = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            diff = a[i, j] - b[i, j]
+            total += diff * diff
+    return total
+
+
+@njit(cache=True)
 def _running_average(h, ew, wbar, rho):
     """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
     ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
