@@ -564,8 +564,10 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     (with many ties, as in single-cell counts, the curvature at the start is far below that
     along the step, which overshoots) and then replaced by the VB (EM) step; a sample stops
     when its z_* moves by less than 1e-3 of the mean magnitude of all z_* (a Newton step that
-    small is taken unchecked).  Returns ``(E[z], Cov(z) = S^-1)`` per
-    sample.
+    small is taken unchecked, and so is a step of up to 10 times that after a full Newton step
+    when quadratic convergence puts the next one below it: at 334 x 4,732 the steps were about
+    240, 2.6 and 0.001 tolerances, and this saves the third of three evaluations).  Returns
+    ``(E[z], Cov(z) = S^-1)`` per sample.
     """
     d, k = Ea.shape
     S = EAA.sum(axis=0) + np.eye(k)
@@ -577,22 +579,30 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     mean, var, log_z = moments(z @ Ea.T)
     value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
     active = np.arange(len(z))  # samples still moving; each stops on its own
+    previous = np.full(len(z), np.inf)  # size of each one's last full Newton step (inf: none)
     for _ in range(max_iter):
         grad = mean @ Ea - z[active] @ S
         hess = S - sym.unflat(var @ aa_flat)
         step, _, _ = _gaussian_block(hess, grad)
-        # a Newton step below the tolerance is taken and ends that sample, without the check
-        # against L (at the maximum of a concave L the step only shrinks)
-        done = np.max(np.abs(step), axis=1) < 1e-3 * max(1.0, float(np.abs(z).mean()))
+        # A Newton step below the tolerance is taken and ends that sample, without the check
+        # against L (at the maximum of a concave L the step only shrinks); so is one of up to
+        # 10 tolerances when, after a full Newton step, the quadratic convergence of Newton's
+        # method puts the next step (size^3 / previous^2) below the tolerance.
+        tol = 1e-3 * max(1.0, float(np.abs(z).mean()))
+        size = np.max(np.abs(step), axis=1)
+        done = (size < tol) | ((size < 10 * tol) & (size * (size / previous) ** 2 < tol))
         z[active[done]] += step[done]
         keep = ~done
-        active, mean, var, value, step = (a[keep] for a in (active, mean, var, value, step))
+        active, mean, var, value, step, size = (
+            a[keep] for a in (active, mean, var, value, step, size)
+        )
         if not active.size:
             break
         new = z[active] + step
         new_mean, new_var, log_z = moments(new @ Ea.T, active)
         new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
         worse = new_value < value
+        previous = np.where(worse, np.inf, size)  # shortened or replaced steps are not Newton's
         for _ in range(_SHRINKS):  # shorten the Newton step where L would decrease
             if not worse.any():
                 break
@@ -608,7 +618,9 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
         change = np.max(np.abs(new - z[active]), axis=1)
         z[active] = new
         moving = change >= 1e-3 * max(1.0, float(np.abs(z).mean()))
-        active, mean, var, value = (a[moving] for a in (active, new_mean, new_var, new_value))
+        active, mean, var, value, previous = (
+            a[moving] for a in (active, new_mean, new_var, new_value, previous)
+        )
         if not active.size:
             break
     return z, np.broadcast_to(cov, (len(z), k, k))
