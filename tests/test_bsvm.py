@@ -189,3 +189,10 @@ def test_gig_mean_and_inverse_mean_matches_shared_moments():
         m, mi = gig_mean_and_inverse_mean(a, b, p)
         m_ref, mi_ref, _ = gig_moments(a, b, p)
         assert np.allclose(m, m_ref, rtol=1e-10) and np.allclose(mi, mi_ref, rtol=1e-10)
+    # p = 0 is a compiled K1 / K0 (series below 2, continued fraction above): scipy's along
+    # omega = sqrt(ab) from 1e-150 to 1e8, across the switch at 2
+    omega = np.concatenate([np.logspace(-150, 8, 3000), [2.0 - 1e-12, 2.0, 2.0 + 1e-12]])
+    m, mi = gig_mean_and_inverse_mean(omega, omega, 0.0)  # eta = 1: both are the ratio
+    ratio = special.k1e(omega) / special.k0e(omega)
+    np.testing.assert_allclose(m, ratio, rtol=1e-13)
+    np.testing.assert_allclose(mi, ratio, rtol=1e-13)

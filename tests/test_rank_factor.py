@@ -104,13 +104,22 @@ def test_new_sample_neighbours_match_brute_force():
     X = rng.integers(0, 6, size=(12, 3)).astype(float)
     W = rng.normal(size=(12, 3))
     Xnew = np.vstack([rng.integers(-1, 8, size=(6, 3)).astype(float), X[:2] + 0.5, X[2:3]])
-    lo, up = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
+    lo, up, typical = (a.T for a in _RankIndex(X).new_neighbours(W.T.copy(), Xnew.T))
     for m in range(len(Xnew)):
         for i in range(3):
-            smaller = [W[n, i] for n in range(12) if X[n, i] < Xnew[m, i]]
-            larger = [W[n, i] for n in range(12) if X[n, i] > Xnew[m, i]]
+            x, col = Xnew[m, i], X[:, i]
+            smaller = [W[n, i] for n in range(12) if col[n] < x]
+            larger = [W[n, i] for n in range(12) if col[n] > x]
             assert lo[m, i] == (max(smaller) if smaller else -np.inf)
             assert up[m, i] == (min(larger) if larger else np.inf)
+            # typical: mean w of the equal training values, else of the nearest value(s) each side
+            if np.any(col == x):
+                expected = W[col == x, i].mean()
+            else:
+                sides = [W[col == col[col < x].max(), i].mean()] if np.any(col < x) else []
+                sides += [W[col == col[col > x].min(), i].mean()] if np.any(col > x) else []
+                expected = np.mean(sides)
+            assert typical[m, i] == pytest.approx(expected, rel=1e-12)
 
 
 # ------------------------------------------------------------------ conditionals
@@ -149,8 +158,15 @@ def test_compiled_margin_moments_match_numpy_including_tails():
     lo[rng.random(n) < 0.05] = -np.inf
     up[rng.random(n) < 0.05] = np.inf
     mu[:8] = [40.0, -40.0, 25.0, -25.0, 1e3, -1e3, 8.0, -8.0]
+    # every branch (each piece's tail, the series below -25) along a grid of means
+    grid = np.linspace(-45.0, 45.0, 1000)
+    for j, (a, b) in enumerate([(-0.3, 0.4), (0.5, 0.45), (-np.inf, 0.2), (0.1, np.inf)]):
+        block = slice(8 + 1000 * j, 8 + 1000 * (j + 1))
+        mu[block], lo[block], up[block] = grid, a, b
     mean, var = np.empty((2, 2, n // 2))
-    log_z = _margin_moments(*(a.reshape(2, -1) for a in (mu, lo, up)), 0.05, mean, var)
+    log_z = _margin_moments(
+        *(a.reshape(2, -1) for a in (mu, lo, up)), np.arange(2), 0.05, mean, var
+    )
     ref_mean, ref_var, ref_log_z = margin_conditional_moments(mu, lo, up, 0.05)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
     np.testing.assert_allclose(mean.ravel(), ref_mean, rtol=1e-9, atol=1e-8)
@@ -170,7 +186,7 @@ def test_prediction_newton_reaches_the_vb_fixed_point(cohort, name):
     means = model._means
     Ea, k = means["Ea"], model.n_factors
     cov = np.linalg.inv(means["EAA"].sum(axis=0) + np.eye(k))
-    lo, up = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
+    lo, up, _ = (a.T for a in model._index.new_neighbours(means["W"], X[100:].T))
     z = np.zeros_like(Ez)
     for _ in range(3000):
         if name == "R-L-BSVM":
@@ -294,6 +310,19 @@ def test_gaussian_block_against_direct_inverse():
         assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1])
     draws = np.stack([_gaussian_block(prec, rhs, np.random.default_rng(s))[0] for s in range(4000)])
     assert np.allclose(np.cov(draws[:, 0].T), cov[0], atol=0.05 * np.abs(cov[0]).max())
+    # second moments, and precisions scale G + diag(d) given by their parts (37: a padded chunk)
+    G = prec[0]
+    scale, diag = rng.uniform(0.5, 2, size=37), rng.uniform(0.1, 3, size=(37, 4))
+    rhs = rng.normal(size=(37, 4))
+    full = scale[:, None, None] * G + diag[:, :, None] * np.eye(4)
+    mean, second, logdet = _gaussian_block((G, scale, diag), rhs, second=True)
+    for j in range(37):
+        c = np.linalg.inv(full[j])
+        np.testing.assert_allclose(mean[j], c @ rhs[j], rtol=1e-10)
+        np.testing.assert_allclose(second[j], c + np.outer(c @ rhs[j], c @ rhs[j]), rtol=1e-10)
+        assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1], rel=1e-10)
+    draw, outer, _ = _gaussian_block((G, scale, diag), rhs, np.random.default_rng(0), second=True)
+    np.testing.assert_allclose(outer, draw[:, :, None] * draw[:, None, :], rtol=1e-14)
 
 
 def _point_engine(likelihood, form="exact", seed=3):

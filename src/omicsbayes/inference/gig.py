@@ -12,6 +12,7 @@ ratios).  As ``b -> 0`` with ``p > 0`` the GIG tends to Gamma(p, rate a/2) and a
 """
 
 import numpy as np
+from numba import njit
 from scipy import special, stats
 
 _TINY = 1e-300
@@ -94,19 +95,67 @@ def sample_invgauss(mean, shape, rng):
     return rng.wald(mean, shape)
 
 
+@njit(cache=True)
+def _k1_over_k0(x):
+    """``K_1(x) / K_0(x)`` elementwise for x > 0 (1-D): Temme's series below 2 and Steed's
+    continued fraction CF2 from 2 on, as in Numerical Recipes' ``bessik`` with order 0 (the
+    ratio needs only CF2's sum, not the normalisation); relative error below 1e-14."""
+    out = np.empty(x.size)
+    for j in range(x.size):
+        xj = x[j]
+        if not 0.0 < xj < np.inf:  # the limit at infinity; NaN (or x <= 0) gives NaN
+            out[j] = 1.0 if xj == np.inf else np.nan
+        elif xj < 2.0:  # K_0 = sum c_i f_i, K_1 = (2 / x) sum c_i (p_i - i f_i)
+            half = 0.5 * xj
+            f = -np.log(half) - 0.5772156649015329  # -log(x / 2) - Euler's gamma
+            k0 = f
+            k1 = 0.5
+            p = q = 0.5
+            c = 1.0
+            i = 1
+            while True:
+                f = (i * f + p + q) / (i * i)
+                c *= half * half / i
+                p /= i
+                q /= i
+                k0 += c * f
+                k1 += c * (p - i * f)
+                if abs(c * f) < 1e-16 * abs(k0):
+                    break
+                i += 1
+            out[j] = k1 * (2.0 / xj) / k0
+        else:
+            b = 2.0 * (1.0 + xj)
+            d = h = delta = 1.0 / b
+            a = -0.25
+            i = 2
+            while True:
+                a -= 2.0 * (i - 1)
+                b += 2.0
+                d = 1.0 / (b + a * d)
+                delta *= b * d - 1.0
+                h += delta
+                if abs(delta) < 1e-16 * abs(h):
+                    break
+                i += 1
+            out[j] = (xj + 0.5 - 0.25 * h) / xj
+    return out
+
+
 def gig_mean_and_inverse_mean(a, b, p):
     """``E[x]`` and ``E[1/x]`` of GIG(a, b, p) for a, b > 0 (Bessel ratios of ERRATA.md), with
     two or three scaled Bessel evaluations instead of the five of ``gig_moments`` (which also
-    returns E[log x], not needed here); ``K_{-v} = K_v`` is used when p = 0."""
+    returns E[log x], not needed here); when p = 0 (horseshoe) both are ``K_1 / K_0`` times
+    ``eta`` or ``1 / eta`` (``K_{-1} = K_1``), one compiled ratio (twice as fast as scipy's
+    ``k1e / k0e``)."""
     omega = np.sqrt(a * b)
     eta = np.sqrt(b / a)
-    if p == 0:  # horseshoe: the dedicated order-0 and order-1 routines are much faster
-        k_p, k_up = special.k0e(omega), special.k1e(omega)
-        k_down = k_up
-    else:
-        k_p = special.kve(p, omega)
-        k_up = special.kve(p + 1, omega)
-        k_down = special.kve(p - 1, omega)
+    if p == 0:
+        ratio = _k1_over_k0(np.ravel(omega)).reshape(np.shape(omega))
+        return eta * ratio, ratio / eta
+    k_p = special.kve(p, omega)
+    k_up = special.kve(p + 1, omega)
+    k_down = special.kve(p - 1, omega)
     return eta * k_up / k_p, k_down / (eta * k_p)
 
 

@@ -397,14 +397,15 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             P = np.ones((1, self.n_features_in_))
 
             def neighbours(rows):
-                lo_t, up_t = self._index.new_neighbours(means["W"], X[rows].T)
-                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T)
+                lo_t, up_t, typical_t = self._index.new_neighbours(means["W"], X[rows].T)
+                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T), typical_t.T
 
             def moments_of(lo, up):
                 def moments(mu, rows=slice(None)):
-                    if latent:
+                    if latent:  # the compiled kernel reads the rows of lo and up in place
                         mean, var = np.empty_like(mu), np.empty_like(mu)
-                        log_z = _margin_moments(mu, lo[rows], up[rows], eps, mean, var)
+                        at = np.arange(len(lo))[rows]
+                        log_z = _margin_moments(mu, lo, up, at, eps, mean, var)
                         return mean, var, log_z
                     mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
                     return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
@@ -417,13 +418,13 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 Ez = np.empty((m, k))
                 for start in range(0, m, step):
                     rows = slice(start, min(start + step, m))
-                    moments = moments_of(*neighbours(rows))
+                    lo, up, typical = neighbours(rows)
                     Ez[rows], cov = _newton_scores(
-                        moments, Ea, EAA, rows.stop - rows.start, self.transform_iter
+                        moments_of(lo, up), Ea, EAA, typical, self.transform_iter
                     )
                 cov = np.broadcast_to(cov[0], (m, k, k))
                 return Ez, _second(Ez, cov), np.ones((m, 1))
-            lo, up = neighbours(slice(None))
+            lo, up, _ = neighbours(slice(None))
             moments = moments_of(lo, up)
         if exact:
             eaa_flat = sym.flat(EAA)
@@ -458,9 +459,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             else:
                 S = sym.unflat(P @ eaa_flat)
             S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-            new, cov, _ = _gaussian_block(S, rhs + H @ Ea)
+            new, EZZ, _ = _gaussian_block(S, rhs + H @ Ea, second=True)
             change = np.max(np.abs(new - Ez))
-            Ez, EZZ = new, _second(new, cov)
+            Ez = new
             if self.mixture:
                 norm_mu = np.sum(means["Emu"] ** 2, axis=1)
                 sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu

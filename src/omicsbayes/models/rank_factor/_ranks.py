@@ -158,9 +158,9 @@ class _RankIndex:
         return self._unsort((self._bounds[3] % 2).astype(float)).astype(int)
 
     def new_neighbours(self, W_t, Xnew_t):
-        """Training neighbours ``(w^l, w^u)`` of new values, all (n_features, samples): ``W_t``
-        the fitted training w, ``Xnew_t`` the new values."""
-        lo = np.empty(Xnew_t.shape)
-        up = np.empty(Xnew_t.shape)
-        _place(self.sorted_t, self.order_t, W_t, np.ascontiguousarray(Xnew_t), lo, up)
-        return lo, up
+        """Training neighbours ``(w^l, w^u)`` of new values and the typical training w at their
+        place (mean over the equal training values, see :func:`._kernels._place`), all
+        (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values."""
+        lo, up, typical = (np.empty(Xnew_t.shape) for _ in range(3))
+        _place(self.sorted_t, self.order_t, W_t, np.ascontiguousarray(Xnew_t), lo, up, typical)
+        return lo, up, typical
