@@ -484,7 +484,10 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
                 ll -= ll_lo[s]
                 ll -= ll_up[s]
         ll_block[blk] = ll
-    return ll_block.sum()
+    total = 0.0  # a plain loop: the threaded copy would split ``ll_block.sum()`` over threads
+    for blk in range(n_blocks):
+        total += ll_block[blk]
+    return total
 
 
 _margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
