@@ -146,3 +146,40 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
     candidates = pd.read_csv(tmp_path / "results/toy_known/candidates.tsv", sep="\t")
     assert candidates["col_id"].str.startswith("G").all() and (candidates["rank"] <= 20).all()
     assert np.isfinite(candidates["score"]).all()  # training genes are never candidates
+
+
+@pytest.mark.workflow
+def test_model_figures_with_a_gene_selecting_transform(tmp_path, tiny_config, snakemake_run):
+    """`figures:` with `top_genes` in the experiment's first transform (issue 19): the
+    whole-cohort fit keeps the genes selected on all samples and the tables and figures name
+    them (recomputed here with numpy from the cohort as read)."""
+    import anndata as ad
+    import numpy as np
+
+    config = copy.deepcopy(tiny_config)
+    config["transforms"]["top8"] = {"steps": [{"name": "top_genes", "n": 8, "by": "variance"}]}
+    config["models"]["R-L-BSVM"] = {
+        "class": "RankFactorClassifier",
+        "variant": "R-L-BSVM",
+        "params": {"n_factors": 2, "max_iter": 5},
+    }
+    config["experiments"]["malignant"].update(
+        transforms=["top8"], models=["logistic", "R-L-BSVM"], figures=["R-L-BSVM"]
+    )
+    folder = "results/malignant/model_figures/R-L-BSVM"
+    targets = [f"{folder}/{name}" for name in ("top_genes.tsv", "rank_vs_log.png", "trace.png")]
+    result = snakemake_run(tmp_path, "--cores", "2", *targets, config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    raw = ad.read_h5ad(tmp_path / "results/breast_cancer/raw.h5ad")
+    variance = np.asarray(raw.X, dtype=float).var(axis=0)
+    selected = raw.var_names[np.sort(np.argsort(-variance, kind="stable")[:8])].tolist()
+    loadings = pd.read_csv(tmp_path / folder / "loadings.tsv", sep="\t")
+    assert loadings["feature"].tolist() == selected  # in the cohort's order
+    top = pd.read_csv(tmp_path / folder / "top_genes.tsv", sep="\t")
+    assert set(top["gene"]) == set(selected)  # 8 genes < n_top = 20: every one, per factor
+    assert (tmp_path / folder / "rank_vs_log.png").stat().st_size > 1000
+    fit = ad.read_h5ad(tmp_path / folder / "fit.h5ad")
+    assert fit.var_names.tolist() == selected and fit.n_obs == raw.n_obs
+    log = (tmp_path / "logs/model_figures/malignant/R-L-BSVM/fit_summary.log").read_text()
+    assert "8 of 30 features selected" in log

@@ -5,8 +5,9 @@ trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.j
 loadings (with the features' ``gene_symbol`` when the cohort has one), coefficients and scores as
 tables for paper 000's figures. The experiment's first
 transform is used; its steps that learn from samples are fitted on every sample (there is no test
-split here: these outputs show the fitted structure, not its metrics). All tasks are learned
-jointly, one ``.obs`` column per task.
+split here: these outputs show the fitted structure, not its metrics), and a gene-selecting step
+(``top_genes``) keeps the genes it selects on all samples, which the tables and figures then
+name. All tasks are learned jointly, one ``.obs`` column per task.
 """
 
 import logging
@@ -35,6 +36,30 @@ def table(name, keys, values):
     return frame
 
 
+def fold_transformed(adata, fold_steps):
+    """``adata`` with its fold steps fitted on every sample and applied; a step that selects
+    genes (``top_genes``, ``max_zero_fraction``) keeps only the selected features in ``.var``.
+
+    Raises ValueError when a step makes columns that are not features (a kernel map).
+    """
+    pipeline = build_pipeline(fold_steps)
+    X = pipeline.fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
+    kept = pd.Index(pipeline.get_feature_names_out(adata.var_names.to_numpy(dtype=object)))
+    if len(kept) != X.shape[1] or not kept.isin(adata.var_names).all():
+        raise ValueError(
+            f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
+            "columns that are not features; loadings need a transform that keeps or selects "
+            "features (not a kernel map)"
+        )
+    if len(kept) < adata.n_vars:
+        logging.getLogger("omicsbayes").info(
+            "%d of %d features selected by %s", len(kept), adata.n_vars, fold_steps
+        )
+    out = adata[:, kept].copy()
+    out.X = X
+    return out
+
+
 def main(smk):
     wc = smk.wildcards
     adata = ad.read_h5ad(smk.input.data)
@@ -58,13 +83,7 @@ def main(smk):
     )
     start = time.perf_counter()
     if fold_steps:
-        X = build_pipeline(fold_steps).fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
-        if X.shape[1] != adata.n_vars:
-            raise ValueError(
-                f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
-                "columns; loadings need a transform that keeps the features (not a kernel map)"
-            )
-        adata.X = X
+        adata = fold_transformed(adata, fold_steps)
     if list(targets.columns) == ["multiclass"]:
         label_key, tasks = label, None  # one-vs-rest tasks of the label's classes
     else:
