@@ -183,3 +183,23 @@ def test_model_figures_with_a_gene_selecting_transform(tmp_path, tiny_config, sn
     assert fit.var_names.tolist() == selected and fit.n_obs == raw.n_obs
     log = (tmp_path / "logs/model_figures/malignant/R-L-BSVM/fit_summary.log").read_text()
     assert "8 of 30 features selected" in log
+    assert log.splitlines()[-1].split(" INFO ")[-1].startswith("resources: CPU ")
+
+
+def test_usage_line_reports_the_process_cpu_and_peak_memory():
+    """The resource line every job's log ends with: at least the CPU this process has spent
+    (time.process_time) and the resident memory of an array it has just filled."""
+    import re
+    import time
+
+    import numpy as np
+
+    from omicsbayes.jobs import usage_line
+
+    block = np.ones(200 * 2**20 // 8)  # 200 MB, every page written
+    cpu = time.process_time()
+    line = usage_line(1.5)
+    found = re.fullmatch(r"resources: CPU ([\d.]+) s, peak RSS (\d+) MB, 1.50 s wall", line)
+    assert found, line
+    assert float(found[1]) >= cpu - 0.01
+    assert int(found[2]) >= 200 + block[0] - 1

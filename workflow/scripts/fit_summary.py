@@ -13,17 +13,20 @@ name. All tasks are learned jointly, one ``.obs`` column per task.
 import logging
 import time
 
-import anndata as ad
-import numpy as np
-import pandas as pd
+import matplotlib
 
-from omicsbayes import tl
-from omicsbayes._seed import derive_seed
-from omicsbayes.io import save_fit
-from omicsbayes.jobs import atomic_write, run_job, write_table
-from omicsbayes.preprocess import build_pipeline, split_pipeline
-from omicsbayes.preprocess.transforms import dense_matrix
-from omicsbayes.protocols.classification import task_targets
+matplotlib.use("Agg")
+import anndata as ad  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from omicsbayes import pl, tl  # noqa: E402
+from omicsbayes._seed import derive_seed  # noqa: E402
+from omicsbayes.io import save_fit  # noqa: E402
+from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
+from omicsbayes.preprocess import build_pipeline, split_pipeline  # noqa: E402
+from omicsbayes.preprocess.transforms import dense_matrix  # noqa: E402
+from omicsbayes.protocols.classification import task_targets  # noqa: E402
 
 KEY = "rank_factor"
 
@@ -112,6 +115,11 @@ def main(smk):
         log.info("convergence diagnostics:\n%s", uns["diagnostics"].to_string())
     atomic_write(smk.output.fit, lambda tmp: adata.write_h5ad(tmp))
     save_fit(estimator, smk.output.estimator)
+    # the trace from the file as written (as a job reading fit.h5ad would draw it)
+    fig = pl.trace(ad.read_h5ad(smk.output.fit), KEY)
+    atomic_write(
+        smk.output.trace, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    )
 
 
 run_job(snakemake, main)  # noqa: F821
