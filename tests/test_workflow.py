@@ -186,6 +186,27 @@ def test_model_figures_with_a_gene_selecting_transform(tmp_path, tiny_config, sn
     assert log.splitlines()[-1].split(" INFO ")[-1].startswith("resources: CPU ")
 
 
+@pytest.mark.workflow
+def test_model_figures_refuse_a_kernel_map(tmp_path, tiny_config, snakemake_run):
+    """A `figures:` model whose first transform is a kernel map (columns are training samples,
+    not features) stops with one message naming the steps."""
+    config = copy.deepcopy(tiny_config)
+    config["transforms"]["kernel"] = {"steps": [{"name": "empirical_kernel_map"}]}
+    config["models"]["R-L-BSVM"] = {
+        "class": "RankFactorClassifier",
+        "variant": "R-L-BSVM",
+        "params": {"n_factors": 2, "max_iter": 5},
+    }
+    config["experiments"]["malignant"].update(
+        transforms=["kernel"], models=["R-L-BSVM"], figures=["R-L-BSVM"]
+    )
+    target = "results/malignant/model_figures/R-L-BSVM/loadings.tsv"
+    result = snakemake_run(tmp_path, "--cores", "1", target, config=config)
+    assert result.returncode != 0
+    log = (tmp_path / "logs/model_figures/malignant/R-L-BSVM/fit_summary.log").read_text()
+    assert "columns that are not features" in log and "empirical_kernel_map" in log
+
+
 def test_usage_line_reports_the_process_cpu_and_peak_memory():
     """The resource line every job's log ends with: at least the CPU this process has spent
     (time.process_time) and the resident memory of an array it has just filled."""
