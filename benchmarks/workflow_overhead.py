@@ -5,15 +5,18 @@
 runs the workflow in a fresh ``--workdir`` with ``OMP_NUM_THREADS=1`` and prints the master
 process's CPU seconds (``RUSAGE_SELF``: DAG, input functions, scheduling, job set-up), the jobs'
 (``RUSAGE_CHILDREN``: every job process, waited for), their ratio, the job count (in all and per
-rule), and the sum of ``cpu_time`` over the per-job benchmark files in ``logs/benchmarks/``
-(Snakemake's own sampling, which misses part of jobs shorter than its sampling interval). The
-master's share is the figure docs/workflow.md reports; it is not a test because it depends on the
-machine.
+rule, from the run's Snakemake log: every finished job but the target rule ``all``), and the sum
+of ``cpu_time`` over the per-job benchmark files in ``logs/benchmarks/`` (Snakemake's own
+sampling, only of the rules that have ``benchmark:``, and missing part of jobs shorter than its
+sampling interval). The workflow profile ``profiles/default`` applies, as it does to ``make run``
+and to ``snakemake`` run from the repository root. The master's share is the figure
+docs/workflow.md reports; it is not a test because it depends on the machine.
 """
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,22 +42,31 @@ def measure(workdir, snakemake_args):
     """CPU seconds of the master and of its jobs for one run in ``workdir`` (a dict)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     snakefile = REPO / "workflow" / "Snakefile"
-    cmd = [sys.executable, "-c", _RUN, "-s", str(snakefile), "-d", str(workdir), *snakemake_args]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
+    profile = ["--workflow-profile", str(REPO / "profiles" / "default")]
+    cmd = [sys.executable, "-c", _RUN, "-s", str(snakefile), "-d", str(workdir), *profile]
+    out = subprocess.run(
+        [*cmd, *snakemake_args], capture_output=True, text=True, env=env, cwd=workdir
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     if result["code"]:
         raise SystemExit(f"snakemake failed:\n{out.stderr[-3000:]}")
-    folder = Path(workdir, "logs", "benchmarks")
-    files = list(folder.rglob("*.tsv"))
-    sampled = sum(pd.read_csv(f, sep="\t")["cpu_time"].sum() for f in files)
-    by_rule = pd.Series([f.relative_to(folder).parts[0] for f in files]).value_counts()
+    by_rule = finished_jobs(workdir)
+    files = Path(workdir, "logs", "benchmarks").rglob("*.tsv")
     return {
         **result,
         "master_share": result["master"] / result["jobs"],
-        "n_jobs": len(files),
-        "jobs_by_rule": by_rule.sort_index().to_dict(),
-        "benchmark_cpu_time": sampled,
+        "n_jobs": int(by_rule.sum()),
+        "jobs_by_rule": by_rule.to_dict(),
+        "benchmark_cpu_time": sum(pd.read_csv(f, sep="\t")["cpu_time"].sum() for f in files),
     }
+
+
+def finished_jobs(workdir):
+    """Jobs per rule that the newest Snakemake log in ``workdir`` reports finished, without the
+    target rule ``all`` (a pandas Series, by rule name)."""
+    log = max(Path(workdir, ".snakemake", "log").glob("*.snakemake.log"))
+    rules = re.findall(r"^Finished jobid: \d+ \(Rule: (\S+)\)$", log.read_text(), re.MULTILINE)
+    return pd.Series(rules, dtype=object).value_counts().drop("all", errors="ignore").sort_index()
 
 
 def main(argv=None):

@@ -106,7 +106,7 @@ def test_missing_cohort_file_stops_naming_key_and_file(key, tmp_path, tiny_confi
 
 @pytest.mark.workflow
 def test_lint_reports_nothing(tmp_path, tiny_config, snakemake_run):
-    """`snakemake --lint`: every rule has conda, log and benchmark; no absolute paths."""
+    """`snakemake --lint`: every rule has conda and log; no absolute paths."""
     default_config(tiny_config, tmp_path)
     result = snakemake_run(tmp_path, "--lint")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -209,7 +209,8 @@ def test_runs_as_a_module_of_another_workflow(tmp_path, module_workflow, snakema
     summary = pd.read_csv(tmp_path / "results" / "summary.tsv", sep="\t")
     assert set(summary["experiment"]) == {"malignant"}
     assert (tmp_path / "results" / "malignant" / "figures" / "metrics.png").stat().st_size > 0
-    assert list((tmp_path / "logs" / "benchmarks" / "fit").rglob("*.tsv"))
+    fit_logs = list((tmp_path / "logs" / "fit").rglob("*.log"))
+    assert fit_logs and all("resources: CPU " in log.read_text() for log in fit_logs)
     report = tmp_path / "report.html"
     result = snakemake_run(tmp_path, "--report", str(report), snakefile=module_workflow)
     assert result.returncode == 0, result.stderr[-3000:]

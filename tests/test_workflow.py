@@ -146,3 +146,92 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
     candidates = pd.read_csv(tmp_path / "results/toy_known/candidates.tsv", sep="\t")
     assert candidates["col_id"].str.startswith("G").all() and (candidates["rank"] <= 20).all()
     assert np.isfinite(candidates["score"]).all()  # training genes are never candidates
+
+
+@pytest.mark.workflow
+def test_model_figures_with_a_gene_selecting_transform(tmp_path, tiny_config, snakemake_run):
+    """`figures:` with `top_genes` in the experiment's first transform (issue 19): the
+    whole-cohort fit keeps the genes selected on all samples and the tables and figures name
+    them (recomputed here with numpy from the cohort as read)."""
+    import anndata as ad
+    import numpy as np
+
+    config = copy.deepcopy(tiny_config)
+    config["transforms"]["top8"] = {"steps": [{"name": "top_genes", "n": 8, "by": "variance"}]}
+    config["models"]["R-L-BSVM"] = {
+        "class": "RankFactorClassifier",
+        "variant": "R-L-BSVM",
+        "params": {"n_factors": 2, "max_iter": 5},
+    }
+    config["experiments"]["malignant"].update(
+        transforms=["top8"], models=["logistic", "R-L-BSVM"], figures=["R-L-BSVM"]
+    )
+    folder = "results/malignant/model_figures/R-L-BSVM"
+    targets = [f"{folder}/{name}" for name in ("top_genes.tsv", "rank_vs_log.png", "trace.png")]
+    result = snakemake_run(tmp_path, "--cores", "2", *targets, config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    raw = ad.read_h5ad(tmp_path / "results/breast_cancer/raw.h5ad")
+    variance = np.asarray(raw.X, dtype=float).var(axis=0)
+    selected = raw.var_names[np.sort(np.argsort(-variance, kind="stable")[:8])].tolist()
+    loadings = pd.read_csv(tmp_path / folder / "loadings.tsv", sep="\t")
+    assert loadings["feature"].tolist() == selected  # in the cohort's order
+    top = pd.read_csv(tmp_path / folder / "top_genes.tsv", sep="\t")
+    assert set(top["gene"]) == set(selected)  # 8 genes < n_top = 20: every one, per factor
+    assert (tmp_path / folder / "rank_vs_log.png").stat().st_size > 1000
+    fit = ad.read_h5ad(tmp_path / folder / "fit.h5ad")
+    assert fit.var_names.tolist() == selected and fit.n_obs == raw.n_obs
+    log = (tmp_path / "logs/model_figures/malignant/R-L-BSVM/fit_summary.log").read_text()
+    assert "8 of 30 features selected" in log
+    assert log.splitlines()[-1].split(" INFO ")[-1].startswith("resources: CPU ")
+
+
+@pytest.mark.workflow
+def test_model_figures_refuse_a_kernel_map(tmp_path, tiny_config, snakemake_run):
+    """A `figures:` model whose first transform is a kernel map (columns are training samples,
+    not features) stops with one message naming the steps."""
+    config = copy.deepcopy(tiny_config)
+    config["transforms"]["kernel"] = {"steps": [{"name": "empirical_kernel_map"}]}
+    config["models"]["R-L-BSVM"] = {
+        "class": "RankFactorClassifier",
+        "variant": "R-L-BSVM",
+        "params": {"n_factors": 2, "max_iter": 5},
+    }
+    config["experiments"]["malignant"].update(
+        transforms=["kernel"], models=["R-L-BSVM"], figures=["R-L-BSVM"]
+    )
+    target = "results/malignant/model_figures/R-L-BSVM/loadings.tsv"
+    result = snakemake_run(tmp_path, "--cores", "1", target, config=config)
+    assert result.returncode != 0
+    log = (tmp_path / "logs/model_figures/malignant/R-L-BSVM/fit_summary.log").read_text()
+    assert "columns that are not features" in log and "empirical_kernel_map" in log
+
+
+def test_usage_line_reports_the_process_cpu_and_peak_memory():
+    """The resource line every job's log ends with: at least the CPU this process has spent
+    (time.process_time) and the resident memory of an array it has just filled."""
+    import re
+    import time
+
+    import numpy as np
+
+    from omicsbayes.jobs import usage_line
+
+    block = np.ones(200 * 2**20 // 8)  # 200 MB, every page written
+    cpu = time.process_time()
+    line = usage_line(1.5)
+    found = re.fullmatch(r"resources: CPU ([\d.]+) s, peak RSS (\d+) MB, 1.50 s wall", line)
+    assert found, line
+    assert float(found[1]) >= cpu - 0.01
+    assert int(found[2]) >= 200 + block[0] - 1
+
+
+def test_workflow_profile_keeps_the_job_rate_but_polls_rarely():
+    """profiles/default (the workflow profile of every run from the repository root): Snakemake's
+    default average rate of 100 jobs per second, but a timespan of a minute, so the scheduler's
+    re-evaluation timer fires 60 times less often (docs/workflow.md, session 7)."""
+    from snakemake.settings.types import MaxJobsPerTimespan
+
+    profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    limit = MaxJobsPerTimespan.parse_choice(profile["max-jobs-per-timespan"])
+    assert limit.timespan == 60 and limit.max_jobs / limit.timespan == 100

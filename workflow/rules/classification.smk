@@ -23,8 +23,6 @@ rule fit:
         "../envs/omicsbayes.yaml"
     log:
         "logs/fit/{experiment}/{transform}/{model}.log",
-    benchmark:
-        "logs/benchmarks/fit/{experiment}/{transform}/{model}.tsv"
     threads: 1
     group:
         "fit"

@@ -13,8 +13,6 @@ rule data:
         "../envs/omicsbayes.yaml"
     log:
         "logs/data/{cohort}.log",
-    benchmark:
-        "logs/benchmarks/data/{cohort}.tsv"
     resources:
         mem_mb=4000,
         runtime=20,

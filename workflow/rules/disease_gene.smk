@@ -19,8 +19,6 @@ rule fit_ranking:
         "../envs/omicsbayes.yaml"
     log:
         "logs/fit_ranking/{experiment}/{model}/split{split}.log",
-    benchmark:
-        "logs/benchmarks/fit_ranking/{experiment}/{model}/split{split}.tsv"
     threads: 1
     group:
         "fit"
@@ -48,7 +46,5 @@ rule candidates:
         "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}_candidates.log",
-    benchmark:
-        "logs/benchmarks/evaluate/{experiment}_candidates.tsv"
     script:
         "../scripts/candidates.py"

@@ -37,8 +37,6 @@ rule evaluate:
         "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/{experiment}.log",
-    benchmark:
-        "logs/benchmarks/evaluate/{experiment}.tsv"
     script:
         "../scripts/evaluate.py"
 
@@ -66,7 +64,5 @@ rule summary:
         "../envs/omicsbayes.yaml"
     log:
         "logs/evaluate/summary.log",
-    benchmark:
-        "logs/benchmarks/evaluate/summary.tsv"
     script:
         "../scripts/summary.py"

@@ -19,8 +19,6 @@ rule fit_entries:
         "../envs/omicsbayes.yaml"
     log:
         "logs/fit_entries/{experiment}/{transform}/{model}/split{split}.log",
-    benchmark:
-        "logs/benchmarks/fit_entries/{experiment}/{transform}/{model}/split{split}.tsv"
     threads: 1
     group:
         "fit"
@@ -52,7 +50,5 @@ rule latent_figure:
         "../envs/omicsbayes.yaml"
     log:
         "logs/figures/{experiment}_latent.log",
-    benchmark:
-        "logs/benchmarks/figures/{experiment}_latent.tsv"
     script:
         "../scripts/latent_figure.py"

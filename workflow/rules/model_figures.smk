@@ -8,7 +8,9 @@
 # Snakefile adds model_figure_targets() to rule all.
 
 
-# One fit on every sample: the experiment's first transform, its fold steps fitted on all samples.
+# One fit on every sample: the experiment's first transform, its fold steps fitted on all samples;
+# the bound (VB) or log-likelihood (Gibbs) trace drawn from the fit.h5ad it has just written (one
+# job: the trace alone would be a process start of its own).
 rule fit_summary:
     input:
         data=lambda wc: (
@@ -21,6 +23,7 @@ rule fit_summary:
         scores=_table("scores", "factor scores (samples x factors)"),
         fit=f"{FIGURE_FOLDER}/fit.h5ad",
         estimator=f"{FIGURE_FOLDER}/fit.joblib",
+        trace=_figure("trace", "convergence trace"),
     wildcard_constraints:
         experiment=r"[^/]+",
         model=r"[^/]+",
@@ -34,8 +37,6 @@ rule fit_summary:
         "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_summary.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/{model}/fit_summary.tsv"
     threads: 1
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 20 * input.size_mb) * attempt,
@@ -69,8 +70,6 @@ rule model_figures:
         "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/model_figures.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/{model}/model_figures.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -88,8 +87,6 @@ rule model_loadings_images:
         "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/loadings_images.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/{model}/loadings_images.tsv"
     script:
         "../scripts/model_figures.py"
 
@@ -107,27 +104,6 @@ rule fit_draws:
         "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/{model}/fit_draws.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/{model}/fit_draws.tsv"
-    script:
-        "../scripts/model_diagnostics.py"
-
-
-# The bound (VB) or log-likelihood (Gibbs) trace of the whole-cohort fit.
-rule model_trace:
-    input:
-        f"{FIGURE_FOLDER}/fit.h5ad",
-    output:
-        _figure("trace", "convergence trace"),
-    wildcard_constraints:
-        experiment=r"[^/]+",
-        model=r"[^/]+",
-    conda:
-        "../envs/omicsbayes.yaml"
-    log:
-        "logs/model_figures/{experiment}/{model}/model_trace.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/{model}/model_trace.tsv"
     script:
         "../scripts/model_diagnostics.py"
 
@@ -154,7 +130,5 @@ rule model_diagnostics:
         "../envs/omicsbayes.yaml"
     log:
         "logs/model_figures/{experiment}/diagnostics.log",
-    benchmark:
-        "logs/benchmarks/model_figures/{experiment}/diagnostics.tsv"
     script:
         "../scripts/model_diagnostics.py"

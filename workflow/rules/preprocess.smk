@@ -12,8 +12,6 @@ rule preprocess:
         "../envs/omicsbayes.yaml"
     log:
         "logs/preprocess/{cohort}/{transform}.log",
-    benchmark:
-        "logs/benchmarks/preprocess/{cohort}/{transform}.tsv"
     resources:
         mem_mb=lambda wc, input, attempt: max(2000, 8 * input.size_mb) * attempt,
         runtime=20,

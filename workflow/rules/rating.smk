@@ -18,8 +18,6 @@ rule fit_rating:
         "../envs/omicsbayes.yaml"
     log:
         "logs/fit_rating/{experiment}/{model}/split{split}.log",
-    benchmark:
-        "logs/benchmarks/fit_rating/{experiment}/{model}/split{split}.tsv"
     threads: 1
     group:
         "fit"

@@ -14,7 +14,5 @@ rule split:
         "../envs/omicsbayes.yaml"
     log:
         "logs/split/{cohort}/{protocol}.log",
-    benchmark:
-        "logs/benchmarks/split/{cohort}/{protocol}.tsv"
     script:
         "../scripts/split.py"

@@ -38,7 +38,5 @@ rule sweep_figure:
         "../envs/omicsbayes.yaml"
     log:
         "logs/sweeps/{sweep}.log",
-    benchmark:
-        "logs/benchmarks/sweeps/{sweep}.tsv"
     script:
         "../scripts/sweep_figure.py"

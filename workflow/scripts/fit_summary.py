@@ -5,24 +5,28 @@ trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.j
 loadings (with the features' ``gene_symbol`` when the cohort has one), coefficients and scores as
 tables for paper 000's figures. The experiment's first
 transform is used; its steps that learn from samples are fitted on every sample (there is no test
-split here: these outputs show the fitted structure, not its metrics). All tasks are learned
-jointly, one ``.obs`` column per task.
+split here: these outputs show the fitted structure, not its metrics), and a gene-selecting step
+(``top_genes``) keeps the genes it selects on all samples, which the tables and figures then
+name. All tasks are learned jointly, one ``.obs`` column per task.
 """
 
 import logging
 import time
 
-import anndata as ad
-import numpy as np
-import pandas as pd
+import matplotlib
 
-from omicsbayes import tl
-from omicsbayes._seed import derive_seed
-from omicsbayes.io import save_fit
-from omicsbayes.jobs import atomic_write, run_job, write_table
-from omicsbayes.preprocess import build_pipeline, split_pipeline
-from omicsbayes.preprocess.transforms import dense_matrix
-from omicsbayes.protocols.classification import task_targets
+matplotlib.use("Agg")
+import anndata as ad  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from omicsbayes import pl, tl  # noqa: E402
+from omicsbayes._seed import derive_seed  # noqa: E402
+from omicsbayes.io import save_fit  # noqa: E402
+from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
+from omicsbayes.preprocess import build_pipeline, split_pipeline  # noqa: E402
+from omicsbayes.preprocess.transforms import dense_matrix  # noqa: E402
+from omicsbayes.protocols.classification import task_targets  # noqa: E402
 
 KEY = "rank_factor"
 
@@ -33,6 +37,30 @@ def table(name, keys, values):
     frame = pd.DataFrame(values, columns=[f"factor_{k + 1}" for k in range(values.shape[1])])
     frame.insert(0, name, np.asarray(keys, dtype=object))
     return frame
+
+
+def fold_transformed(adata, fold_steps):
+    """``adata`` with its fold steps fitted on every sample and applied; a step that selects
+    genes (``top_genes``, ``max_zero_fraction``) keeps only the selected features in ``.var``.
+
+    Raises ValueError when a step makes columns that are not features (a kernel map).
+    """
+    pipeline = build_pipeline(fold_steps)
+    X = pipeline.fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
+    kept = pd.Index(pipeline.get_feature_names_out(adata.var_names.to_numpy(dtype=object)))
+    if len(kept) != X.shape[1] or not kept.isin(adata.var_names).all():
+        raise ValueError(
+            f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
+            "columns that are not features; loadings need a transform that keeps or selects "
+            "features (not a kernel map)"
+        )
+    if len(kept) < adata.n_vars:
+        logging.getLogger("omicsbayes").info(
+            "%d of %d features selected by %s", len(kept), adata.n_vars, fold_steps
+        )
+    out = adata[:, kept].copy()
+    out.X = X
+    return out
 
 
 def main(smk):
@@ -58,13 +86,7 @@ def main(smk):
     )
     start = time.perf_counter()
     if fold_steps:
-        X = build_pipeline(fold_steps).fit_transform(dense_matrix(adata.X, "the whole-cohort fit"))
-        if X.shape[1] != adata.n_vars:
-            raise ValueError(
-                f"transform steps {fold_steps} turned {adata.n_vars} features into {X.shape[1]} "
-                "columns; loadings need a transform that keeps the features (not a kernel map)"
-            )
-        adata.X = X
+        adata = fold_transformed(adata, fold_steps)
     if list(targets.columns) == ["multiclass"]:
         label_key, tasks = label, None  # one-vs-rest tasks of the label's classes
     else:
@@ -93,6 +115,11 @@ def main(smk):
         log.info("convergence diagnostics:\n%s", uns["diagnostics"].to_string())
     atomic_write(smk.output.fit, lambda tmp: adata.write_h5ad(tmp))
     save_fit(estimator, smk.output.estimator)
+    # the trace from the file as written (as a job reading fit.h5ad would draw it)
+    fig = pl.trace(ad.read_h5ad(smk.output.fit), KEY)
+    atomic_write(
+        smk.output.trace, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    )
 
 
 run_job(snakemake, main)  # noqa: F821

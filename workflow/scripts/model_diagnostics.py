@@ -1,23 +1,18 @@
-"""Convergence of the whole-cohort fits (rules fit_draws, model_trace, model_diagnostics).
+"""Convergence of the whole-cohort fits (rules fit_draws, model_diagnostics; the trace figure is
+drawn by fit_summary).
 
-``fit_draws``: the MCMC draws of the saved estimator as ArviZ netCDF. ``model_trace``: the bound
-or log-likelihood trace stored by ``omicsbayes.tl`` in ``fit.h5ad``. ``model_diagnostics``: the
+``fit_draws``: the MCMC draws of the saved estimator as ArviZ netCDF. ``model_diagnostics``: the
 R-hat / ESS tables ``omicsbayes.tl`` stored in each model's ``fit.h5ad``, one row per model and
 quantity (a VB fit has no draws: one row saying so), R-hat above 1.05 flagged.
 """
 
 import logging
 
-import matplotlib
+import anndata as ad
+import pandas as pd
 
-matplotlib.use("Agg")
-import anndata as ad  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from omicsbayes import pl  # noqa: E402
-from omicsbayes.io import load_fit, save_draws  # noqa: E402
-from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
+from omicsbayes.io import load_fit, save_draws
+from omicsbayes.jobs import run_job, write_table
 
 KEY = "rank_factor"
 
@@ -46,12 +41,6 @@ def diagnostics_table(paths, models):
 def main(smk):
     if smk.rule == "fit_draws":
         save_draws(load_fit(smk.input[0]), smk.output[0])
-    elif smk.rule == "model_trace":
-        fig = pl.trace(ad.read_h5ad(smk.input[0]), KEY)
-        atomic_write(
-            smk.output[0], lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-        )
-        plt.close(fig)
     else:
         write_table(diagnostics_table(smk.input, smk.params.models), smk.output[0])
 
