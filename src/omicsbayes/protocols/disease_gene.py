@@ -152,9 +152,13 @@ def averaged_scores(
         if total is None:
             chosen = chosen_params(model)
             fixed = {p: chosen[f"chosen_{p}"] for p in ("lam", "sigma2") if f"chosen_{p}" in chosen}
-        s = model.predict_rows(score_rows)
-        total = s if total is None else total + s
-    scores = total / n_negative_sets
+        s = np.asarray(model.predict_rows(score_rows), dtype=float)
+        if total is None:
+            total = s
+        else:  # summed in place, the previous set's scores freed: two score matrices at most
+            total += s
+        del s
+    scores = np.divide(total, n_negative_sets, out=total)
     return (scores, chosen) if return_params else scores
 
 
