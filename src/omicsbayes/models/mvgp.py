@@ -41,7 +41,10 @@ leading singular pairs found by Lanczos (``eigsh``) on its Gram matrix of the sm
 ``lam`` (as many as the current rank, at least one: the rank at most doubles per step) are added,
 each ``-u_i v_i^T`` with the mean of their exact line-search steps, and all factors are refined
 with L-BFGS. Adding several pairs per step (issue 17) needs about half the L-BFGS iterations of
-one at a time for the same objective. Memory is O((rows + columns) r + L), never rows x columns.
+one at a time for the same objective. L-BFGS moves the factors ``P = G_M U``, ``Q = G_N V``
+themselves, with ``||U||_F^2 = tr(P^T C_M^{-1} P)``, when a covariance is positive definite (one
+product with it per evaluation instead of two, issue 17), and ``U`` (``V``) otherwise
+(:class:`_Basis`). Memory is O((rows + columns) r + L), never rows x columns.
 
 Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
 inner validation over section 5's grid along a warm-started path, by ``selection_metric``
