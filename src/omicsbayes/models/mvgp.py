@@ -198,6 +198,7 @@ class _Basis:
         return self.K._apply(X, *self._inv)
 
     def from_u(self, U):
+        """The variable for ``U``: ``G U``, or U itself."""
         return self.K.sqrt_matmat(U) if self.on_factors else U
 
     def to_u(self, X):
