@@ -54,7 +54,8 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     negated ``NOT`` annotations dropped) of the same diseases, each HPO term weighted by its
     inverse disease frequency ``log(D / d_t)``; two diseases are linked with weight equal to the
     cosine similarity of their weighted term profiles when either is among the other's
-    ``n_neighbors`` most similar diseases (symmetrised by the maximum). Raw shared-term counts
+    ``n_neighbors`` most similar diseases (equal similarities: the lower index first;
+    symmetrised by the maximum). Raw shared-term counts
     would link about a quarter of all disease pairs through common terms such as intellectual
     disability; the nearest-neighbour graph keeps the specific similarities and stays sparse.
     Diseases without phenotype annotation are isolated nodes. No gene-gene graph is built
