@@ -41,10 +41,7 @@ leading singular pairs found by Lanczos (``eigsh``) on its Gram matrix of the sm
 ``lam`` (as many as the current rank, at least one: the rank at most doubles per step) are added,
 each ``-u_i v_i^T`` with the mean of their exact line-search steps, and all factors are refined
 with L-BFGS. Adding several pairs per step (issue 17) needs about half the L-BFGS iterations of
-one at a time for the same objective. L-BFGS moves the factors ``P = G_M U``, ``Q = G_N V``
-themselves, with ``||U||_F^2 = tr(P^T C_M^{-1} P)``, when a covariance is positive definite (one
-product with it per evaluation instead of two, issue 17), and ``U`` (``V``) otherwise
-(:class:`_Basis`). Memory is O((rows + columns) r + L), never rows x columns.
+one at a time for the same objective. Memory is O((rows + columns) r + L), never rows x columns.
 
 Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by
 inner validation over section 5's grid along a warm-started path, by ``selection_metric``
@@ -169,84 +166,34 @@ class _Problem:
 
 
 # ------------------------------------------------------------------- objective of equation (11)
-class _Basis:
-    """The variable ``X`` that L-BFGS moves for one side's factor of (11).
-
-    ``on_factors=False`` is section 4.1's basis: ``X = U``, the factor ``P = G U``, the
-    regulariser ``||U||_F^2``. ``on_factors=True`` optimises the factor itself: ``X = P`` with
-    ``||U||_F^2 = tr(P^T K^{-1} P)``, one product with the kernel per evaluation instead of two
-    (issue 17); it needs K positive definite. Both describe the same objective; L-BFGS takes
-    different steps in them.
-    """
-
-    def __init__(self, K, on_factors):
-        self.K, self.on_factors = K, on_factors
-        if on_factors:
-            # K^-1 in K's own form; a zero tail occurs only where W spans everything (dense K)
-            inv_t = np.divide(1.0, K.tail, out=np.zeros_like(K.tail), where=K.tail > 0)
-            self._inv = (1.0 / K.eigvals, inv_t, 1.0 / K._t_w if K._t_w > 0 else 0.0)
-
-    def factor(self, X):
-        """``P = G U`` from the variable (``G X``, or X itself); G is symmetric, so this is also
-        the map of a gradient with respect to P to one with respect to X."""
-        return X if self.on_factors else self.K.sqrt_matmat(X)
-
-    def metric(self, X):
-        """``H X`` with ``||U||_F^2 = tr(X^T H X)``: X itself, or ``K^{-1} X``."""
-        if not self.on_factors:
-            return X
-        return self.K._apply(X, *self._inv)
-
-    def from_u(self, U):
-        """The variable for ``U``: ``G U``, or U itself."""
-        return self.K.sqrt_matmat(U) if self.on_factors else U
-
-    def to_u(self, X):
-        """``U`` from the variable: ``G^{-1} P = G K^{-1} P``, or X itself."""
-        return self.K.sqrt_matmat(self.metric(X)) if self.on_factors else X
-
-
-def _factor_basis(K, rcond=1e-6):
-    """The basis in which the fit moves: on the factors when K is positive definite with all
-    eigenvalues within ``1 / rcond`` of the largest (so ``K^{-1}`` is accurate), else on U."""
-    W, d, t = K.eigvecs, K.eigvals, K.tail
-    support = np.any(W != 0, axis=1)
-    rest = [K._t_w] if np.count_nonzero(support) > W.shape[1] else []  # tail on span(W)^perp
-    ev = np.concatenate([d, t[~support], rest])
-    return _Basis(K, bool(ev.size and ev.min() > rcond * ev.max()))
-
-
-def _factor_objective(X, Y, problem, lam, sigma2, frobenius, bases=None):
-    """Objective (11) on factors B = U V^T and its gradient with respect to the variables.
+def _factor_objective(U, V, problem, lam, sigma2, frobenius):
+    """Objective (11) on factors B = U V^T and its gradient.
 
     ``f = sum_l (psi_l - y_l)^2 / (2 sigma2) + [frobenius] ||U V^T||_F^2 / 2
-    + lam (||U||_F^2 + ||V||_F^2) / 2`` with ``psi_l = P_{m_l} . Q_{n_l}``, ``P = G_M U``,
-    ``Q = G_N V``. The variables are ``X``, ``Y`` in ``bases`` (:class:`_Basis` of the rows and
-    the columns; None: U and V themselves).
+    + lam (||U||_F^2 + ||V||_F^2) / 2`` with ``psi_l = (G_M U)_{m_l} . (G_N V)_{n_l}``.
 
     Returns
     -------
     f : float
-    gX, gY : ndarray
-        Gradients with respect to X and Y.
+    gU, gV : ndarray
+        Gradients with respect to U and V.
     e : ndarray
         Residuals ``psi_l - y_l`` at the observed entries.
     """
-    bm, bn = bases or (_Basis(problem.Km, False), _Basis(problem.Kn, False))
-    P, Q = bm.factor(X), bn.factor(Y)
+    P = problem.Km.sqrt_matmat(U)
+    Q = problem.Kn.sqrt_matmat(V)
     Pl, Ql = P[problem.rows], Q[problem.cols]
     e = np.einsum("lk,lk->l", Pl, Ql) - problem.y
     w = e / sigma2
-    HX, HY = bm.metric(X), bn.metric(Y)
-    f = 0.5 * e @ w + 0.5 * lam * (np.sum(X * HX) + np.sum(Y * HY))
-    gX = bm.factor(problem.Rm @ (w[:, None] * Ql)) + lam * HX
-    gY = bn.factor(problem.Rn @ (w[:, None] * Pl)) + lam * HY
+    f = 0.5 * e @ w + 0.5 * lam * (np.sum(U * U) + np.sum(V * V))
+    gU = problem.Km.sqrt_matmat(problem.Rm @ (w[:, None] * Ql)) + lam * U
+    gV = problem.Kn.sqrt_matmat(problem.Rn @ (w[:, None] * Pl)) + lam * V
     if frobenius:
-        UtU, VtV = X.T @ HX, Y.T @ HY
+        UtU, VtV = U.T @ U, V.T @ V
         f += 0.5 * np.sum(UtU * VtV)
-        gX += HX @ VtV
-        gY += HY @ UtU
-    return f, gX, gY, e
+        gU += U @ VtV
+        gV += V @ UtU
+    return f, gU, gV, e
 
 
 def _leading_singular_pairs(problem, U, V, e, sigma2, frobenius, rng, k):
@@ -550,18 +497,16 @@ class ConstrainedMVGP(_FactorModel):
         start = time.perf_counter()
         bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
 
-        bases = (_factor_basis(problem.Km), _factor_basis(problem.Kn))
-
         def fun(x, r):
-            X, Y = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
-            fx, gX, gY, _ = _factor_objective(X, Y, problem, lam, sigma2, frob, bases)
-            return fx, np.concatenate([gX.ravel(), gY.ravel()])
+            Ux, Vx = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
+            fx, gU, gV, _ = _factor_objective(Ux, Vx, problem, lam, sigma2, frob)
+            return fx, np.concatenate([gU.ravel(), gV.ravel()])
 
         def refine(U, V, step):
             r = U.shape[1]
             res = minimize(
                 fun,
-                np.concatenate([bases[0].from_u(U).ravel(), bases[1].from_u(V).ravel()]),
+                np.concatenate([U.ravel(), V.ravel()]),
                 args=(r,),
                 jac=True,
                 method="L-BFGS-B",
@@ -569,8 +514,7 @@ class ConstrainedMVGP(_FactorModel):
             )
             check_finite(res.fun, f"{self._name} L-BFGS refinement of the factors", step)
             self.n_iter_ += int(res.nit)
-            X, Y = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
-            return _balanced(bases[0].to_u(X), bases[1].to_u(Y))
+            return _balanced(res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r))
 
         if U.shape[1]:
             U, V = refine(U, V, 0)
