@@ -47,7 +47,8 @@ def test_small_files_exact(tmp_path):
 
 
 def test_knn_graph_keeps_top_k_and_symmetrises():
-    S = sp.csr_matrix(
+    # rows are profiles; S = X X^T has cosines 0.9 (0-1), 0.5 (0-2), 0.3 (1-3), 0.1 (0-3), ...
+    X = np.linalg.cholesky(
         np.array(
             [
                 [1.0, 0.9, 0.5, 0.1],
@@ -57,12 +58,36 @@ def test_knn_graph_keeps_top_k_and_symmetrises():
             ]
         )
     )
-    G = _knn_graph(S, 1).toarray()
+    G = _knn_graph(sp.csr_matrix(X), 1).toarray()
     # top-1 neighbours: 0->1, 1->0, 2->0, 3->1; symmetrised
     expected = np.zeros((4, 4))
     for i, j, w in [(0, 1, 0.9), (2, 0, 0.5), (3, 1, 0.3)]:
         expected[i, j] = expected[j, i] = w
-    np.testing.assert_allclose(G, expected)
+    np.testing.assert_allclose(G, expected, atol=1e-12)
+
+
+def _knn_brute_force(S, k):
+    """Each row sorted on its own: similarity descending, then column ascending."""
+    G = np.zeros_like(S)
+    for i, row in enumerate(S):
+        cand = [j for j in range(S.shape[1]) if j != i and row[j] > 0]
+        for j in sorted(cand, key=lambda j: (-row[j], j))[:k]:
+            G[i, j] = row[j]
+    return np.maximum(G, G.T)
+
+
+@pytest.mark.parametrize("block_rows", [1, 4, 7, 100])
+def test_knn_graph_ties_to_lower_column_in_any_block_size(block_rows):
+    # 0/1 profiles over few terms: many identical rows (cosine ties), empty rows, no edges
+    rng = np.random.default_rng(3)
+    X = (rng.random((23, 4)) < 0.35).astype(float)
+    X[5] = 0.0
+    S = X @ X.T
+    off = S - np.diag(np.diag(S))
+    assert sum(np.unique(r[r > 0]).size < np.sum(r > 0) for r in off) > 5  # rows with ties
+    for k in (1, 3, 30):
+        G = _knn_graph(sp.csr_matrix(X), k, block_rows=block_rows).toarray()
+        np.testing.assert_array_equal(G, _knn_brute_force(S, k))
 
 
 @pytest.fixture(scope="module")

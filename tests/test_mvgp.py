@@ -107,6 +107,43 @@ def test_factored_solution_matches_dense_proximal_gradient(tiny, cls, lam):
     assert np.all(np.diff(model.objective_) <= 1e-9)
 
 
+def test_singular_kernel_matches_dense_proximal_gradient(tiny):
+    """A rank-deficient row kernel (G singular) gives the dense solution's mean too."""
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    A = rng.standard_normal((M, 4))
+    K_sing = A @ A.T / 4
+    Gm, Gn = (LowRankKernel.from_dense(K).sqrt_matmat(np.eye(len(K))) for K in (K_sing, Kn))
+    B = _dense_svt(Gm, Gn, rows, cols, y, 1.0, 0.5, 1.0)
+    model = ConstrainedMVGP(lam=1.0, sigma2=0.5, tol=1e-12, max_rank=8, random_state=0)
+    model.fit(rows, cols, y, (M, N), K_sing, Kn)
+    assert model.converged_
+    np.testing.assert_allclose(model.predict_rows(), Gm @ B @ Gn.T, atol=2e-5)
+
+
+def test_singular_pair_search_retries_when_lanczos_does_not_converge(tiny, monkeypatch):
+    """A cluster of leading singular values can keep ARPACK from 1e-10 (OMIM at lam = 31.6,
+    sigma2 = 0.002); the search then retries at 1e-7 with more Lanczos vectors, same fit."""
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+    import omicsbayes.models.mvgp as mvgp
+
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    model = ConstrainedMVGP(lam=1.0, sigma2=0.5, tol=1e-9, max_rank=8, random_state=0)
+    ref = clone(model).fit(rows, cols, y, (M, N), Km, Kn)
+    tols = []
+
+    def stalls_at_1e10(op, **kw):
+        tols.append(kw["tol"])
+        if kw["tol"] == 1e-10:
+            raise ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((op.shape[0], 0)))
+        return eigsh(op, **kw)
+
+    monkeypatch.setattr(mvgp, "eigsh", stalls_at_1e10)
+    got = clone(model).fit(rows, cols, y, (M, N), Km, Kn)
+    assert 1e-7 in tols and got.converged_ and ref.converged_
+    np.testing.assert_allclose(got.predict_rows(), ref.predict_rows(), atol=1e-6)
+
+
 def test_rank_at_most_doubles_per_step_and_objective_never_rises():
     """Issue 17: the pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
     a fit capped at rank 12 takes at most 5 growth steps, each lowering objective (11)."""

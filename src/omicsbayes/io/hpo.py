@@ -54,7 +54,8 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     negated ``NOT`` annotations dropped) of the same diseases, each HPO term weighted by its
     inverse disease frequency ``log(D / d_t)``; two diseases are linked with weight equal to the
     cosine similarity of their weighted term profiles when either is among the other's
-    ``n_neighbors`` most similar diseases (symmetrised by the maximum). Raw shared-term counts
+    ``n_neighbors`` most similar diseases (equal similarities: the lower index first;
+    symmetrised by the maximum). Raw shared-term counts
     would link about a quarter of all disease pairs through common terms such as intellectual
     disability; the nearest-neighbour graph keeps the specific similarities and stays sparse.
     Diseases without phenotype annotation are isolated nodes. No gene-gene graph is built
@@ -110,22 +111,36 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     X = sp.csr_matrix(X @ sp.diags(idf))
     norm = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.csr_matrix(sp.diags(np.where(norm > 0, 1.0 / np.maximum(norm, 1e-300), 0.0)) @ X)
-    adjacency = _knn_graph(sp.csr_matrix(X @ X.T), n_neighbors)
+    adjacency = _knn_graph(X, n_neighbors)
     return OmimAssociations(assoc, adjacency, diseases, genes)
 
 
-def _knn_graph(S, k):
-    """Keep each row's k largest off-diagonal entries of a similarity, then symmetrise by max."""
-    S = sp.csr_matrix(S)
-    S.setdiag(0.0)
-    S.data[S.data < 0] = 0.0
-    S.eliminate_zeros()
-    r = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
-    c, v = S.indices, S.data
-    # one sort on row, then decreasing similarity: the key is row + a number in [0, 0.5)
-    key = r + 0.5 * (1.0 - np.clip(v / max(v.max(initial=0.0), 1e-300), 0.0, 1.0))
-    order = np.argsort(key)
-    c, v = c[order], v[order]
-    top = np.arange(r.size) - S.indptr[r] < k
-    G = sp.csr_matrix((v[top], (r[top], c[top])), shape=S.shape)
+def _knn_graph(X, k, block_rows=512):
+    """Graph of each row's k most similar other rows under ``S = X X^T``, symmetrised by max.
+
+    Only positive similarities make edges; ties go to the lower column index, so the graph does
+    not depend on the sort algorithm numpy picks for the CPU. ``S`` is formed ``block_rows``
+    rows at a time: on OMIM the whole of it has 10 million entries (a quarter of all pairs),
+    which with the sort took 0.6 GB (issue 17).
+    """
+    X = sp.csr_matrix(X)
+    XT = sp.csr_matrix(X.T)
+    n = X.shape[0]
+    blocks = range(0, n, block_rows)
+    G = sp.vstack([_top_k_rows((X[s : s + block_rows] @ XT).toarray(), k, s) for s in blocks])
+    G = sp.csr_matrix(G)
     return G.maximum(G.T).tocsr()
+
+
+def _top_k_rows(D, k, first_row):
+    """The k largest positive entries of each row of the dense block D off the diagonal (row i
+    is node ``first_row + i``), larger first, then the lower column index."""
+    b, n = D.shape
+    D[np.arange(b), first_row + np.arange(b)] = 0.0
+    kth = -np.partition(-D, k - 1, axis=1)[:, k - 1] if n > k else D.min(axis=1)
+    r, c = np.nonzero((D > 0) & (D >= kth[:, None]))  # the top k and any ties with the k-th
+    v = D[r, c]
+    order = np.lexsort((c, -v, r))
+    r, c, v = r[order], c[order], v[order]
+    top = np.arange(r.size) - np.searchsorted(r, r) < k
+    return sp.csr_matrix((v[top], (r[top], c[top])), shape=(b, n))

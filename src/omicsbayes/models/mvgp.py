@@ -66,7 +66,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.sparse.linalg import LinearOperator, cg, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from tqdm.auto import tqdm
@@ -239,7 +239,14 @@ def _top_of_gram(S, Ka, Kb, U, V, rng, k):
     n = S.shape[1]
     v0 = rng.standard_normal(n)
     op = LinearOperator((n, n), matvec=gram, dtype=float)
-    top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-10, maxiter=2000)
+    try:
+        top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-10, maxiter=300)
+    except ArpackNoConvergence:
+        # a tight cluster of leading values (OMIM at small sigma2: many rows with one or two
+        # entries of alike residuals): any vectors of the cluster are directions as good, and
+        # values to 1e-7 are far within the stopping rule's tol; a larger Krylov space
+        ncv = min(n, max(4 * k, 40))
+        top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-7, ncv=ncv, maxiter=2000)
     order = np.argsort(-top)
     v = vec[:, order]
     u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)

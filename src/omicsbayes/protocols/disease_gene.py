@@ -137,8 +137,9 @@ def averaged_scores(
         random_state=int(rng.integers(2**31)),
         exclude_rows=exclude_rows,
     )
-    total, chosen, fixed = None, {}, {}
-    for nr, nc in sets:
+    score_rows = np.asarray(score_rows)
+    total, chosen, fixed = np.zeros((score_rows.size, N)), {}, {}
+    for i, (nr, nc) in enumerate(sets):
         model = clone(estimator).set_params(**fixed)
         if "random_state" in model.get_params():
             model.set_params(random_state=int(rng.integers(2**31)))
@@ -149,12 +150,13 @@ def averaged_scores(
             shape,
             **kernels,
         )
-        if total is None:
+        if i == 0:
             chosen = chosen_params(model)
             fixed = {p: chosen[f"chosen_{p}"] for p in ("lam", "sigma2") if f"chosen_{p}" in chosen}
-        s = model.predict_rows(score_rows)
-        total = s if total is None else total + s
-    scores = total / n_negative_sets
+        # summed in place a block of rows at a time: one score matrix in memory (issue 17)
+        for start in range(0, score_rows.size, 512):
+            total[start : start + 512] += model.predict_rows(score_rows[start : start + 512])
+    scores = np.divide(total, n_negative_sets, out=total)
     return (scores, chosen) if return_params else scores
 
 
