@@ -4,8 +4,8 @@ Run ``OMP_NUM_THREADS=1 python -m benchmarks.fidelity`` (``--quick`` for a smoke
 to pick claims). One ``--seed`` decides every split, negative set and sampler draw (through
 :func:`omicsbayes._seed.derive_seed`). No setting is tuned per cohort: each claim uses one model
 list for all its cohorts, and every estimator runs at its constructor defaults except where
-:data:`MODELS` and :data:`SETTINGS` say otherwise (iteration counts of the held-out models; paper
-004's current defaults written out).
+:data:`MODELS` and :data:`SETTINGS` say otherwise (iteration counts of the held-out models in
+``--quick`` runs; paper 004's current defaults written out).
 
 Claims (``docs/fidelity.md`` states which hold):
 
