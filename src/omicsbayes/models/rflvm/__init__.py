@@ -49,7 +49,8 @@ One iteration (section 3.1):
 Initialisation: X from the PCA scores of the column-mean imputed data (square root for counts),
 scaled to unit variance, every z_ik = 1, and W from N(0, 0.1^2 I), so the initial map
 phi(x) beta is close to linear in the PCA scores (sin(w' x) ~ w' x); the chain then learns the
-frequencies. ``n_latent`` sets the number of dimensions the chain starts with (default 8; the paper: 2).
+frequencies. ``n_latent`` sets the number of dimensions the chain starts with (default 8; the
+paper: 2).
 
 Gaussian collapsed likelihood (section 3.1, "beta_j and sigma_j^2 integrated out"):
 y_j | Phi, c ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)), for all columns from one
