@@ -400,11 +400,38 @@ def diagnose_bam(seed, n_splits=5):
         "BAM_P max_iter=200": BAMClassifier(ranking="pairwise", max_iter=200),
     }
     rows = []
+    for cohort, kernel, split, A, B, y_train, y_test in _kernel_map_splits(
+        tasks, seed, "diagnose_bam", n_splits
+    ):
+        state = derive_seed(seed, "diagnose_bam", cohort, kernel, split)
+        for name, model in models.items():
+            start = time.process_time()
+            model.set_params(random_state=state).fit(A, y_train)
+            rows.append(
+                {
+                    "cohort": cohort,
+                    "kernel": kernel,
+                    "split": split,
+                    "model": name,
+                    "test_auroc": auroc(y_test, model.decision_function(B)),
+                    "train_auroc": auroc(y_train, model.decision_function(A)),
+                    "n_iter": model.n_iter_,
+                    "converged": model.converged_,
+                    "cpu_s": time.process_time() - start,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _kernel_map_splits(tasks, seed, tag, n_splits):
+    """For each ``(cohort, kernel): (X, y)`` of ``tasks`` and each repeated-subsampling split
+    (seeded by ``tag`` and the cohort): ``cohort, kernel, split``, the empirical kernel maps of
+    the training and test samples (fitted on the training samples) and their labels."""
     for (cohort, kernel), (X, y) in tasks.items():
         splits = classification_splits(
             y,
             "repeated_subsampling",
-            random_state=derive_seed(seed, "diagnose_bam", cohort),
+            random_state=derive_seed(seed, tag, cohort),
             n_splits=n_splits,
         )
         for split, table in splits.groupby("split"):
@@ -412,24 +439,7 @@ def diagnose_bam(seed, n_splits=5):
             test = table.loc[table["role"] == "test", "sample"].to_numpy()
             kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": kernel}])
             A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
-            state = derive_seed(seed, "diagnose_bam", cohort, kernel, split)
-            for name, model in models.items():
-                start = time.process_time()
-                model.set_params(random_state=state).fit(A, y[train])
-                rows.append(
-                    {
-                        "cohort": cohort,
-                        "kernel": kernel,
-                        "split": split,
-                        "model": name,
-                        "test_auroc": auroc(y[test], model.decision_function(B)),
-                        "train_auroc": auroc(y[train], model.decision_function(A)),
-                        "n_iter": model.n_iter_,
-                        "converged": model.converged_,
-                        "cpu_s": time.process_time() - start,
-                    }
-                )
-    return pd.DataFrame(rows)
+            yield cohort, kernel, split, A, B, y[train], y[test]
 
 
 def _bprobit_sweeps(seed, n_splits):
@@ -452,36 +462,27 @@ def _bprobit_sweeps(seed, n_splits):
         ("pbmc68k CD8+ (log1p)", "gaussian"): (t_nk, cd8),
     }
     rows = []
-    for (cohort, kernel), (X, y) in tasks.items():
-        splits = classification_splits(
-            y,
-            "repeated_subsampling",
-            random_state=derive_seed(seed, "bprobit", cohort),
-            n_splits=n_splits,
-        )
-        for split, table in splits.groupby("split"):
-            train = table.loc[table["role"] == "train", "sample"].to_numpy()
-            test = table.loc[table["role"] == "test", "sample"].to_numpy()
-            kernel_map = build_pipeline([{"name": "empirical_kernel_map", "kernel": kernel}])
-            A, B = kernel_map.fit_transform(X[train]), kernel_map.transform(X[test])
-            for start in range(2):
-                state = derive_seed(seed, "bprobit", cohort, kernel, split, start)
-                fits = {
-                    cap: BayesianProbitClassifier(max_iter=cap, random_state=state).fit(A, y[train])
-                    for cap in (20000, 200)
+    for cohort, kernel, split, A, B, y_train, y_test in _kernel_map_splits(
+        tasks, seed, "bprobit", n_splits
+    ):
+        for start in range(2):
+            state = derive_seed(seed, "bprobit", cohort, kernel, split, start)
+            fits = {
+                cap: BayesianProbitClassifier(max_iter=cap, random_state=state).fit(A, y_train)
+                for cap in (20000, 200)
+            }
+            rows.append(
+                {
+                    "cohort": cohort,
+                    "kernel": kernel,
+                    "split": split,
+                    "start": start,
+                    "n_iter": fits[20000].n_iter_,
+                    "converged": fits[20000].converged_,
+                    "auroc": auroc(y_test, fits[20000].decision_function(B)),
+                    "auroc_at_200": auroc(y_test, fits[200].decision_function(B)),
                 }
-                rows.append(
-                    {
-                        "cohort": cohort,
-                        "kernel": kernel,
-                        "split": split,
-                        "start": start,
-                        "n_iter": fits[20000].n_iter_,
-                        "converged": fits[20000].converged_,
-                        "auroc": auroc(y[test], fits[20000].decision_function(B)),
-                        "auroc_at_200": auroc(y[test], fits[200].decision_function(B)),
-                    }
-                )
+            )
     return pd.DataFrame(rows)
 
 
