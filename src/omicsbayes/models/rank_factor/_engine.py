@@ -563,12 +563,14 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     Newton steps, each checked against L, quartered up to six times where L would not increase
     (with many ties, as in single-cell counts, the curvature at the start is far below that
     along the step, which overshoots) and then replaced by the VB (EM) step; a sample stops
-    when its z_* moves by less than 1e-3 of the mean magnitude of all z_* (a Newton step that
-    small is taken unchecked, and so is a step of up to 5 times that after a full Newton step
-    when quadratic convergence puts the next one below a tenth of it: at 334 x 4,732 the steps
-    were about 240, 2.6 and 0.001 tolerances, and this saves the third of three evaluations;
-    on single-cell counts, where the curvature changes fast, it rarely applies).  Returns
-    ``(E[z], Cov(z) = S^-1)`` per sample.
+    when its z_* moves by less than the tolerance, 1e-3 of the mean magnitude of all z_* (a
+    Newton step that small is taken unchecked), or when, after a full Newton step, a step of
+    up to 20 tolerances leaves less than a quarter of the tolerance to go by the quadratic
+    convergence of Newton's method (next step about size^3 / previous^2): it is taken
+    unchecked and ends the sample.  The steps were about 240, 2.6 and 0.001 tolerances at 334
+    x 4,732 and 230, 66, 8 and 0.13 on single-cell counts: this saves the last of 3 or 4
+    evaluations and moves z_* by at most a quarter of the tolerance.  Returns ``(E[z], Cov(z)
+    = S^-1)`` per sample.
     """
     d, k = Ea.shape
     S = EAA.sum(axis=0) + np.eye(k)
@@ -580,30 +582,31 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     mean, var, log_z = moments(z @ Ea.T)
     value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
     active = np.arange(len(z))  # samples still moving; each stops on its own
-    previous = np.full(len(z), np.inf)  # size of each one's last full Newton step (inf: none)
+    previous = np.full(len(z), np.nan)  # size of each one's last full Newton step (NaN: none)
     for _ in range(max_iter):
         grad = mean @ Ea - z[active] @ S
         hess = S - sym.unflat(var @ aa_flat)
         step, _, _ = _gaussian_block(hess, grad)
         # A Newton step below the tolerance is taken and ends that sample, without the check
         # against L (at the maximum of a concave L the step only shrinks); so is one of up to
-        # 5 tolerances when, after a full Newton step, the quadratic convergence of Newton's
-        # method puts the next step (size^3 / previous^2) below a tenth of the tolerance.
+        # 20 tolerances when, after a full Newton step, the quadratic convergence of Newton's
+        # method puts the next step (size^3 / previous^2, never with NaN) below a quarter of it.
         tol = 1e-3 * max(1.0, float(np.abs(z).mean()))
         size = np.max(np.abs(step), axis=1)
-        done = (size < tol) | ((size < 5 * tol) & (size * (size / previous) ** 2 < 0.1 * tol))
+        done = (size < tol) | ((size < 20 * tol) & (size * (size / previous) ** 2 < 0.25 * tol))
         z[active[done]] += step[done]
-        keep = ~done
-        active, mean, var, value, step, size = (
-            a[keep] for a in (active, mean, var, value, step, size)
-        )
+        if done.any():
+            keep = ~done
+            active, mean, var, value, step, size = (
+                a[keep] for a in (active, mean, var, value, step, size)
+            )
         if not active.size:
             break
         new = z[active] + step
         new_mean, new_var, log_z = moments(new @ Ea.T, active)
         new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
         worse = new_value < value
-        previous = np.where(worse, np.inf, size)  # shortened or replaced steps are not Newton's
+        previous = np.where(worse, np.nan, size)  # shortened or replaced steps are not Newton's
         for _ in range(_SHRINKS):  # shorten the Newton step where L would decrease
             if not worse.any():
                 break
@@ -619,9 +622,11 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
         change = np.max(np.abs(new - z[active]), axis=1)
         z[active] = new
         moving = change >= 1e-3 * max(1.0, float(np.abs(z).mean()))
-        active, mean, var, value, previous = (
-            a[moving] for a in (active, new_mean, new_var, new_value, previous)
-        )
+        mean, var, value = new_mean, new_var, new_value
+        if not moving.all():
+            active, mean, var, value, previous = (
+                a[moving] for a in (active, mean, var, value, previous)
+            )
         if not active.size:
             break
     return z, np.broadcast_to(cov, (len(z), k, k))
