@@ -398,7 +398,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
 
             def neighbours(rows):
                 lo_t, up_t, typical_t = self._index.new_neighbours(means["W"], X[rows].T)
-                return np.ascontiguousarray(lo_t.T), np.ascontiguousarray(up_t.T), typical_t.T
+                return lo_t.T, up_t.T, typical_t.T  # contiguous (samples, features)
 
             def moments_of(lo, up):
                 def moments(mu, rows=slice(None)):

@@ -545,15 +545,29 @@ def _rank_fractions(order, new_group):
     return out
 
 
+@njit(cache=True, inline="always")
+def _count_below(row, x):
+    """Number of values of the sorted, non-empty ``row`` below ``x`` (``np.searchsorted(row,
+    x)``), by a binary search whose halving steps are selects rather than branches."""
+    base = 0
+    length = len(row)
+    while length > 1:
+        half = length >> 1
+        base = base + half if row[base + half - 1] < x else base
+        length -= half
+    return base + 1 if row[base] < x else base
+
+
 @njit(cache=True)
 def _place(sorted_x, order, w, xnew, lo, up, typical):
     """Neighbours of new values among the training values, feature by feature (paper 000,
-    section 3, predictions): for ``xnew[i, m]``, ``lo[i, m]`` is the maximum of the training
-    ``w[i]`` over strictly smaller training x and ``up[i, m]`` the minimum over strictly larger
-    (+-inf when there is none); ``typical[i, m]`` is the mean training w of the tie group of
+    section 3, predictions): for ``xnew[m, i]``, ``lo[m, i]`` is the maximum of the training
+    ``w[i]`` over strictly smaller training x and ``up[m, i]`` the minimum over strictly larger
+    (+-inf when there is none); ``typical[m, i]`` is the mean training w of the tie group of
     equal x, or between two groups the mean of their means (the start of prediction's Newton
-    steps).  All arrays are (n_features, samples); ``sorted_x[i]`` holds feature i's training
-    values in increasing order, ``order[i]`` their samples."""
+    steps).  ``xnew`` and the outputs are (samples, features), ``w``, ``sorted_x`` (each
+    feature's training values in increasing order) and ``order`` (their samples) are
+    (features, training samples)."""
     d, n = sorted_x.shape
     cmax = np.empty(n)
     cmin = np.empty(n)
@@ -580,17 +594,17 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
                 gmean[p] = total / (end - start + 1)
                 gend[p] = end + 1
             start = end + 1
-        for j in range(xnew.shape[1]):
-            x = xnew[i, j]
-            n_lt = np.searchsorted(row, x, side="left")
+        for j in range(xnew.shape[0]):
+            x = xnew[j, i]
+            n_lt = _count_below(row, x)
             n_le = gend[n_lt] if n_lt < n and row[n_lt] == x else n_lt
-            lo[i, j] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
-            up[i, j] = cmin[n_le] if n_le < n else np.inf
+            lo[j, i] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
+            up[j, i] = cmin[n_le] if n_le < n else np.inf
             if n_le > n_lt:
-                typical[i, j] = gmean[n_lt]
+                typical[j, i] = gmean[n_lt]
             elif n_lt == 0:
-                typical[i, j] = gmean[0]
+                typical[j, i] = gmean[0]
             elif n_lt == n:
-                typical[i, j] = gmean[n - 1]
+                typical[j, i] = gmean[n - 1]
             else:
-                typical[i, j] = 0.5 * (gmean[n_lt - 1] + gmean[n_lt])
+                typical[j, i] = 0.5 * (gmean[n_lt - 1] + gmean[n_lt])

@@ -160,7 +160,10 @@ class _RankIndex:
     def new_neighbours(self, W_t, Xnew_t):
         """Training neighbours ``(w^l, w^u)`` of new values and the typical training w at their
         place (mean over the equal training values, see :func:`._kernels._place`), all
-        (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values."""
-        lo, up, typical = (np.empty(Xnew_t.shape) for _ in range(3))
-        _place(self.sorted_t, self.order_t, W_t, np.ascontiguousarray(Xnew_t), lo, up, typical)
-        return lo, up, typical
+        (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values.  The
+        work is done in the samples' own layout: for ``Xnew_t = X.T`` nothing is copied and
+        the outputs' transposes are contiguous."""
+        x = np.ascontiguousarray(Xnew_t.T)
+        lo, up, typical = (np.empty(x.shape) for _ in range(3))
+        _place(self.sorted_t, self.order_t, W_t, x, lo, up, typical)
+        return lo.T, up.T, typical.T
