@@ -577,7 +577,7 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
     CI = S - Ea.T @ Ea
     sym = _Sym(k)
-    aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :])
+    aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :]).astype(np.float32)
     z = (typical @ Ea) @ cov[0]  # the VB step as if E[w] were the typical training w
     mean, var, log_z = moments(z @ Ea.T)
     value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z)
@@ -585,7 +585,9 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     previous = np.full(len(z), np.nan)  # size of each one's last full Newton step (NaN: none)
     for _ in range(max_iter):
         grad = mean @ Ea - z[active] @ S
-        hess = S - sym.unflat(var @ aa_flat)
+        # -Hessian S - A^T diag(Var w) A = CI + A^T diag(1 - Var w) A: the second term, positive
+        # semi-definite, in float32 (it only shapes the step; the fixed point is the gradient's)
+        hess = CI + sym.unflat(np.subtract(1.0, var, dtype=np.float32) @ aa_flat)
         step, _, _ = _gaussian_block(hess, grad)
         # A Newton step below the tolerance is taken and ends that sample, without the check
         # against L (at the maximum of a concave L the step only shrinks); so is one of up to
