@@ -7,7 +7,7 @@ import pytest
 from scipy import optimize, special, stats
 
 from omicsbayes.models import RankFactorClassifier
-from omicsbayes.models.rank_factor import margin_conditional_moments
+from omicsbayes.models.rank_factor import _engine, margin_conditional_moments
 from omicsbayes.models.rank_factor._kernels import _margin_moments, _mills_ratio
 
 
@@ -74,10 +74,15 @@ def _objective(model, lo, up):
 
 @pytest.mark.parametrize("name", ["R-L-BSVM", "OR-L-BSVM"])
 @pytest.mark.parametrize("zeros", [False, True])
-def test_new_scores_are_the_brute_force_maximiser(name, zeros):
+@pytest.mark.parametrize("mapped_start", [False, True])
+def test_new_scores_are_the_brute_force_maximiser(name, zeros, mapped_start, monkeypatch):
     """transform's Newton steps (with the unchecked last step) land within the stopping
     tolerance (1e-3 of the mean |z|) of Nelder-Mead run to 1e-10 on the concave objective, on
-    continuous data and on zero-inflated counts (large tie groups, as in single cells)."""
+    continuous data and on zero-inflated counts (large tie groups, as in single cells), and
+    also when 4 samples are solved first to map the others' starts (as 128 are in batches of
+    at least 512)."""
+    if mapped_start:
+        monkeypatch.setattr(_engine, "_START_SAMPLES", 4)
     rng = np.random.default_rng(2)
     n, d, k = 60, 25, 3
     Z = rng.normal(size=(n, k))
