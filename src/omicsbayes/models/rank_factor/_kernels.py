@@ -548,14 +548,17 @@ def _rank_fractions(order, new_group):
 @njit(cache=True, inline="always")
 def _count_below(row, x):
     """Number of values of the sorted, non-empty ``row`` below ``x`` (``np.searchsorted(row,
-    x)``), by a binary search whose halving steps are selects rather than branches."""
+    x)``): 0 at once at or below the smallest (the zeros of counts), else a binary search
+    whose halving steps are arithmetic rather than branches."""
+    if x <= row[0]:
+        return 0
     base = 0
     length = len(row)
     while length > 1:
         half = length >> 1
-        base = base + half if row[base + half - 1] < x else base
+        base += half * (row[base + half - 1] < x)
         length -= half
-    return base + 1 if row[base] < x else base
+    return base + (row[base] < x)
 
 
 @njit(cache=True)
