@@ -570,44 +570,51 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
     equal x, or between two groups the mean of their means (the start of prediction's Newton
     steps).  ``xnew`` and the outputs are (samples, features), ``w``, ``sorted_x`` (each
     feature's training values in increasing order) and ``order`` (their samples) are
-    (features, training samples)."""
+    (features, training samples).  Each feature's tie groups are summarised first (value,
+    mean w, maximum of w up to the group, minimum from it), and the new values are searched
+    among the groups."""
     d, n = sorted_x.shape
-    cmax = np.empty(n)
-    cmin = np.empty(n)
-    gmean = np.empty(n)
-    gend = np.empty(n, np.int64)
+    value = np.empty(n)
+    mean = np.empty(n)
+    upto = np.empty(n)
+    down = np.empty(n)
     for i in range(d):
-        m = -np.inf
-        for p in range(n):
-            m = max(m, w[i, order[i, p]])
-            cmax[p] = m
-        m = np.inf
-        for p in range(n - 1, -1, -1):
-            m = min(m, w[i, order[i, p]])
-            cmin[p] = m
         row = sorted_x[i]
-        start = 0
-        while start < n:  # gmean[p], gend[p]: mean w and end of the tie group at position p
-            end = start
-            total = w[i, order[i, start]]
-            while end + 1 < n and row[end + 1] == row[start]:
-                end += 1
-                total += w[i, order[i, end]]
-            for p in range(start, end + 1):
-                gmean[p] = total / (end - start + 1)
-                gend[p] = end + 1
-            start = end + 1
+        groups = 0
+        high = -np.inf
+        p = 0
+        while p < n:  # one tie group per pass: its value, mean w and the running maximum
+            x = row[p]
+            total = 0.0
+            size = 0
+            low = np.inf
+            while p < n and row[p] == x:
+                wp = w[i, order[i, p]]
+                total += wp
+                high = max(high, wp)
+                low = min(low, wp)
+                size += 1
+                p += 1
+            value[groups] = x
+            mean[groups] = total / size
+            upto[groups] = high
+            down[groups] = low
+            groups += 1
+        for g in range(groups - 2, -1, -1):  # running minimum from each group on
+            down[g] = min(down[g], down[g + 1])
+        values = value[:groups]
         for j in range(xnew.shape[0]):
             x = xnew[j, i]
-            n_lt = _count_below(row, x)
-            n_le = gend[n_lt] if n_lt < n and row[n_lt] == x else n_lt
-            lo[j, i] = cmax[n_lt - 1] if n_lt > 0 else -np.inf
-            up[j, i] = cmin[n_le] if n_le < n else np.inf
-            if n_le > n_lt:
-                typical[j, i] = gmean[n_lt]
-            elif n_lt == 0:
-                typical[j, i] = gmean[0]
-            elif n_lt == n:
-                typical[j, i] = gmean[n - 1]
+            g = _count_below(values, x)  # groups below x
+            tie = g < groups and value[g] == x
+            lo[j, i] = upto[g - 1] if g > 0 else -np.inf
+            above = g + 1 if tie else g
+            up[j, i] = down[above] if above < groups else np.inf
+            if tie:
+                typical[j, i] = mean[g]
+            elif g == 0:
+                typical[j, i] = mean[0]
+            elif g == groups:
+                typical[j, i] = mean[groups - 1]
             else:
-                typical[j, i] = 0.5 * (gmean[n_lt - 1] + gmean[n_lt])
+                typical[j, i] = 0.5 * (mean[g - 1] + mean[g])
