@@ -561,6 +561,9 @@ def _count_below(row, x):
     return base + (row[base] < x)
 
 
+_TILE = 8  # features whose new values are placed through a buffer: 64 bytes of a sample row
+
+
 @njit(cache=True)
 def _place(sorted_x, order, w, xnew, lo, up, typical):
     """Neighbours of new values among the training values, feature by feature (paper 000,
@@ -574,6 +577,8 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
     mean w, maximum of w up to the group, minimum from it), and the new values are searched
     among the groups."""
     d, n = sorted_x.shape
+    m = xnew.shape[0]
+    tile = np.empty((4, _TILE, m))  # new values and the three outputs of _TILE features
     value = np.empty(n)
     mean = np.empty(n)
     upto = np.empty(n)
@@ -603,18 +608,30 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
         for g in range(groups - 2, -1, -1):  # running minimum from each group on
             down[g] = min(down[g], down[g + 1])
         values = value[:groups]
-        for j in range(xnew.shape[0]):
-            x = xnew[j, i]
+        b = i % _TILE
+        if b == 0:  # the next tile of features, read a cache line of each sample at a time
+            for j in range(m):
+                for c in range(min(_TILE, d - i)):
+                    tile[0, c, j] = xnew[j, i + c]
+        for j in range(m):
+            x = tile[0, b, j]
             g = _count_below(values, x)  # groups below x
             tie = g < groups and value[g] == x
-            lo[j, i] = upto[g - 1] if g > 0 else -np.inf
+            tile[1, b, j] = upto[g - 1] if g > 0 else -np.inf
             above = g + 1 if tie else g
-            up[j, i] = down[above] if above < groups else np.inf
+            tile[2, b, j] = down[above] if above < groups else np.inf
             if tie:
-                typical[j, i] = mean[g]
+                tile[3, b, j] = mean[g]
             elif g == 0:
-                typical[j, i] = mean[0]
+                tile[3, b, j] = mean[0]
             elif g == groups:
-                typical[j, i] = mean[groups - 1]
+                tile[3, b, j] = mean[groups - 1]
             else:
-                typical[j, i] = 0.5 * (mean[g - 1] + mean[g])
+                tile[3, b, j] = 0.5 * (mean[g - 1] + mean[g])
+        if b == _TILE - 1 or i == d - 1:  # write the tile back the same way
+            i0 = i - b
+            for j in range(m):
+                for c in range(b + 1):
+                    lo[j, i0 + c] = tile[1, c, j]
+                    up[j, i0 + c] = tile[2, c, j]
+                    typical[j, i0 + c] = tile[3, c, j]
