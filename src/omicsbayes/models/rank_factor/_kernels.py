@@ -575,7 +575,7 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
     feature's training values in increasing order) and ``order`` (their samples) are
     (features, training samples).  Each feature's tie groups are summarised first (value,
     mean w, maximum of w up to the group, minimum from it), and the new values are searched
-    among the groups."""
+    among the groups; they and the outputs pass through a buffer of ``_TILE`` features."""
     d, n = sorted_x.shape
     m = xnew.shape[0]
     tile = np.empty((4, _TILE, m))  # new values and the three outputs of _TILE features
