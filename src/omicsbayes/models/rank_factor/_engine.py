@@ -561,10 +561,10 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     The start is the VB update with E[w] replaced by ``typical`` (samples, features), the mean
     training w at each new value's place: from z = 0 the first Newton steps on single-cell
     counts overshot over 64-fold and took 26 evaluations a sample instead of 4.  With at
-    least 4 x ``_START_SAMPLES`` samples, ``_START_SAMPLES`` evenly spaced ones are solved
-    first, and the least-squares affine map from their starts to their scores moves the others'
-    starts (only the start changes, not the maximiser): on single-cell counts it brings the
-    start from about 280 to 30 tolerances of the scores and the evaluations from 3 to 2.
+    least 4 x c samples, c = max(``_START_SAMPLES``, 4 (K + 1)), c evenly spaced ones are
+    solved first, and the least-squares affine map from their starts to their scores moves the
+    others' starts (only the start changes, not the maximiser): on single-cell counts it brings
+    the start from about 280 to 30 tolerances of the scores and the evaluations from 3 to 2.
     Newton steps, each checked against L, quartered up to six times where L would not increase
     (with many ties, as in single-cell counts, the curvature at the start is far below that
     along the step, which overshoots) and then replaced by the VB (EM) step; a sample stops
@@ -643,10 +643,11 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
                 return
 
     n = len(z)
-    if n < 4 * _START_SAMPLES:
+    count = max(_START_SAMPLES, 4 * (k + 1))  # at least 4 per coefficient of the map
+    if n < 4 * count:
         solve(np.arange(n))
     else:
-        first = np.linspace(0, n - 1, _START_SAMPLES).astype(int)
+        first = np.linspace(0, n - 1, count).astype(int)
         rest = np.setdiff1d(np.arange(n), first)
         start = np.column_stack([z, np.ones(n)])
         solve(first)
