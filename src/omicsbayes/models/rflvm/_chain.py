@@ -466,10 +466,12 @@ class _Chain:
         """The data and parameters the HMC gradient reads, in the precision it uses; they are
         fixed during the HMC step."""
         f32 = np.float32
-        if self.lik == "gaussian":  # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product
-            PhiY = np.empty((self.N, 2 * self.M + self.J), f32)
-            PhiY[:, 2 * self.M :] = self.Yf
-            return (PhiY,)
+        if self.lik == "gaussian":
+            # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product, d/dPhi = [Phi, Yf] @ rhs
+            p = 2 * self.M
+            PhiY = np.empty((self.N, p + self.J), f32)
+            PhiY[:, p:] = self.Yf
+            return PhiY, np.empty((p + self.J, p), f32)
         if self.lik in ("bernoulli", "negative_binomial"):
             return self.Y.astype(f32), self._logit_weight.astype(f32), self.beta.astype(f32)
         return ()
@@ -493,9 +495,9 @@ class _Chain:
         XZ = X * Z
         G = XZ @ W.T
         if self.lik == "gaussian":
-            (PhiY,) = prep
+            PhiY, rhs = prep
             p = 2 * self.M
-            Phi, Yf = rff_from_arg32(G, out=PhiY[:, :p]), PhiY[:, p:]
+            Phi = rff_from_arg32(G, out=PhiY[:, :p])
             S = (PhiY.T @ PhiY).astype(float)
             A, C = S[:p, :p], S[:p, p:]
             A.flat[:: p + 1] += 1.0 / self.c
@@ -503,7 +505,9 @@ class _Chain:
             mean = Ainv @ C
             q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
             ms = mean * (self.a_n / (self.est.noise_prior[1] + 0.5 * q))
-            d_phi = Yf @ ms.T.astype(f32) - Phi @ (ms @ mean.T + self.J * Ainv).astype(f32)
+            np.negative(ms @ mean.T + self.J * Ainv, out=rhs[:p], casting="same_kind")
+            rhs[p:] = ms.T
+            d_phi = PhiY @ rhs
         elif self.lik in ("bernoulli", "negative_binomial"):
             Y, weight, beta = prep
             Phi = rff_from_arg32(G)
