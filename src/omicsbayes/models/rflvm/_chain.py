@@ -491,7 +491,7 @@ class _Chain:
         / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and d/dW = dG^T (X * Z); the priors
         add -x and -Sigma_k^-1 (w_m - mu_k).
         """
-        Z, f32 = self.Z, np.float32
+        Z = self.Z
         XZ = X * Z
         G = XZ @ W.T
         if self.lik == "gaussian":

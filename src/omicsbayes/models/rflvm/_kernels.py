@@ -7,18 +7,72 @@ import math
 import numpy as np
 from numba import njit
 
+# sin and cos by Cody-Waite reduction modulo pi / 2 (pi / 2 split in three 33-bit parts, so
+# k * part is exact for |k| < 2^20) and fdlibm's minimax polynomials on [-pi / 4, pi / 4]
+# (__kernel_sin, __kernel_cos): at most 1.2e-16 from libm's, and a loop of them vectorises
+# (libm's sin and cos are scalar calls); beyond |x| = _SINCOS_LIMIT libm's are used
+_PIO2_1 = 1.57079632673412561417e00
+_PIO2_2 = 6.07710050630396597660e-11
+_PIO2_3 = 2.02226624871116645580e-21
+_TWO_OVER_PI = 6.36619772367581382433e-01
+_SINCOS_LIMIT = 1.0e6
+_S1 = -1.66666666666666324348e-01
+_S2 = 8.33333333332248946124e-03
+_S3 = -1.98412698298579493134e-04
+_S4 = 2.75573137070700676789e-06
+_S5 = -2.50507602534068634195e-08
+_S6 = 1.58969099521155010221e-10
+_C1 = 4.16666666666666019037e-02
+_C2 = -1.38888888888741095749e-03
+_C3 = 2.48015872894767294178e-05
+_C4 = -2.75573143513906633035e-07
+_C5 = 2.08757232129817482790e-09
+_C6 = -1.13596475577881948265e-11
+
+
+@njit(inline="always")
+def _sincos(x):
+    """(sin x, cos x) for |x| <= _SINCOS_LIMIT, branch-free (see the constants above)."""
+    k = math.floor(x * _TWO_OVER_PI + 0.5)
+    r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
+    z = r * r
+    s = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    poly = _C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6))))
+    c = w + (((1.0 - w) - hz) + z * z * poly)
+    q = np.int64(k)
+    odd = (q & 1) == 1
+    sin = c if odd else s
+    cos = s if odd else c
+    sin = -sin if q & 2 else sin
+    cos = -cos if (q + 1) & 2 else cos
+    return sin, cos
+
+
+@njit(cache=True)
+def _sincos_into(x, s, c, scale):
+    """s = scale * sin(x), c = scale * cos(x) for 1-d contiguous arrays (vectorised)."""
+    for i in range(x.size):
+        si, ci = _sincos(x[i])
+        s[i] = si * scale
+        c[i] = ci * scale
+    for i in range(x.size):  # the rare large (or non-finite) arguments: libm
+        if not abs(x[i]) <= _SINCOS_LIMIT:
+            s[i] = math.sin(x[i]) * scale
+            c[i] = math.cos(x[i]) * scale
+
 
 @njit(cache=True)
 def _rff_map(G):
     """[cos G, sin G] / sqrt(M) for G (N, M), both halves from one pass over G."""
     N, M = G.shape
+    s = np.empty(N * M)
+    c = np.empty(N * M)
+    _sincos_into(np.ascontiguousarray(G).ravel(), s, c, 1.0 / math.sqrt(M))
     out = np.empty((N, 2 * M))
-    scale = 1.0 / math.sqrt(M)
-    for i in range(N):
-        for m in range(M):
-            g = G[i, m]
-            out[i, m] = math.cos(g) * scale
-            out[i, M + m] = math.sin(g) * scale
+    out[:, :M] = c.reshape(N, M)
+    out[:, M:] = s.reshape(N, M)
     return out
 
 
@@ -62,10 +116,7 @@ def _logistic_rows(Y, weight, psi, grad):
 @njit(cache=True)
 def _row_features(g, phi, M):
     """phi = [cos g, sin g] / sqrt(M) in place."""
-    sq = 1.0 / np.sqrt(M)
-    for m in range(M):
-        phi[m] = np.cos(g[m]) * sq
-        phi[M + m] = np.sin(g[m]) * sq
+    _sincos_into(g, phi[M:], phi[:M], 1.0 / np.sqrt(M))
 
 
 @njit(cache=True)
