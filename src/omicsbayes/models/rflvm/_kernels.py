@@ -120,6 +120,36 @@ def _row_features(g, phi, M):
 
 
 @njit(cache=True)
+def _axpy(a, x, y):
+    """y += a x (1-d, in place)."""
+    for j in range(x.size):
+        y[j] += a * x[j]
+
+
+@njit(cache=True)
+def _axpy_prod(x, z, y):
+    """y += x * z (1-d, in place)."""
+    for j in range(x.size):
+        y[j] += x[j] * z[j]
+
+
+@njit(cache=True)
+def _rank2_row(row, u, a, v, b):
+    """row += a u + b v (1-d, in place): one row of a symmetric rank-two update."""
+    for j in range(row.size):
+        row[j] += a * u[j] + b * v[j]
+
+
+@njit(cache=True)
+def _add_outer(X, u, v, out):
+    """out = X + u v' (out may be X)."""
+    for a in range(X.shape[0]):
+        o, x, ua = out[a], X[a], u[a]
+        for j in range(v.size):
+            o[j] = x[j] + ua * v[j]
+
+
+@njit(cache=True)
 def _collapsed_row_sweep(
     X, Z, W, Yf, Phi, Ainv, B, yy, pi, cand, gumb, unif, order, a0, b0, update_z
 ):
@@ -149,6 +179,7 @@ def _collapsed_row_sweep(
             if Z[i, k]:
                 counts[k] += 1
     m_all = Ainv @ B  # posterior means of all rows, kept up to date by rank-one updates
+    m = np.empty_like(m_all)  # those of all rows but row i
     for i in range(N):
         y = Yf[i]
         phi_i = Phi[i].copy()
@@ -156,8 +187,11 @@ def _collapsed_row_sweep(
         # m = A1 B1 (Sherman-Morrison), sum(B1 * m) = sum(B * m) - y * (phi_i' m)
         u = Ainv @ phi_i
         h = phi_i @ u
-        m = m_all + np.outer(u, phi_i @ m_all - y) / (1.0 - h)
-        fit = np.sum(B * m, axis=0) - y * (phi_i @ m)
+        _add_outer(m_all, u / (1.0 - h), phi_i @ m_all - y, m)
+        fit = np.zeros(J)  # sum(B * m, axis=0), row by row
+        for a in range(2 * M):
+            _axpy_prod(B[a], m[a], fit)
+        fit -= y * (phi_i @ m)
         bn = b0 + 0.5 * np.maximum(yy - y * y - fit, 0.0)
         for kk in range(D):
             k = order[i, kk]
@@ -235,13 +269,10 @@ def _collapsed_row_sweep(
         u2 = Ainv @ phi + u * ((u @ phi) / (1.0 - h))
         h2 = phi @ u2
         s1, s2 = 1.0 / (1.0 - h), 1.0 / (1.0 + h2)
-        P2 = 2 * M
-        for a in range(P2):
-            for b in range(P2):
-                Ainv[a, b] += u[a] * u[b] * s1 - u2[a] * u2[b] * s2
-            for j in range(J):
-                B[a, j] += (phi[a] - phi_i[a]) * y[j]
-        m_all = m + np.outer(u2, y - phi @ m) / (1.0 + h2)
+        for a in range(2 * M):
+            _rank2_row(Ainv[a], u, u[a] * s1, u2, -u2[a] * s2)
+            _axpy(phi[a] - phi_i[a], y, B[a])
+        _add_outer(m, u2 / (1.0 + h2), y - phi @ m, m_all)
 
 
 @njit(cache=True)
