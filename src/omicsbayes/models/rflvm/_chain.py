@@ -4,6 +4,8 @@ import time
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from scipy.linalg.blas import dtrsm
+from scipy.linalg.lapack import dpotrf
 from scipy.special import gammaln, logsumexp
 
 from ...inference import sample_polyagamma
@@ -213,12 +215,12 @@ class _Chain:
         y^T (I + c Phi Phi^T)^-1 y = y^T y - C^T A^-1 C (Woodbury)."""
         b0 = self.est.noise_prior[1]
         p = G.shape[0]
-        A = G + np.eye(p) / self.c
-        try:
-            L = np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
+        A = G.copy()
+        A.flat[:: p + 1] += 1.0 / self.c
+        L, info = dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
             return -np.inf
-        V = solve_triangular(L, C, lower=True)
+        V = dtrsm(1.0, L, C, lower=1)
         quad = np.maximum(self.yy - np.sum(V * V, axis=0), 0.0)
         logdet = p * np.log(self.c) + 2.0 * np.sum(np.log(np.diag(L)))
         return float(
