@@ -31,23 +31,34 @@ def test_rff_approximates_rbf_kernel_better_with_more_features():
 
 
 def test_rff_kernels_match_numpy_definition_and_chain_rule():
-    """The compiled feature map against [cos G, sin G] / sqrt(M) written with numpy, and its
-    chain rule against central differences of a linear function of Phi."""
-    from omicsbayes.models.rflvm._kernels import _rff_chain
+    """The compiled feature map against [cos G, sin G] / sqrt(M) written with numpy, and the
+    chain rule to X and W (:func:`_grad_latent`) against central differences of a linear
+    function of Phi(X * Z W^T) plus the Gaussian priors of X and W, with some z_ik off."""
+    from omicsbayes.models.rflvm._kernels import _grad_latent
 
     rng = np.random.default_rng(20)
     G = rng.standard_normal((7, 5)) * 3
     Phi = rff_from_arg(G)
     assert np.allclose(Phi, np.hstack([np.cos(G), np.sin(G)]) / np.sqrt(5), rtol=0, atol=1e-15)
-    D = rng.standard_normal(Phi.shape)  # f(G) = sum(D * Phi(G)), df/dPhi = D
+    N, M, D = 7, 5, 3
+    X, W = rng.standard_normal((N, D)), rng.standard_normal((M, D))
+    Z = rng.uniform(size=(N, D)) < 0.7
+    mu = rng.standard_normal((M, D))
+    chol_inv = np.linalg.inv(np.linalg.cholesky(stats.wishart.rvs(5, np.eye(D), M, rng)))
+    Dphi = rng.standard_normal((N, 2 * M))  # f = sum(Dphi * Phi), df/dPhi = Dphi
+
+    def f(X, W):
+        white = np.einsum("mij,mj->mi", chol_inv, W - mu)
+        return np.sum(Dphi * rff(X * Z, W)) - 0.5 * np.sum(X * X) - 0.5 * np.sum(white**2)
+
+    gx, gw = _grad_latent(Dphi, rff(X * Z, W), X, Z, W, mu, chol_inv)
     h = 1e-6
-    num = np.empty_like(G)
-    for idx in np.ndindex(G.shape):
-        up, down = G.copy(), G.copy()
-        up[idx] += h
-        down[idx] -= h
-        num[idx] = (np.sum(D * rff_from_arg(up)) - np.sum(D * rff_from_arg(down))) / (2 * h)
-    assert np.allclose(_rff_chain(D, Phi), num, rtol=1e-6, atol=1e-9)
+    for which, grad in ((0, gx), (1, gw)):
+        for idx in np.ndindex(grad.shape):
+            up, down = [X.copy(), W.copy()], [X.copy(), W.copy()]
+            up[which][idx] += h
+            down[which][idx] -= h
+            assert np.isclose((f(*up) - f(*down)) / (2 * h), grad[idx], rtol=1e-6, atol=1e-8)
 
 
 def test_vectorised_sincos_matches_libm_over_every_magnitude():

@@ -21,7 +21,7 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
+from ._kernels import _collapsed_row_sweep, _grad_latent, _logistic_rows
 from ._updates import (
     _softplus,
     chol_inverse,
@@ -522,11 +522,7 @@ class _Chain:
         else:
             Phi = rff_from_arg(G)
             d_phi = self._dloglik_dpsi(Phi @ self.beta) @ self.beta.T
-        d_g = _rff_chain(d_phi, Phi)
-        white = np.einsum("mij,mj->mi", chol_inv, W - self.mus[self.labels])
-        grad_x = (d_g @ W) * Z - X
-        grad_w = d_g.T @ XZ - np.einsum("mji,mj->mi", chol_inv, white)
-        return grad_x, grad_w
+        return _grad_latent(d_phi, Phi, X, Z, W, self.mus[self.labels], chol_inv)
 
     def _dloglik_dpsi(self, psi):
         """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson

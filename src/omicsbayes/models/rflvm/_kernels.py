@@ -1,6 +1,7 @@
-"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map and its chain
-rule (one pass over the arguments each), and the sequential collapsed row sweep of the Gaussian
-likelihood (see :meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map (vectorised
+sin and cos) and the chain rule from d/dPhi to X and W (one pass each), and the sequential
+collapsed row sweep of the Gaussian likelihood (see
+:meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
 
 import math
 
@@ -76,17 +77,39 @@ def _rff_map(G):
     return out
 
 
-@njit(cache=True)
-def _rff_chain(d_phi, Phi):
-    """d/dG of a function of Phi = [cos G, sin G] / sqrt(M) from its gradient ``d_phi``:
-    d_phi[:, M:] * cos G / sqrt(M) - d_phi[:, :M] * sin G / sqrt(M) (N, M)."""
-    N, P = Phi.shape
-    M = P // 2
-    out = np.empty((N, M))
+# reassociation only (the sums over m vectorise); NaN and inf propagate as without fastmath
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _grad_latent(d_phi, Phi, X, Z, W, mu, chol_inv):
+    """Gradient with respect to X and W of f(Phi) + log N(X; 0, I) + sum_m log N(w_m; mu_m,
+    Sigma_m) from d_phi = df/dPhi, Phi = [cos G, sin G] / sqrt(M), G = (X * Z) W^T (one pass):
+    dG = d_phi[:, M:] * Phi[:, :M] - d_phi[:, :M] * Phi[:, M:], d/dX = (dG W) * Z - X,
+    d/dW = dG^T (X * Z) - Sigma_m^-1 (w_m - mu_m), Sigma_m^-1 = chol_inv_m^T chol_inv_m."""
+    N, D = X.shape
+    M = W.shape[0]
+    Wt = np.ascontiguousarray(W.T)
+    gwt = np.zeros((D, M))
+    gx = np.empty((N, D))
+    dg = np.empty(M)
     for i in range(N):
+        dp, ph = d_phi[i], Phi[i]
         for m in range(M):
-            out[i, m] = d_phi[i, M + m] * Phi[i, m] - d_phi[i, m] * Phi[i, M + m]
-    return out
+            dg[m] = dp[M + m] * ph[m] - dp[m] * ph[M + m]
+        for d in range(D):
+            if Z[i, d]:
+                w, g = Wt[d], gwt[d]
+                t = 0.0
+                xd = X[i, d]
+                for m in range(M):
+                    t += dg[m] * w[m]
+                    g[m] += dg[m] * xd
+                gx[i, d] = t - X[i, d]
+            else:
+                gx[i, d] = -X[i, d]
+    gw = np.ascontiguousarray(gwt.T)
+    for m in range(M):
+        white = chol_inv[m] @ (W[m] - mu[m])
+        gw[m] -= chol_inv[m].T @ white
+    return gx, gw
 
 
 @njit(cache=True)
