@@ -241,18 +241,36 @@ class _Chain:
         """Gaussian: (optionally c, then) (beta_j, sigma_j^2) jointly from the normal-inverse-
         gamma posterior given the complete data: with A = Phi^T Phi + I / c,
         sigma_j^2 ~ IG(a0 + N / 2, b0 + (y^T y - y^T Phi A^-1 Phi^T y) / 2) and
-        beta_j | sigma_j^2 ~ N(A^-1 Phi^T y_j, sigma_j^2 A^-1)."""
+        beta_j | sigma_j^2 ~ N(A^-1 Phi^T y_j, sigma_j^2 A^-1). Through the eigendecomposition
+        of Phi^T Phi when c is drawn (its grid needs it), else through the Cholesky factor
+        L of A: with V = L^-1 Phi^T Y, beta_j = L^-T (v_j + sigma_j eps_j)."""
         rng = self.rng
-        a0, b0 = self.est.noise_prior
-        lam, U, Q = self._gauss_eig(*self._gauss_stats(self.Phi))
-        if update_scale:
-            self._gauss_scale_step(lam, Q * Q)
-        prec = lam[:, None] + 1.0 / self.c
-        quad = np.maximum(self.yy - np.sum(Q * Q / prec, axis=0), 0.0)
-        b_n = b0 + 0.5 * quad
+        b0 = self.est.noise_prior[1]
+        G, C = self._gauss_stats(self.Phi)
+        L = None
+        if not update_scale:
+            p = G.shape[0]
+            A = G.copy()
+            A.flat[:: p + 1] += 1.0 / self.c
+            L, info = dpotrf(A, lower=1, clean=1, overwrite_a=1)
+            if info != 0:  # numerically indefinite: the eigendecomposition floors it at 0
+                L = None
+        if L is None:
+            lam, U, Q = self._gauss_eig(G, C)
+            if update_scale:
+                self._gauss_scale_step(lam, Q * Q)
+            prec = lam[:, None] + 1.0 / self.c
+            fit = np.sum(Q * Q / prec, axis=0)
+        else:
+            V = dtrsm(1.0, L, C, lower=1)
+            fit = np.sum(V * V, axis=0)
+        b_n = b0 + 0.5 * np.maximum(self.yy - fit, 0.0)
         self.sigma2 = np.maximum(b_n / rng.gamma(self.a_n, 1.0, size=self.J), 1e-10)
-        eps = rng.standard_normal(Q.shape)
-        self.beta = U @ (Q / prec + np.sqrt(self.sigma2) * eps / np.sqrt(prec))
+        eps = rng.standard_normal(C.shape)
+        if L is None:
+            self.beta = U @ (Q / prec + np.sqrt(self.sigma2) * eps / np.sqrt(prec))
+        else:
+            self.beta = dtrsm(1.0, L, V + np.sqrt(self.sigma2) * eps, lower=1, trans_a=1)
         self._refresh_const()
 
     def _impute(self):
