@@ -105,6 +105,22 @@ def test_logistic_rows_match_scipy_bernoulli_and_negative_binomial():
     assert np.allclose(rows, np.sum(b * psi - np.logaddexp(0, psi), 1), rtol=1e-12)
 
 
+def test_gauss_rows_match_scipy_normal_over_observed_entries():
+    """The Gaussian row log likelihoods of the row-wise X step (a subset of rows, missing
+    entries) against scipy's normal log density summed over the observed entries."""
+    from omicsbayes.models.rflvm._kernels import _gauss_rows
+
+    rng = np.random.default_rng(24)
+    Y = rng.standard_normal((9, 6))
+    obs = rng.uniform(size=Y.shape) < 0.7
+    sigma2 = rng.uniform(0.2, 2.0, 6)
+    const = np.sum(np.where(obs, -0.5 * np.log(2 * np.pi * sigma2), 0.0), axis=1)
+    rows = np.array([7, 0, 3])
+    psi = rng.standard_normal((3, 6))
+    ref = np.where(obs[rows], stats.norm.logpdf(Y[rows], psi, np.sqrt(sigma2)), 0.0).sum(1)
+    assert np.allclose(_gauss_rows(psi, Y, obs, sigma2, const, rows), ref, rtol=1e-13)
+
+
 def test_chol_inverse_matches_dense_inverse_and_rejects_indefinite():
     rng = np.random.default_rng(21)
     B = rng.standard_normal((30, 12))

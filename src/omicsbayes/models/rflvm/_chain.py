@@ -21,7 +21,7 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _grad_latent, _logistic_rows
+from ._kernels import _collapsed_row_sweep, _gauss_rows, _grad_latent, _logistic_rows
 from ._updates import (
     _softplus,
     chol_inverse,
@@ -383,8 +383,10 @@ class _Chain:
         Z, W = self.Z, self.W
 
         def rows_ll(Xr, idx):
-            Phi = rff(Xr * Z[idx], W)
-            return self.row_loglik(Phi @ self.beta, idx)
+            psi = rff(Xr * Z[idx], W) @ self.beta
+            if self.lik == "gaussian":  # row_loglik's, in one pass over the rows
+                return _gauss_rows(psi, self.Y, self.obs, self.sigma2, self.const_rows, idx)
+            return self.row_loglik(psi, idx)
 
         if self.lik == "gaussian" and not self.sparse:
             self._collapsed_sweep(update_z=False)  # the sparse model's z step did this sweep

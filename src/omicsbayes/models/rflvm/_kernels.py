@@ -137,6 +137,24 @@ def _logistic_rows(Y, weight, psi, grad):
 
 
 @njit(cache=True)
+def _gauss_rows(psi, Y, obs, sigma2, const, rows):
+    """Gaussian log likelihoods of the rows ``rows`` of Y (observed entries) given their
+    linear predictors psi (len(rows), J): const_i - sum_j (y_ij - psi_j)^2 / (2 sigma_j^2)."""
+    J = psi.shape[1]
+    h = 0.5 / sigma2
+    out = np.empty(rows.size)
+    for r in range(rows.size):
+        i = rows[r]
+        t = 0.0
+        for j in range(J):
+            if obs[i, j]:
+                e = Y[i, j] - psi[r, j]
+                t += e * e * h[j]
+        out[r] = const[i] - t
+    return out
+
+
+@njit(cache=True)
 def _row_features(g, phi, M):
     """phi = [cos g, sin g] / sqrt(M) in place."""
     _sincos_into(g, phi[M:], phi[:M], 1.0 / np.sqrt(M))
