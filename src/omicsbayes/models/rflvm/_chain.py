@@ -21,7 +21,13 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _gauss_rows, _grad_latent, _logistic_rows
+from ._kernels import (
+    _collapsed_row_sweep,
+    _gauss_grad_rhs,
+    _gauss_rows,
+    _grad_latent,
+    _logistic_rows,
+)
 from ._updates import (
     _softplus,
     chol_inverse,
@@ -521,14 +527,13 @@ class _Chain:
             p = 2 * self.M
             Phi = rff_from_arg32(G, out=PhiY[:, :p])
             S = (PhiY.T @ PhiY).astype(float)
-            A, C = S[:p, :p], S[:p, p:]
+            A = S[:p, :p]
             A.flat[:: p + 1] += 1.0 / self.c
-            _, Ainv = chol_inverse(A)
-            mean = Ainv @ C
-            q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
-            ms = mean * (self.a_n / (self.est.noise_prior[1] + 0.5 * q))
-            np.negative(ms @ mean.T + self.J * Ainv, out=rhs[:p], casting="same_kind")
-            rhs[p:] = ms.T
+            L, info = dpotrf(A, lower=1, clean=1)
+            if info != 0:
+                raise np.linalg.LinAlgError("Phi^T Phi + I / c is not positive definite")
+            b0 = self.est.noise_prior[1]
+            _gauss_grad_rhs(np.ascontiguousarray(L), S[:p, p:], self.yy, self.a_n, b0, self.J, rhs)
             d_phi = PhiY @ rhs
         elif self.lik in ("bernoulli", "negative_binomial"):
             Y, weight, beta = prep

@@ -77,6 +77,54 @@ def _rff_map(G):
     return out
 
 
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _gauss_grad_rhs(L, C, yy, a_n, b0, J, rhs):
+    """The right-hand side of the Gaussian HMC gradient d/dPhi = [Phi, Y] @ rhs (see
+    :meth:`_Chain._grad_xw`) from the lower Cholesky factor L of A = Phi^T Phi + I / c and
+    C = Phi^T Y: A^-1 = L^-T L^-1 (the triangular inverse row by row, then its Gram matrix;
+    LAPACK's potri is slow at this size), m = A^-1 C, s_j = a_n / (b0 + q_j / 2) with
+    q_j = y_j^T y_j - c_j^T m_j, and rhs = [-(m S m^T + J A^-1); S m^T] written into ``rhs``."""
+    p = L.shape[0]
+    Li = np.zeros((p, p))
+    for i in range(p):  # row i of L^-1: -(L[i, :i] @ Li[:i, :i]) / L[i, i]
+        d = 1.0 / L[i, i]
+        li = Li[i]
+        for k in range(i):
+            lik, lk = L[i, k], Li[k]
+            for j in range(k + 1):
+                li[j] += lik * lk[j]
+        for j in range(i):
+            li[j] *= -d
+        li[i] = d
+    Ainv = np.zeros((p, p))
+    for k in range(p):  # lower triangle of sum_k Li[k]' Li[k]
+        lk = Li[k]
+        for a in range(k + 1):
+            row, f = Ainv[a], lk[a]
+            for b in range(a + 1):
+                row[b] += f * lk[b]
+    for a in range(p):
+        for b in range(a):
+            Ainv[b, a] = Ainv[a, b]
+    Cc = np.ascontiguousarray(C)
+    mean = Ainv @ Cc
+    ms = np.empty_like(mean)
+    for j in range(mean.shape[1]):
+        q = yy[j]
+        for a in range(p):
+            q -= Cc[a, j] * mean[a, j]
+        s = a_n / (b0 + 0.5 * max(q, 0.0))
+        for a in range(p):
+            ms[a, j] = mean[a, j] * s
+    K = ms @ mean.T
+    for a in range(p):
+        for b in range(p):
+            rhs[a, b] = -(K[a, b] + J * Ainv[a, b])
+    for j in range(mean.shape[1]):
+        for a in range(p):
+            rhs[p + j, a] = ms[a, j]
+
+
 # reassociation only (the sums over m vectorise); NaN and inf propagate as without fastmath
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _grad_latent(d_phi, Phi, X, Z, W, mu, chol_inv):
