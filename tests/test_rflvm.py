@@ -551,8 +551,9 @@ def test_cambridge_bars_from_pca_start_settles_near_four_dims_and_beats_ibp_fact
     10 % of the samples: 5 here; over data seeds 3, 7, 11 and chain seeds 7, 8: 4-5 in five
     of the six and 7 at data seed 7 with chain seed 7, which session 8's rounding-level
     changes alone moved from 5 to 6), and it beats IBPFactorModel's held-out log likelihood
-    on the same mask by a wide margin (+485 against -148). From the paper's start (2 dimensions) the chain reaches three dimensions and
-    scores below the linear model (docs/models.md, Paper 002)."""
+    on the same mask by a wide margin (+485 against -148). From the paper's start (2
+    dimensions) the chain reaches three dimensions and scores below the linear model
+    (docs/models.md, Paper 002)."""
     from omicsbayes.models import IBPFactorModel
 
     Y, mask, _ = _bars_data(7)

@@ -513,11 +513,12 @@ class _Chain:
 
         Gaussian: with A = Phi^T Phi + I / c, m_j = A^-1 Phi^T y_j, r_j = y_j - Phi m_j and
         s_j = a_n / (b0 + q_j / 2) (q_j = y_j^T r_j), d/dPhi = sum_j s_j r_j m_j^T - J Phi A^-1
-        = Y S m^T - Phi (m S m^T + J A^-1): two N x p x p and two N x p x J products.
+        = [Phi, Y] @ [-(m S m^T + J A^-1); S m^T]: the products [Phi, Y]^T [Phi, Y] and
+        [Phi, Y] @ rhs in float32, rhs from potrf's factor of A (:func:`_gauss_grad_rhs`).
         Bernoulli and negative binomial: d/dPhi = (Y - weight * sigmoid(Phi beta)) beta^T;
         Poisson and multinomial (float64): d/dPhi = (d/dpsi) beta^T. Then Phi = [cos G, sin G]
         / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and d/dW = dG^T (X * Z); the priors
-        add -x and -Sigma_k^-1 (w_m - mu_k).
+        add -x and -Sigma_k^-1 (w_m - mu_k) (:func:`_grad_latent`).
         """
         Z = self.Z
         XZ = X * Z
