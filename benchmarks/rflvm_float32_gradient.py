@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 from omicsbayes.inference.hmc import hmc_step
 from omicsbayes.models import RFLVM
 from omicsbayes.models.rflvm import _Chain, rff
-from omicsbayes.models.rflvm._kernels import _logistic_rows, _rff_chain
+from omicsbayes.models.rflvm._kernels import _logistic_rows
 from omicsbayes.models.rflvm._updates import chol_inverse
 
 
@@ -41,7 +41,8 @@ def grad64(ch, X, W, chol_inv):
         d_psi = np.empty_like(psi)
         _logistic_rows(ch.Y, ch._logit_weight, psi, d_psi)
         d_phi = d_psi @ ch.beta.T
-    d_g = _rff_chain(d_phi, Phi)
+    M = Phi.shape[1] // 2
+    d_g = d_phi[:, M:] * Phi[:, :M] - d_phi[:, :M] * Phi[:, M:]
     white = np.einsum("mij,mj->mi", chol_inv, W - ch.mus[ch.labels])
     return (d_g @ W) * Z - X, d_g.T @ XZ - np.einsum("mji,mj->mi", chol_inv, white)
 

@@ -4,6 +4,8 @@ import time
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from scipy.linalg.blas import dtrsm
+from scipy.linalg.lapack import dpotrf
 from scipy.special import gammaln, logsumexp
 
 from ...inference import sample_polyagamma
@@ -19,7 +21,13 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
+from ._kernels import (
+    _collapsed_row_sweep,
+    _gauss_grad_rhs,
+    _gauss_rows,
+    _grad_latent,
+    _logistic_rows,
+)
 from ._updates import (
     _softplus,
     chol_inverse,
@@ -213,12 +221,12 @@ class _Chain:
         y^T (I + c Phi Phi^T)^-1 y = y^T y - C^T A^-1 C (Woodbury)."""
         b0 = self.est.noise_prior[1]
         p = G.shape[0]
-        A = G + np.eye(p) / self.c
-        try:
-            L = np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
+        A = G.copy()
+        A.flat[:: p + 1] += 1.0 / self.c
+        L, info = dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
             return -np.inf
-        V = solve_triangular(L, C, lower=True)
+        V = dtrsm(1.0, L, C, lower=1)
         quad = np.maximum(self.yy - np.sum(V * V, axis=0), 0.0)
         logdet = p * np.log(self.c) + 2.0 * np.sum(np.log(np.diag(L)))
         return float(
@@ -239,18 +247,36 @@ class _Chain:
         """Gaussian: (optionally c, then) (beta_j, sigma_j^2) jointly from the normal-inverse-
         gamma posterior given the complete data: with A = Phi^T Phi + I / c,
         sigma_j^2 ~ IG(a0 + N / 2, b0 + (y^T y - y^T Phi A^-1 Phi^T y) / 2) and
-        beta_j | sigma_j^2 ~ N(A^-1 Phi^T y_j, sigma_j^2 A^-1)."""
+        beta_j | sigma_j^2 ~ N(A^-1 Phi^T y_j, sigma_j^2 A^-1). Through the eigendecomposition
+        of Phi^T Phi when c is drawn (its grid needs it), else through the Cholesky factor
+        L of A: with V = L^-1 Phi^T Y, beta_j = L^-T (v_j + sigma_j eps_j)."""
         rng = self.rng
-        a0, b0 = self.est.noise_prior
-        lam, U, Q = self._gauss_eig(*self._gauss_stats(self.Phi))
-        if update_scale:
-            self._gauss_scale_step(lam, Q * Q)
-        prec = lam[:, None] + 1.0 / self.c
-        quad = np.maximum(self.yy - np.sum(Q * Q / prec, axis=0), 0.0)
-        b_n = b0 + 0.5 * quad
+        b0 = self.est.noise_prior[1]
+        G, C = self._gauss_stats(self.Phi)
+        L = None
+        if not update_scale:
+            p = G.shape[0]
+            A = G.copy()
+            A.flat[:: p + 1] += 1.0 / self.c
+            L, info = dpotrf(A, lower=1, clean=1, overwrite_a=1)
+            if info != 0:  # numerically indefinite: the eigendecomposition floors it at 0
+                L = None
+        if L is None:
+            lam, U, Q = self._gauss_eig(G, C)
+            if update_scale:
+                self._gauss_scale_step(lam, Q * Q)
+            prec = lam[:, None] + 1.0 / self.c
+            fit = np.sum(Q * Q / prec, axis=0)
+        else:
+            V = dtrsm(1.0, L, C, lower=1)
+            fit = np.sum(V * V, axis=0)
+        b_n = b0 + 0.5 * np.maximum(self.yy - fit, 0.0)
         self.sigma2 = np.maximum(b_n / rng.gamma(self.a_n, 1.0, size=self.J), 1e-10)
-        eps = rng.standard_normal(Q.shape)
-        self.beta = U @ (Q / prec + np.sqrt(self.sigma2) * eps / np.sqrt(prec))
+        eps = rng.standard_normal(C.shape)
+        if L is None:
+            self.beta = U @ (Q / prec + np.sqrt(self.sigma2) * eps / np.sqrt(prec))
+        else:
+            self.beta = dtrsm(1.0, L, V + np.sqrt(self.sigma2) * eps, lower=1, trans_a=1)
         self._refresh_const()
 
     def _impute(self):
@@ -363,8 +389,10 @@ class _Chain:
         Z, W = self.Z, self.W
 
         def rows_ll(Xr, idx):
-            Phi = rff(Xr * Z[idx], W)
-            return self.row_loglik(Phi @ self.beta, idx)
+            psi = rff(Xr * Z[idx], W) @ self.beta
+            if self.lik == "gaussian":  # row_loglik's, in one pass over the rows
+                return _gauss_rows(psi, self.Y, self.obs, self.sigma2, self.const_rows, idx)
+            return self.row_loglik(psi, idx)
 
         if self.lik == "gaussian" and not self.sparse:
             self._collapsed_sweep(update_z=False)  # the sparse model's z step did this sweep
@@ -466,10 +494,12 @@ class _Chain:
         """The data and parameters the HMC gradient reads, in the precision it uses; they are
         fixed during the HMC step."""
         f32 = np.float32
-        if self.lik == "gaussian":  # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product
-            PhiY = np.empty((self.N, 2 * self.M + self.J), f32)
-            PhiY[:, 2 * self.M :] = self.Yf
-            return (PhiY,)
+        if self.lik == "gaussian":
+            # [Phi, Yf]: Phi^T Phi and Phi^T Yf from one product, d/dPhi = [Phi, Yf] @ rhs
+            p = 2 * self.M
+            PhiY = np.empty((self.N, p + self.J), f32)
+            PhiY[:, p:] = self.Yf
+            return PhiY, np.empty((p + self.J, p), f32)
         if self.lik in ("bernoulli", "negative_binomial"):
             return self.Y.astype(f32), self._logit_weight.astype(f32), self.beta.astype(f32)
         return ()
@@ -483,27 +513,29 @@ class _Chain:
 
         Gaussian: with A = Phi^T Phi + I / c, m_j = A^-1 Phi^T y_j, r_j = y_j - Phi m_j and
         s_j = a_n / (b0 + q_j / 2) (q_j = y_j^T r_j), d/dPhi = sum_j s_j r_j m_j^T - J Phi A^-1
-        = Y S m^T - Phi (m S m^T + J A^-1): two N x p x p and two N x p x J products.
+        = [Phi, Y] @ [-(m S m^T + J A^-1); S m^T]: the products [Phi, Y]^T [Phi, Y] and
+        [Phi, Y] @ rhs in float32, rhs from potrf's factor of A (:func:`_gauss_grad_rhs`).
         Bernoulli and negative binomial: d/dPhi = (Y - weight * sigmoid(Phi beta)) beta^T;
         Poisson and multinomial (float64): d/dPhi = (d/dpsi) beta^T. Then Phi = [cos G, sin G]
         / sqrt(M), G = (X * Z) W^T, so d/dX = (dG W) * Z and d/dW = dG^T (X * Z); the priors
-        add -x and -Sigma_k^-1 (w_m - mu_k).
+        add -x and -Sigma_k^-1 (w_m - mu_k) (:func:`_grad_latent`).
         """
-        Z, f32 = self.Z, np.float32
+        Z = self.Z
         XZ = X * Z
         G = XZ @ W.T
         if self.lik == "gaussian":
-            (PhiY,) = prep
+            PhiY, rhs = prep
             p = 2 * self.M
-            Phi, Yf = rff_from_arg32(G, out=PhiY[:, :p]), PhiY[:, p:]
+            Phi = rff_from_arg32(G, out=PhiY[:, :p])
             S = (PhiY.T @ PhiY).astype(float)
-            A, C = S[:p, :p], S[:p, p:]
+            A = S[:p, :p]
             A.flat[:: p + 1] += 1.0 / self.c
-            _, Ainv = chol_inverse(A)
-            mean = Ainv @ C
-            q = np.maximum(self.yy - np.sum(C * mean, axis=0), 0.0)
-            ms = mean * (self.a_n / (self.est.noise_prior[1] + 0.5 * q))
-            d_phi = Yf @ ms.T.astype(f32) - Phi @ (ms @ mean.T + self.J * Ainv).astype(f32)
+            L, info = dpotrf(A, lower=1, clean=1)
+            if info != 0:
+                raise np.linalg.LinAlgError("Phi^T Phi + I / c is not positive definite")
+            b0 = self.est.noise_prior[1]
+            _gauss_grad_rhs(np.ascontiguousarray(L), S[:p, p:], self.yy, self.a_n, b0, self.J, rhs)
+            d_phi = PhiY @ rhs
         elif self.lik in ("bernoulli", "negative_binomial"):
             Y, weight, beta = prep
             Phi = rff_from_arg32(G)
@@ -516,11 +548,7 @@ class _Chain:
         else:
             Phi = rff_from_arg(G)
             d_phi = self._dloglik_dpsi(Phi @ self.beta) @ self.beta.T
-        d_g = _rff_chain(d_phi, Phi)
-        white = np.einsum("mij,mj->mi", chol_inv, W - self.mus[self.labels])
-        grad_x = (d_g @ W) * Z - X
-        grad_w = d_g.T @ XZ - np.einsum("mji,mj->mi", chol_inv, white)
-        return grad_x, grad_w
+        return _grad_latent(d_phi, Phi, X, Z, W, self.mus[self.labels], chol_inv)
 
     def _dloglik_dpsi(self, psi):
         """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson

@@ -1,38 +1,163 @@
-"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map and its chain
-rule (one pass over the arguments each), and the sequential collapsed row sweep of the Gaussian
-likelihood (see :meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+"""Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map (vectorised
+sin and cos) and the chain rule from d/dPhi to X and W (one pass each), and the sequential
+collapsed row sweep of the Gaussian likelihood (see
+:meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
 
 import math
 
 import numpy as np
 from numba import njit
 
+# sin and cos by Cody-Waite reduction modulo pi / 2 (pi / 2 split in three 33-bit parts, so
+# k * part is exact for |k| < 2^20) and fdlibm's minimax polynomials on [-pi / 4, pi / 4]
+# (__kernel_sin, __kernel_cos): at most 1.2e-16 from libm's, and a loop of them vectorises
+# (libm's sin and cos are scalar calls); beyond |x| = _SINCOS_LIMIT libm's are used
+_PIO2_1 = 1.57079632673412561417e00
+_PIO2_2 = 6.07710050630396597660e-11
+_PIO2_3 = 2.02226624871116645580e-21
+_TWO_OVER_PI = 6.36619772367581382433e-01
+_SINCOS_LIMIT = 1.0e6
+_S1 = -1.66666666666666324348e-01
+_S2 = 8.33333333332248946124e-03
+_S3 = -1.98412698298579493134e-04
+_S4 = 2.75573137070700676789e-06
+_S5 = -2.50507602534068634195e-08
+_S6 = 1.58969099521155010221e-10
+_C1 = 4.16666666666666019037e-02
+_C2 = -1.38888888888741095749e-03
+_C3 = 2.48015872894767294178e-05
+_C4 = -2.75573143513906633035e-07
+_C5 = 2.08757232129817482790e-09
+_C6 = -1.13596475577881948265e-11
+
+
+@njit(inline="always")
+def _sincos(x):
+    """(sin x, cos x) for |x| <= _SINCOS_LIMIT, branch-free (see the constants above)."""
+    k = math.floor(x * _TWO_OVER_PI + 0.5)
+    r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
+    z = r * r
+    s = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    poly = _C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6))))
+    c = w + (((1.0 - w) - hz) + z * z * poly)
+    q = np.int64(k)
+    odd = (q & 1) == 1
+    sin = c if odd else s
+    cos = s if odd else c
+    sin = -sin if q & 2 else sin
+    cos = -cos if (q + 1) & 2 else cos
+    return sin, cos
+
+
+@njit(cache=True)
+def _sincos_into(x, s, c, scale):
+    """s = scale * sin(x), c = scale * cos(x) for 1-d contiguous arrays (vectorised)."""
+    for i in range(x.size):
+        si, ci = _sincos(x[i])
+        s[i] = si * scale
+        c[i] = ci * scale
+    for i in range(x.size):  # the rare large (or non-finite) arguments: libm
+        if not abs(x[i]) <= _SINCOS_LIMIT:
+            s[i] = math.sin(x[i]) * scale
+            c[i] = math.cos(x[i]) * scale
+
 
 @njit(cache=True)
 def _rff_map(G):
     """[cos G, sin G] / sqrt(M) for G (N, M), both halves from one pass over G."""
     N, M = G.shape
+    s = np.empty(N * M)
+    c = np.empty(N * M)
+    _sincos_into(np.ascontiguousarray(G).ravel(), s, c, 1.0 / math.sqrt(M))
     out = np.empty((N, 2 * M))
-    scale = 1.0 / math.sqrt(M)
-    for i in range(N):
-        for m in range(M):
-            g = G[i, m]
-            out[i, m] = math.cos(g) * scale
-            out[i, M + m] = math.sin(g) * scale
+    out[:, :M] = c.reshape(N, M)
+    out[:, M:] = s.reshape(N, M)
     return out
 
 
-@njit(cache=True)
-def _rff_chain(d_phi, Phi):
-    """d/dG of a function of Phi = [cos G, sin G] / sqrt(M) from its gradient ``d_phi``:
-    d_phi[:, M:] * cos G / sqrt(M) - d_phi[:, :M] * sin G / sqrt(M) (N, M)."""
-    N, P = Phi.shape
-    M = P // 2
-    out = np.empty((N, M))
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _gauss_grad_rhs(L, C, yy, a_n, b0, J, rhs):
+    """The right-hand side of the Gaussian HMC gradient d/dPhi = [Phi, Y] @ rhs (see
+    :meth:`_Chain._grad_xw`) from the lower Cholesky factor L of A = Phi^T Phi + I / c and
+    C = Phi^T Y: A^-1 = L^-T L^-1 (the triangular inverse row by row, then its Gram matrix;
+    LAPACK's potri is slow at this size), m = A^-1 C, s_j = a_n / (b0 + q_j / 2) with
+    q_j = y_j^T y_j - c_j^T m_j, and rhs = [-(m S m^T + J A^-1); S m^T] written into ``rhs``."""
+    p = L.shape[0]
+    Li = np.zeros((p, p))
+    for i in range(p):  # row i of L^-1: -(L[i, :i] @ Li[:i, :i]) / L[i, i]
+        d = 1.0 / L[i, i]
+        li = Li[i]
+        for k in range(i):
+            lik, lk = L[i, k], Li[k]
+            for j in range(k + 1):
+                li[j] += lik * lk[j]
+        for j in range(i):
+            li[j] *= -d
+        li[i] = d
+    Ainv = np.zeros((p, p))
+    for k in range(p):  # lower triangle of sum_k Li[k]' Li[k]
+        lk = Li[k]
+        for a in range(k + 1):
+            row, f = Ainv[a], lk[a]
+            for b in range(a + 1):
+                row[b] += f * lk[b]
+    for a in range(p):
+        for b in range(a):
+            Ainv[b, a] = Ainv[a, b]
+    Cc = np.ascontiguousarray(C)
+    mean = Ainv @ Cc
+    ms = np.empty_like(mean)
+    for j in range(mean.shape[1]):
+        q = yy[j]
+        for a in range(p):
+            q -= Cc[a, j] * mean[a, j]
+        s = a_n / (b0 + 0.5 * max(q, 0.0))
+        for a in range(p):
+            ms[a, j] = mean[a, j] * s
+    K = ms @ mean.T
+    for a in range(p):
+        for b in range(p):
+            rhs[a, b] = -(K[a, b] + J * Ainv[a, b])
+    for j in range(mean.shape[1]):
+        for a in range(p):
+            rhs[p + j, a] = ms[a, j]
+
+
+# reassociation only (the sums over m vectorise); NaN and inf propagate as without fastmath
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _grad_latent(d_phi, Phi, X, Z, W, mu, chol_inv):
+    """Gradient with respect to X and W of f(Phi) + log N(X; 0, I) + sum_m log N(w_m; mu_m,
+    Sigma_m) from d_phi = df/dPhi, Phi = [cos G, sin G] / sqrt(M), G = (X * Z) W^T (one pass):
+    dG = d_phi[:, M:] * Phi[:, :M] - d_phi[:, :M] * Phi[:, M:], d/dX = (dG W) * Z - X,
+    d/dW = dG^T (X * Z) - Sigma_m^-1 (w_m - mu_m), Sigma_m^-1 = chol_inv_m^T chol_inv_m."""
+    N, D = X.shape
+    M = W.shape[0]
+    Wt = np.ascontiguousarray(W.T)
+    gwt = np.zeros((D, M))
+    gx = np.empty((N, D))
+    dg = np.empty(M)
     for i in range(N):
+        dp, ph = d_phi[i], Phi[i]
         for m in range(M):
-            out[i, m] = d_phi[i, M + m] * Phi[i, m] - d_phi[i, m] * Phi[i, M + m]
-    return out
+            dg[m] = dp[M + m] * ph[m] - dp[m] * ph[M + m]
+        for d in range(D):
+            if Z[i, d]:
+                w, g = Wt[d], gwt[d]
+                t = 0.0
+                xd = X[i, d]
+                for m in range(M):
+                    t += dg[m] * w[m]
+                    g[m] += dg[m] * xd
+                gx[i, d] = t - X[i, d]
+            else:
+                gx[i, d] = -X[i, d]
+    gw = np.ascontiguousarray(gwt.T)
+    for m in range(M):
+        white = chol_inv[m] @ (W[m] - mu[m])
+        gw[m] -= chol_inv[m].T @ white
+    return gx, gw
 
 
 @njit(cache=True)
@@ -60,12 +185,57 @@ def _logistic_rows(Y, weight, psi, grad):
 
 
 @njit(cache=True)
+def _gauss_rows(psi, Y, obs, sigma2, const, rows):
+    """Gaussian log likelihoods of the rows ``rows`` of Y (observed entries) given their
+    linear predictors psi (len(rows), J): const_i - sum_j (y_ij - psi_j)^2 / (2 sigma_j^2)."""
+    J = psi.shape[1]
+    h = 0.5 / sigma2
+    out = np.empty(rows.size)
+    for r in range(rows.size):
+        i = rows[r]
+        t = 0.0
+        for j in range(J):
+            if obs[i, j]:
+                e = Y[i, j] - psi[r, j]
+                t += e * e * h[j]
+        out[r] = const[i] - t
+    return out
+
+
+@njit(cache=True)
 def _row_features(g, phi, M):
     """phi = [cos g, sin g] / sqrt(M) in place."""
-    sq = 1.0 / np.sqrt(M)
-    for m in range(M):
-        phi[m] = np.cos(g[m]) * sq
-        phi[M + m] = np.sin(g[m]) * sq
+    _sincos_into(g, phi[M:], phi[:M], 1.0 / np.sqrt(M))
+
+
+@njit(cache=True)
+def _axpy(a, x, y):
+    """y += a x (1-d, in place)."""
+    for j in range(x.size):
+        y[j] += a * x[j]
+
+
+@njit(cache=True)
+def _axpy_prod(x, z, y):
+    """y += x * z (1-d, in place)."""
+    for j in range(x.size):
+        y[j] += x[j] * z[j]
+
+
+@njit(cache=True)
+def _rank2_row(row, u, a, v, b):
+    """row += a u + b v (1-d, in place): one row of a symmetric rank-two update."""
+    for j in range(row.size):
+        row[j] += a * u[j] + b * v[j]
+
+
+@njit(cache=True)
+def _add_outer(X, u, v, out):
+    """out = X + u v' (out may be X)."""
+    for a in range(X.shape[0]):
+        o, x, ua = out[a], X[a], u[a]
+        for j in range(v.size):
+            o[j] = x[j] + ua * v[j]
 
 
 @njit(cache=True)
@@ -98,6 +268,7 @@ def _collapsed_row_sweep(
             if Z[i, k]:
                 counts[k] += 1
     m_all = Ainv @ B  # posterior means of all rows, kept up to date by rank-one updates
+    m = np.empty_like(m_all)  # those of all rows but row i
     for i in range(N):
         y = Yf[i]
         phi_i = Phi[i].copy()
@@ -105,8 +276,11 @@ def _collapsed_row_sweep(
         # m = A1 B1 (Sherman-Morrison), sum(B1 * m) = sum(B * m) - y * (phi_i' m)
         u = Ainv @ phi_i
         h = phi_i @ u
-        m = m_all + np.outer(u, phi_i @ m_all - y) / (1.0 - h)
-        fit = np.sum(B * m, axis=0) - y * (phi_i @ m)
+        _add_outer(m_all, u / (1.0 - h), phi_i @ m_all - y, m)
+        fit = np.zeros(J)  # sum(B * m, axis=0), row by row
+        for a in range(2 * M):
+            _axpy_prod(B[a], m[a], fit)
+        fit -= y * (phi_i @ m)
         bn = b0 + 0.5 * np.maximum(yy - y * y - fit, 0.0)
         for kk in range(D):
             k = order[i, kk]
@@ -184,13 +358,10 @@ def _collapsed_row_sweep(
         u2 = Ainv @ phi + u * ((u @ phi) / (1.0 - h))
         h2 = phi @ u2
         s1, s2 = 1.0 / (1.0 - h), 1.0 / (1.0 + h2)
-        P2 = 2 * M
-        for a in range(P2):
-            for b in range(P2):
-                Ainv[a, b] += u[a] * u[b] * s1 - u2[a] * u2[b] * s2
-            for j in range(J):
-                B[a, j] += (phi[a] - phi_i[a]) * y[j]
-        m_all = m + np.outer(u2, y - phi @ m) / (1.0 + h2)
+        for a in range(2 * M):
+            _rank2_row(Ainv[a], u, u[a] * s1, u2, -u2[a] * s2)
+            _axpy(phi[a] - phi_i[a], y, B[a])
+        _add_outer(m, u2 / (1.0 + h2), y - phi @ m, m_all)
 
 
 @njit(cache=True)
