@@ -15,7 +15,7 @@ from omicsbayes.models.rank_factor._kernels import (
     _entry_randoms,
     _gaussian_block,
     _inv_gauss,
-    _margin_half_sweep,
+    _margin_sweep,
     _margin_moments,
 )
 from omicsbayes.models.rank_factor._ranks import _RankIndex
@@ -232,15 +232,17 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
     reps = 20000
     index = _RankIndex(np.tile(X, (1, reps)))
     ew = np.tile(w0, (1, reps)).T.copy()
-    _margin_half_sweep(
+    _margin_sweep(
         ew,
         np.tile(wbar, (1, reps)).T.copy(),
+        np.empty((0, 0)),
         index.order_t,
         index.new_group_t,
-        index.parity_offset[1],
-        1,
+        index.parity_offset,
+        np.array([1]),  # the odd half-sweep only
         eps,
-        np.uint64(12345),
+        np.array([0, 12345], dtype=np.uint64),
+        0.0,
     )
     draws = ew[:, 1:3]
     assert np.all(ew[:, 0] == w0[0, 0]) and np.all(ew[:, 3] == w0[3, 0])  # other parity
@@ -645,9 +647,10 @@ def test_seeded_fits_repeat_and_threads_do_not_change_the_sweep(cohort):
     index = _RankIndex(np.round(rng.normal(size=(50, 300)), 1))
     w0, wbar = rng.normal(size=(2, 300, 50))
     out = []
-    for kernel in (_margin_half_sweep.serial, _margin_half_sweep.threaded):
-        ew = w0.copy()
-        args = (index.order_t, index.new_group_t, index.parity_offset[0], 0, 0.05, np.uint64(9))
-        out.append((kernel(ew, wbar, *args), ew))
+    for kernel in (_margin_sweep.serial, _margin_sweep.threaded):
+        ew, h = w0.copy(), w0.copy()
+        keys = np.array([9, 10], dtype=np.uint64)
+        args = (index.order_t, index.new_group_t, index.parity_offset, np.array([0, 1]), 0.05)
+        out.append((kernel(ew, wbar, h, *args, keys, 0.5), ew))
     assert out[0][0] == out[1][0]
     np.testing.assert_array_equal(out[0][1], out[1][1])

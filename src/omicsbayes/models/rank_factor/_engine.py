@@ -23,11 +23,12 @@ from ...inference.stick_breaking import (
 )
 from ...inference.tpbn import TPBNShrinkage
 from ...inference.truncnorm import sample_truncnorm, truncnorm_moments
-from ._kernels import _gaussian_block, _margin_half_sweep, _running_average, _squared_distance
+from ._kernels import _gaussian_block, _margin_sweep
 from ._ranks import _RankIndex
 
 _LOG2PI = np.log(2 * np.pi)
 _BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
+_PARITIES = np.array([0, 1])  # both half-sweeps of the latent max-margin w, in this order
 _SHRINKS = 6  # quarterings of a Newton step for new samples' scores before the EM step
 
 
@@ -312,30 +313,30 @@ class _Engine:
         ix = self.index
         rows = max(1, _BLOCK // self.n)
         keys = self.rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
-        if not self.gibbs:
+        if self.gibbs:
+            rho, average = 0.0, np.empty((0, 0))  # no running average
+        else:
             self.n_draws += 1
-            rho = 10.0 / (self.n_draws + 9)
+            rho, average = 10.0 / (self.n_draws + 9), self.H_t
         ll = resid2 = sum_w2 = cross = 0.0
         for i in range(0, self.d, rows):
             block = slice(i, i + rows)
-            wbar = self.Ea[block] @ self.Ez.T
-            for parity in (0, 1):
-                ll += _margin_half_sweep(
-                    self.Ew_t[block],
-                    wbar,
-                    ix.order_t[block],
-                    ix.new_group_t[block],
-                    ix.parity_offset[parity, block],
-                    parity,
-                    eps,
-                    keys[parity],
-                )
-            if self.gibbs:
-                resid2 += _squared_distance(self.Ew_t[block], wbar)
-            else:
-                sq, cr = _running_average(self.H_t[block], self.Ew_t[block], wbar, rho)
-                sum_w2 += sq
-                cross += cr
+            b_ll, b_w2, b_cross, b_resid2 = _margin_sweep(
+                self.Ew_t[block],
+                self.Ea[block] @ self.Ez.T,
+                average[block],
+                ix.order_t[block],
+                ix.new_group_t[block],
+                ix.parity_offset[:, block],
+                _PARITIES,
+                eps,
+                keys,
+                rho,
+            )
+            ll += b_ll
+            sum_w2 += b_w2
+            cross += b_cross
+            resid2 += b_resid2
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew_t.T

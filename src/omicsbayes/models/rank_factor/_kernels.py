@@ -331,53 +331,80 @@ def _uniform(key, counter):
 
 
 @njit(cache=True, inline="always")
-def _normal(key, counter):
-    """N(0, 1) by the ziggurat from outputs ``counter, counter + 1, ...`` (numpy's algorithm:
-    layer from the low 8 bits, sign from the next, 52-bit abscissa; exact tail beyond r);
-    returns the draw and the next unused counter.  The abscissa is converted as int64 (exact
-    below 2^52; an unsigned conversion costs several instructions): 40 % faster."""
+def _candidate(b):
+    """The ziggurat's candidate from one 64-bit output (numpy's layout: layer from the low 8
+    bits, sign from the next, 52-bit abscissa, converted as int64, exact below 2^52): ``(x,
+    layer, accepted without a further test)``."""
+    idx = np.int64(b & _LOW8)
+    b >>= _U8
+    rabs = np.int64((b >> _U1) & _LOW52)
+    x = float(rabs) * _ZIG_W[idx]
+    if (b & _U1) == _U1:
+        x = -x
+    return x, idx, rabs < _ZIG_K[idx]
+
+
+@njit(cache=True)
+def _normal_rest(key, x, idx, counter):
+    """The rest of Marsaglia & Tsang's (2000) ziggurat for a candidate ``x`` in layer ``idx``
+    that failed the fast test: the exact tail beyond r (Marsaglia 1964) in layer 0, else the
+    wedge test with a uniform, and on rejection new candidates; further outputs from
+    ``counter`` on.  Returns the N(0, 1) draw."""
     while True:
-        b = _bits(key, counter)
-        counter += _U1
-        idx = np.int64(b & _LOW8)
-        b >>= _U8
-        sign = (b & _U1) == _U1
-        rabs = np.int64((b >> _U1) & _LOW52)
-        x = float(rabs) * _ZIG_W[idx]
-        if sign:
-            x = -x
-        if rabs < _ZIG_K[idx]:
-            return x, counter
-        if idx == 0:  # the tail beyond r (Marsaglia 1964)
+        if idx == 0:  # x beyond r: the tail (x != 0 here, so its sign is the candidate's)
             while True:
                 xx = -np.log1p(-_uniform(key, counter)) / _ZIG_R
                 yy = -np.log1p(-_uniform(key, counter + _U1))
                 counter += _U1 + _U1
                 if yy + yy > xx * xx:
-                    return (-(_ZIG_R + xx) if sign else _ZIG_R + xx), counter
-        else:
-            u = _uniform(key, counter)
-            counter += _U1
-            if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
-                return x, counter
+                    return -(_ZIG_R + xx) if x < 0.0 else _ZIG_R + xx
+        u = _uniform(key, counter)
+        counter += _U1
+        if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
+            return x
+        x, idx, fast = _candidate(_bits(key, counter))
+        counter += _U1
+        if fast:
+            return x
+
+
+_RETRY_SHIFT = np.uint64(14)  # normal c of an entry continues at counter (c + 1) 2^14 of it
 
 
 @njit(cache=True)
 def _entry_randoms(key, j0, out):
     """The random numbers of entries ``j0, j0 + 1, ...`` of a half-sweep into the columns of
     ``out`` (5, m): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
-    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j uses the counters ``j 2^16,
-    j 2^16 + 1, ...``."""
-    for s in range(out.shape[1]):
-        counter = np.uint64(j0 + s) << _ENTRY_SHIFT
-        out[2, s] = _uniform(key, counter)
-        out[3, s] = _uniform(key, counter + _U1)
-        counter += _U1 + _U1
-        x, counter = _normal(key, counter)
-        out[0, s] = x * x
-        x, counter = _normal(key, counter)
-        out[1, s] = x * x
-        out[4, s], counter = _normal(key, counter)
+    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j owns the counters ``j 2^16
+    ... j 2^16 + 2^16 - 1``: the uniforms are outputs 0 and 1, normal c's ziggurat candidate
+    output 2 + c.  A first pass without branches (vectorised) takes every candidate and marks
+    the entries where one fails the ziggurat's fast test (about 1 % per normal); a second pass
+    finishes those normals with :func:`_normal_rest`, normal c from the entry's counter (c + 1)
+    2^14 on.  Every number is exact and a function of (key, entry) only."""
+    m = out.shape[1]
+    slow = np.empty(m, np.bool_)
+    for s in range(m):
+        base = np.uint64(j0 + s) << _ENTRY_SHIFT
+        out[2, s] = _uniform(key, base)
+        out[3, s] = _uniform(key, base + _U1)
+        x0, _, ok0 = _candidate(_bits(key, base + np.uint64(2)))
+        x1, _, ok1 = _candidate(_bits(key, base + np.uint64(3)))
+        x2, _, ok2 = _candidate(_bits(key, base + np.uint64(4)))
+        out[0, s] = x0 * x0
+        out[1, s] = x1 * x1
+        out[4, s] = x2
+        slow[s] = not (ok0 and ok1 and ok2)
+    for s in range(m):
+        if slow[s]:
+            base = np.uint64(j0 + s) << _ENTRY_SHIFT
+            for c in range(3):
+                x, idx, ok = _candidate(_bits(key, base + np.uint64(2 + c)))
+                if not ok:
+                    x = _normal_rest(key, x, idx, base + (np.uint64(c + 1) << _RETRY_SHIFT))
+                    if c < 2:
+                        out[c, s] = x * x
+                    else:
+                        out[4, s] = x
 
 
 @njit(cache=True)
@@ -391,7 +418,7 @@ def _inv_gauss(mu, chi2, uniform):
 
 @njit(cache=True, error_model="numpy")
 def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
-    """Draws of :func:`_margin_half_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
+    """Draws of :func:`_margin_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
     with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
     1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
     random numbers of :func:`_entry_randoms` (into ``r``, (5, at least len(w))), drawn first so
@@ -413,32 +440,38 @@ def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
         new[s] = lin / prec + r[4, s] / np.sqrt(prec)
 
 
-_SWEEP_BLOCK = 64  # features per work item of the half-sweep (its buffers are allocated once)
+_SWEEP_BLOCK = 64  # features per work item of the sweep (its buffers are allocated once)
 
 
-def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
-    """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
+def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys, rho):
+    """Half-sweeps of the latent max-margin w (eq. 7 augmentation), feature by feature, and the
+    Robbins-Monro average of ``_Engine._maxmargin_latent``.
 
-    ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
-    in increasing x and ``new_group[i, p]`` is True where sorted position p starts a new tie
-    group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
-    maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
-    1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
-    ``_Engine._maxmargin_latent``.  The random numbers are those of the stream ``key`` (a uint64
-    the caller draws from its Generator) at the entry's number (entries of this parity numbered
-    feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
-    how features are spread over threads or blocks.  Per feature, a sequential pass over the
-    sorted row collects each entry's neighbours, then one pass draws all of them; features go
-    in blocks of 64 (threads take blocks), each allocating its buffers once.  Returns the log
-    pseudo-likelihood (eq. 6) at the w before the update.
+    ``ew`` and ``wbar`` (a^T z) are (n_features, n_samples); ``order[i]`` lists the samples of
+    feature i in increasing x and ``new_group[i, p]`` is True where sorted position p starts a
+    new tie group.  For each parity in ``parities`` in turn (0, 1: a full sweep), the entries of
+    tie groups whose rank has that parity are drawn given the rest: w^l / w^u are the maximum /
+    minimum of the current w over the groups below / above (section 2, ERRATA), 1/lam ~
+    IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in ``_Engine._maxmargin_latent``.
+    The random numbers are those of the stream ``keys[parity]`` (uint64s the caller draws from
+    its Generator) at the entry's number (entries of a parity numbered feature by feature in
+    sorted order from ``offset[parity, i]`` on), so the result does not depend on how features
+    are spread over threads or blocks.  Per feature, w is gathered into sorted order once; per
+    parity a backward and a forward pass collect each entry's neighbours, then one pass draws
+    them; w is scattered back once, and when ``h`` has the shape of ``ew`` it becomes ``(1 -
+    rho) h + rho w`` in the same pass.  Features go in blocks of 64 (threads take blocks).
+    Returns the log pseudo-likelihood (eq. 6) at the w before each half-sweep, ``sum w^2``,
+    ``sum h wbar`` (0 without h) and ``sum (w - wbar)^2``, w the final draw.
     """
     d, n = ew.shape
+    average = h.shape[0] == d
     n_blocks = -(-d // _SWEEP_BLOCK)
-    ll_block = np.zeros(n_blocks)
+    sums = np.zeros((n_blocks, 4))
     for blk in prange(n_blocks):
         ws = np.empty(n)
+        ms = np.empty(n)
         above = np.empty(n)
-        col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
+        pos = np.empty(n, np.int64)  # the entries of this parity: sorted place, w, w^l, w^u, mean
         cur = np.empty(n)
         lo = np.empty(n)
         up = np.empty(n)
@@ -447,78 +480,77 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
         ll_lo = np.empty(n)
         ll_up = np.empty(n)
         r = np.empty((5, n))
-        ll = 0.0
+        ll = sq = cross = resid2 = 0.0
         for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
             for p in range(n):
                 ws[p] = ew[i, order[i, p]]
-            # backward: above[p] = min of w after the end of p's tie group
-            run = np.inf
-            after_group = np.inf
-            for p in range(n - 1, -1, -1):
-                if p == n - 1 or new_group[i, p + 1]:
-                    after_group = run
-                above[p] = after_group
-                run = min(run, ws[p])
-            # forward: below = max of w before the start of the current tie group
-            t = 0
-            run = -np.inf
-            below = -np.inf
-            group = -1
+                ms[p] = wbar[i, order[i, p]]
+            for parity in parities:
+                # backward: above[p] = min of w after the end of p's tie group
+                run = np.inf
+                after_group = np.inf
+                for p in range(n - 1, -1, -1):
+                    if p == n - 1 or new_group[i, p + 1]:
+                        after_group = run
+                    above[p] = after_group
+                    run = min(run, ws[p])
+                # forward: below = max of w before the start of the current tie group
+                t = 0
+                run = -np.inf
+                below = -np.inf
+                group = -1
+                for p in range(n):
+                    if new_group[i, p]:
+                        below = run
+                        group += 1
+                    if group % 2 == parity:
+                        pos[t] = p
+                        mu[t] = ms[p]
+                        cur[t] = ws[p]
+                        lo[t] = below
+                        up[t] = above[p]
+                        t += 1
+                    run = max(run, ws[p])
+                _margin_draws(
+                    cur[:t],
+                    lo[:t],
+                    up[:t],
+                    mu[:t],
+                    eps,
+                    keys[parity],
+                    offset[parity, i],
+                    r,
+                    new,
+                    ll_lo,
+                    ll_up,
+                )
+                for s in range(t):
+                    ws[pos[s]] = new[s]
+                    ll -= ll_lo[s]
+                    ll -= ll_up[s]
             for p in range(n):
-                if new_group[i, p]:
-                    below = run
-                    group += 1
-                if group % 2 == parity:
-                    col[t] = order[i, p]
-                    mu[t] = wbar[i, col[t]]
-                    cur[t] = ws[p]
-                    lo[t] = below
-                    up[t] = above[p]
-                    t += 1
-                run = max(run, ws[p])
-            _margin_draws(
-                cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], r, new, ll_lo, ll_up
-            )
-            for s in range(t):
-                ew[i, col[s]] = new[s]
-                ll -= ll_lo[s]
-                ll -= ll_up[s]
-        ll_block[blk] = ll
-    total = 0.0  # a plain loop: the threaded copy would split ``ll_block.sum()`` over threads
+                j = order[i, p]
+                e = ws[p]
+                ew[i, j] = e
+                sq += e * e
+                diff = e - ms[p]
+                resid2 += diff * diff
+                if average:
+                    v = (1.0 - rho) * h[i, j] + rho * e
+                    h[i, j] = v
+                    cross += v * ms[p]
+        sums[blk, 0] = ll
+        sums[blk, 1] = sq
+        sums[blk, 2] = cross
+        sums[blk, 3] = resid2
+    total = np.zeros(4)  # a plain loop: the threaded copy would split a sum over threads
     for blk in range(n_blocks):
-        total += ll_block[blk]
-    return total
+        for c in range(4):
+            total[c] += sums[blk, c]
+    return total[0], total[1], total[2], total[3]
 
 
-_margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
-
-
-@njit(cache=True)
-def _squared_distance(a, b):
-    """``sum (a - b)^2`` over two equal-shape 2-D arrays, without temporaries."""
-    total = 0.0
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            diff = a[i, j] - b[i, j]
-            total += diff * diff
-    return total
-
-
-@njit(cache=True)
-def _running_average(h, ew, wbar, rho):
-    """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
-    ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
-    sq = 0.0
-    cross = 0.0
-    d, n = h.shape
-    for i in range(d):
-        for j in range(n):
-            e = ew[i, j]
-            v = (1 - rho) * h[i, j] + rho * e
-            h[i, j] = v
-            sq += e * e
-            cross += v * wbar[i, j]
-    return sq, cross
+_margin_sweep = _serial_and_threaded(_margin_sweep_py)
 
 
 @njit(cache=True)
