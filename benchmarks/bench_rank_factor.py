@@ -88,9 +88,9 @@ def _rng_seconds(n, d):
     """CPU seconds the compiled sweep's random numbers of one iteration take alone."""
     from omicsbayes.models.rank_factor._kernels import _entry_randoms
 
-    out = np.empty((5, n * d))
-    _entry_randoms(np.uint64(0), 0, out)  # compile (or load) for this array type
-    return _timed(lambda: _entry_randoms(np.uint64(1), 0, out))[1]
+    out, slow = np.empty((5, n * d)), np.empty(n * d, bool)
+    _entry_randoms(np.uint64(0), 0, n * d, out, slow)  # compile (or load) for these types
+    return _timed(lambda: _entry_randoms(np.uint64(1), 0, n * d, out, slow))[1]
 
 
 def _model(**kwargs):

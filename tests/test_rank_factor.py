@@ -15,8 +15,8 @@ from omicsbayes.models.rank_factor._kernels import (
     _entry_randoms,
     _gaussian_block,
     _inv_gauss,
-    _margin_sweep,
     _margin_moments,
+    _margin_sweep,
 )
 from omicsbayes.models.rank_factor._ranks import _RankIndex
 
@@ -262,7 +262,7 @@ def test_compiled_half_sweep_matches_two_stage_numpy_sampler():
 
 def _stream(key, m, j0=0):
     out = np.empty((5, m))
-    _entry_randoms(np.uint64(key), j0, out)
+    _entry_randoms(np.uint64(key), j0, m, out, np.empty(m, bool))
     return out.T
 
 

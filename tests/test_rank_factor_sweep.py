@@ -20,7 +20,9 @@ def _reference_sweep(X, ew, wbar, h, index, eps, keys, rho):
             rank = np.unique(x, return_inverse=True)[1]
             members = [j for j in index.order_t[i] if rank[j] % 2 == parity]
             r = np.empty((5, len(members)))
-            _entry_randoms(np.uint64(key), index.parity_offset[parity, i], r)
+            _entry_randoms(
+                np.uint64(key), index.parity_offset[parity, i], len(members), r, np.empty(n, bool)
+            )
             for s, j in enumerate(members):
                 smaller, larger = w[x < x[j]], w[x > x[j]]
                 lo = smaller.max() if smaller.size else -np.inf

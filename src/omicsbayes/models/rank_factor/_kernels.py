@@ -372,17 +372,16 @@ _RETRY_SHIFT = np.uint64(14)  # normal c of an entry continues at counter (c + 1
 
 
 @njit(cache=True)
-def _entry_randoms(key, j0, out):
-    """The random numbers of entries ``j0, j0 + 1, ...`` of a half-sweep into the columns of
-    ``out`` (5, m): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
+def _entry_randoms(key, j0, m, out, slow):
+    """The random numbers of entries ``j0, ..., j0 + m - 1`` of a half-sweep into the first m
+    columns of ``out`` (5, at least m; ``slow``: a bool work array as long): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
     of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j owns the counters ``j 2^16
     ... j 2^16 + 2^16 - 1``: the uniforms are outputs 0 and 1, normal c's ziggurat candidate
     output 2 + c.  A first pass without branches (vectorised) takes every candidate and marks
     the entries where one fails the ziggurat's fast test (about 1 % per normal); a second pass
     finishes those normals with :func:`_normal_rest`, normal c from the entry's counter (c + 1)
-    2^14 on.  Every number is exact and a function of (key, entry) only."""
-    m = out.shape[1]
-    slow = np.empty(m, np.bool_)
+    2^14 on.  Every number is exact and a function of (key, entry) only.  (Whole arrays and a
+    count, not slices: the loop over a slice of ``out`` is not vectorised.)"""
     for s in range(m):
         base = np.uint64(j0 + s) << _ENTRY_SHIFT
         out[2, s] = _uniform(key, base)
@@ -409,22 +408,24 @@ def _entry_randoms(key, j0, out):
 
 @njit(cache=True)
 def _inv_gauss(mu, chi2, uniform):
-    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976), in the
-    cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu chi2 / 2."""
+    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976): the
+    roots of the quadratic are ``mu / D`` and ``mu D``, ``D = 1 + a + sqrt(a (2 + a))``, ``a = mu
+    chi2 / 2`` (the cancellation-free form), and the smaller is taken when ``U (mu + mu / D) <=
+    mu``, i.e. ``U (D + 1) <= D``: one division instead of three."""
     a = 0.5 * mu * chi2
-    x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
-    return x if uniform * (mu + x) <= mu else mu * mu / x
+    big = 1.0 + a + np.sqrt(a * (2.0 + a))
+    return mu * big if uniform * (big + 1.0) > big else mu / big
 
 
 @njit(cache=True, error_model="numpy")
-def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
-    """Draws of :func:`_margin_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
-    with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
+def _margin_draws(t, w, lo, up, mu, eps, key, j0, r, slow, new, ll_lo, ll_up):
+    """Draws of :func:`_margin_sweep_py` for entries ``j0, ..., j0 + t - 1`` of the half-sweep
+    (the first t of each array) with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
     1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
-    random numbers of :func:`_entry_randoms` (into ``r``, (5, at least len(w))), drawn first so
-    that this loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
-    _entry_randoms(key, j0, r[:, : len(w)])
-    for s in range(len(w)):
+    random numbers of :func:`_entry_randoms` (into ``r`` and ``slow``), drawn first so that this
+    loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
+    _entry_randoms(key, j0, t, r, slow)
+    for s in range(t):
         has_l = lo[s] > -np.inf
         has_u = up[s] < np.inf
         u = lo[s] + eps - w[s]
@@ -437,7 +438,8 @@ def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
         ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
         prec = prec + iu if has_u else prec
         lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
-        new[s] = lin / prec + r[4, s] / np.sqrt(prec)
+        sd = 1.0 / np.sqrt(prec)
+        new[s] = (lin * sd + r[4, s]) * sd
 
 
 _SWEEP_BLOCK = 64  # features per work item of the sweep (its buffers are allocated once)
@@ -480,6 +482,7 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
         ll_lo = np.empty(n)
         ll_up = np.empty(n)
         r = np.empty((5, n))
+        slow = np.empty(n, np.bool_)
         ll = sq = cross = resid2 = 0.0
         for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
             for p in range(n):
@@ -494,40 +497,42 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
                         after_group = run
                     above[p] = after_group
                     run = min(run, ws[p])
-                # forward: below = max of w before the start of the current tie group
+                # forward: below = max of w before the start of the current tie group; the
+                # entries of this parity are collected without a branch (every position is
+                # written, the count advances only for this parity: ties make parity irregular)
                 t = 0
                 run = -np.inf
                 below = -np.inf
-                group = -1
+                odd = 1
                 for p in range(n):
                     if new_group[i, p]:
                         below = run
-                        group += 1
-                    if group % 2 == parity:
-                        pos[t] = p
-                        mu[t] = ms[p]
-                        cur[t] = ws[p]
-                        lo[t] = below
-                        up[t] = above[p]
-                        t += 1
+                        odd ^= 1
+                    pos[t] = p
+                    mu[t] = ms[p]
+                    cur[t] = ws[p]
+                    lo[t] = below
+                    up[t] = above[p]
+                    t += odd == parity
                     run = max(run, ws[p])
                 _margin_draws(
-                    cur[:t],
-                    lo[:t],
-                    up[:t],
-                    mu[:t],
+                    t,
+                    cur,
+                    lo,
+                    up,
+                    mu,
                     eps,
                     keys[parity],
                     offset[parity, i],
                     r,
+                    slow,
                     new,
                     ll_lo,
                     ll_up,
                 )
                 for s in range(t):
                     ws[pos[s]] = new[s]
-                    ll -= ll_lo[s]
-                    ll -= ll_up[s]
+                    ll -= ll_lo[s] + ll_up[s]
             for p in range(n):
                 j = order[i, p]
                 e = ws[p]
