@@ -325,6 +325,11 @@ def test_gaussian_block_against_direct_inverse():
         assert logdet[j] == pytest.approx(np.linalg.slogdet(c)[1], rel=1e-10)
     draw, outer, _ = _gaussian_block((G, scale, diag), rhs, np.random.default_rng(0), second=True)
     np.testing.assert_allclose(outer, draw[:, :, None] * draw[:, None, :], rtol=1e-14)
+    eps = np.random.default_rng(0).standard_normal((37, 4))  # the draw is mean + L^-T eps
+    for j in range(37):
+        L = np.linalg.cholesky(full[j])
+        ref = np.linalg.solve(full[j], rhs[j]) + linalg.solve_triangular(L.T, eps[j])
+        np.testing.assert_allclose(draw[j], ref, rtol=1e-10, atol=1e-12)
 
 
 def _point_engine(likelihood, form="exact", seed=3):
@@ -487,7 +492,9 @@ def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
     posterior mean on a problem where the posterior is concentrated (100 samples, 150 features,
     noisy labels), on the scale of the posterior standard deviation: on average within 0.3 sd,
     95 % of the samples within 0.75 sd, and correlated above 0.99 (for the latent max-margin
-    form, whose VB estimates q(W) from draws, VB is averaged over three seeds).
+    form, whose VB estimates q(W) from draws, VB is averaged over three seeds; the Gibbs
+    posterior pools two chains: with one, chain seeds alone moved the mean ratio over 0.11-0.30
+    for OR-L-BSVM, before and after session 8's change of the Gibbs random numbers).
 
     Mean-field VB is an approximation, and the Monte Carlo standard error of a 600-draw chain
     understates its run-to-run spread (two Gibbs seeds differ by up to 0.18 sd on average on
@@ -508,12 +515,12 @@ def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
         vb_f.append(np.hstack([vb.scores_, np.ones((100, 1))]) @ np.r_[vb.coef_[0], vb.intercept_])
     vb_f = np.asarray(vb_f)
     gibbs = RankFactorClassifier.from_variant(
-        name, n_factors=2, inference="gibbs", n_samples=600, burn_in=200, random_state=0
+        name, n_factors=2, inference="gibbs", n_samples=600, burn_in=200, n_chains=2, random_state=0
     ).fit(W, y)
     post = gibbs.idata_.posterior
-    assert post["train_decision"].shape == (1, 600, 100, 1)
-    assert post["coef"].shape == (1, 600, 1, 2)
-    draws = post["train_decision"].values[0, :, :, 0]
+    assert post["train_decision"].shape == (2, 600, 100, 1)
+    assert post["coef"].shape == (2, 600, 1, 2)
+    draws = post["train_decision"].values[..., 0].reshape(1200, 100)
     ratio = np.abs(vb_f.mean(axis=0) - draws.mean(axis=0)) / draws.std(axis=0)
     assert np.mean(ratio) < 0.3
     assert np.quantile(ratio, 0.95) < 0.75

@@ -14,21 +14,25 @@ _CHUNK = 32  # matrices per vector step of the batched Gaussian block (working s
 
 
 @njit(cache=True, error_model="numpy")
-def _gaussian_chunks(S, rhs, eps, b, second):
+def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
     """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
 
-    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
-    ``eps`` (m, k, C) or empty; the first ``b`` of the m C matrices are real, the rest padding.
-    With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs (+ Linv^T
-    eps)``, returns ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment
-    ``E[x x^T] = cov + x x^T`` (without eps), resp. ``x x^T`` of a draw (with eps) -- ``log det
-    cov`` (b,) and whether every S was positive definite.
+    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read) -- or, when S is empty,
+    ``scale[r] G + diag(diagonal[r])`` (G k x k, ``scale`` (b,), ``diagonal`` (b, k)) built one
+    chunk at a time -- ``rhs`` (m, k, C), ``eps`` (m, k, C) or empty; the first ``b`` of the m C
+    matrices are real, the rest padding (identities).
+    With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs``, returns
+    ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment ``E[x x^T] = cov +
+    x x^T`` -- ``log det cov`` (b,) and whether every S was positive definite.  With eps, ``x =
+    L^-T (L^-1 rhs + eps)`` is a draw and the second matrix ``x x^T``: two triangular solves,
+    without ``Linv`` and ``cov`` (a third of the work).
     """
-    m, k, _, C = S.shape
+    m, k, C = rhs.shape
     draw = eps.shape[0] == m
-    out = np.zeros((b, k, k))
-    x_out = np.zeros((b, k))
-    logdet_out = np.zeros(b)
+    out = np.empty((b, k, k))
+    x_out = np.empty((b, k))
+    logdet_out = np.empty(b)
+    Sq = np.empty((k, k, C))
     cov = np.empty((k, k, C))
     mean = np.empty((k, C))
     logdet = np.empty(C)
@@ -36,9 +40,13 @@ def _gaussian_chunks(S, rhs, eps, b, second):
     Linv = np.zeros((k, k, C))
     acc = np.empty(C)
     for q in range(m):
+        if S.shape[0] == m:
+            Sq = S[q]
+        else:
+            _scaled_plus_diagonal(G, scale, diagonal, q * C, Sq)
         logdet[:] = 0.0
         for j in range(k):
-            acc[:] = S[q, j, j]
+            acc[:] = Sq[j, j]
             for p in range(j):
                 for c in range(C):
                     acc[c] -= L[j, p, c] * L[j, p, c]
@@ -49,12 +57,34 @@ def _gaussian_chunks(S, rhs, eps, b, second):
                 Linv[j, j, c] = 1.0 / L[j, j, c]
                 logdet[c] -= 2.0 * np.log(L[j, j, c])
             for i in range(j + 1, k):
-                acc[:] = S[q, i, j]
+                acc[:] = Sq[i, j]
                 for p in range(j):
                     for c in range(C):
                         acc[c] -= L[i, p, c] * L[j, p, c]
                 for c in range(C):
                     L[i, j, c] = acc[c] / L[j, j, c]
+        if draw:  # mean = L^-1 rhs, then x = L^-T (mean + eps), in place
+            for a in range(k):
+                acc[:] = rhs[q, a]
+                for p in range(a):
+                    for c in range(C):
+                        acc[c] -= L[a, p, c] * mean[p, c]
+                for c in range(C):
+                    mean[a, c] = acc[c] * Linv[a, a, c]
+            for a in range(k - 1, -1, -1):
+                for c in range(C):
+                    acc[c] = mean[a, c] + eps[q, a, c]
+                for p in range(a + 1, k):
+                    for c in range(C):
+                        acc[c] -= L[p, a, c] * mean[p, c]
+                for c in range(C):
+                    mean[a, c] = acc[c] * Linv[a, a, c]
+            for a in range(k):
+                for bb in range(k):
+                    for c in range(C):
+                        cov[a, bb, c] = mean[a, c] * mean[bb, c]
+            _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out)
+            continue
         for j in range(k):
             for i in range(j + 1, k):
                 acc[:] = 0.0
@@ -76,43 +106,40 @@ def _gaussian_chunks(S, rhs, eps, b, second):
             for bb in range(k):
                 for c in range(C):
                     mean[a, c] += cov[a, bb, c] * rhs[q, bb, c]
-            if draw:
-                for p in range(a, k):
-                    for c in range(C):
-                        mean[a, c] += Linv[p, a, c] * eps[q, p, c]
         if second:
-            keep = 0.0 if draw else 1.0
             for a in range(k):
                 for bb in range(k):
                     for c in range(C):
-                        cov[a, bb, c] = keep * cov[a, bb, c] + mean[a, c] * mean[bb, c]
-        for c in range(min(C, b - q * C)):  # the real matrices, in (b, ...) layout
-            row = q * C + c
-            logdet_out[row] = logdet[c]
-            for a in range(k):
-                x_out[row, a] = mean[a, c]
-                for bb in range(k):
-                    out[row, a, bb] = cov[a, bb, c]
+                        cov[a, bb, c] += mean[a, c] * mean[bb, c]
+        _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out)
     return x_out, out, logdet_out, True
 
 
-@njit(cache=True)
-def _scaled_plus_diagonal_chunks(G, scale, diagonal):
-    """The precisions ``scale[q] G + diag(diagonal[q])`` (G: k x k, ``scale`` (b,), ``diagonal``
-    (b, k)) in the (m, k, k, C) layout of :func:`_gaussian_chunks`, padded with identities."""
+@njit(cache=True, inline="always")
+def _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out):
+    """The real matrices of chunk q of :func:`_gaussian_chunks`, in (b, ...) layout."""
+    for c in range(min(C, b - q * C)):
+        row = q * C + c
+        logdet_out[row] = logdet[c]
+        for a in range(k):
+            x_out[row, a] = mean[a, c]
+            for bb in range(k):
+                out[row, a, bb] = cov[a, bb, c]
+
+
+@njit(cache=True, inline="always")
+def _scaled_plus_diagonal(G, scale, diagonal, first, Sq):
+    """The precisions ``scale[r] G + diag(diagonal[r])`` of rows ``first, first + 1, ...`` into
+    ``Sq`` (k, k, C), the layout of :func:`_gaussian_chunks`, identities past the last row."""
     b, k = diagonal.shape
-    m = -(-b // _CHUNK)
-    S = np.empty((m, k, k, _CHUNK))
-    for q in range(m):
-        for c in range(_CHUNK):
-            row = q * _CHUNK + c
-            real = row < b
-            for i in range(k):
-                for j in range(k):
-                    S[q, i, j, c] = scale[row] * G[i, j] if real else (1.0 if i == j else 0.0)
-                if real:
-                    S[q, i, i, c] += diagonal[row, i]
-    return S
+    for c in range(Sq.shape[2]):
+        row = first + c
+        real = row < b
+        for i in range(k):
+            for j in range(k):
+                Sq[i, j, c] = scale[row] * G[i, j] if real else (1.0 if i == j else 0.0)
+            if real:
+                Sq[i, i, c] += diagonal[row, i]
 
 
 def _to_chunks(a, fill):
@@ -128,25 +155,25 @@ def _to_chunks(a, fill):
 def _gaussian_block(precision, rhs, rng=None, second=False):
     """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
     draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``).
-    With ``second`` the second matrix is ``E[x x^T]`` (the outer product of a draw).
+    With ``second`` the second matrix is ``E[x x^T]``; for a draw it is always ``x x^T``.
     ``precision`` may also be a tuple ``(G, scale, diagonal)`` for ``scale[q] G +
     diag(diagonal[q])`` (leading axes then those of ``diagonal``), which is never formed."""
     if isinstance(precision, tuple):
         G, scale, diagonal = precision
         lead, k = diagonal.shape[:-1], diagonal.shape[-1]
         b = int(np.prod(lead))
-        chunks = _scaled_plus_diagonal_chunks(
-            G, np.broadcast_to(scale, lead).reshape(b), diagonal.reshape(b, k)
-        )
+        scale = np.ascontiguousarray(np.broadcast_to(scale, lead).reshape(b), dtype=float)
+        parts = (np.empty((0, 0, 0, 0)), G, scale, diagonal.reshape(b, k))
     else:
         lead, k = precision.shape[:-2], precision.shape[-1]
         b = int(np.prod(lead))
         chunks = _to_chunks(precision.reshape(b, k, k), np.eye(k))
+        parts = (chunks, np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
     eps = np.empty((0, 0, 0))
     if rng is not None:
         eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
     mean, cov, logdet, ok = _gaussian_chunks(
-        chunks, _to_chunks(rhs.reshape(b, k), 0.0), eps, b, second
+        *parts, _to_chunks(rhs.reshape(b, k), 0.0), eps, b, second
     )
     if not ok:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
@@ -374,11 +401,12 @@ _RETRY_SHIFT = np.uint64(14)  # normal c of an entry continues at counter (c + 1
 @njit(cache=True)
 def _entry_randoms(key, j0, m, out, slow):
     """The random numbers of entries ``j0, ..., j0 + m - 1`` of a half-sweep into the first m
-    columns of ``out`` (5, at least m; ``slow``: a bool work array as long): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
-    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j owns the counters ``j 2^16
-    ... j 2^16 + 2^16 - 1``: the uniforms are outputs 0 and 1, normal c's ziggurat candidate
-    output 2 + c.  A first pass without branches (vectorised) takes every candidate and marks
-    the entries where one fails the ziggurat's fast test (about 1 % per normal); a second pass
+    columns of ``out`` (5, at least m; ``slow``: a bool work array as long): two chi^2_1
+    (squared normals) and two uniforms for the inverse-Gaussian draws of 1/lam^l, 1/lam^u,
+    and one N(0, 1) for the draw of w.  Entry j owns the counters ``j 2^16 ... j 2^16 + 2^16
+    - 1``: the uniforms are outputs 0 and 1, normal c's ziggurat candidate output 2 + c.  A
+    first pass without branches (vectorised) takes every candidate and marks the entries where
+    one fails the ziggurat's fast test (1.5 % per normal, 4.4 % of entries); a second pass
     finishes those normals with :func:`_normal_rest`, normal c from the entry's counter (c + 1)
     2^14 on.  Every number is exact and a function of (key, entry) only.  (Whole arrays and a
     count, not slices: the loop over a slice of ``out`` is not vectorised.)"""
@@ -419,11 +447,11 @@ def _inv_gauss(mu, chi2, uniform):
 
 @njit(cache=True, error_model="numpy")
 def _margin_draws(t, w, lo, up, mu, eps, key, j0, r, slow, new, ll_lo, ll_up):
-    """Draws of :func:`_margin_sweep_py` for entries ``j0, ..., j0 + t - 1`` of the half-sweep
-    (the first t of each array) with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
-    1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
-    random numbers of :func:`_entry_randoms` (into ``r`` and ``slow``), drawn first so that this
-    loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
+    """Draws of :func:`_margin_sweep_py` for entries ``j0, ..., j0 + t - 1`` of the half-sweep (the
+    first t of each array) with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and
+    mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq.
+    7), with the random numbers of :func:`_entry_randoms` (into ``r`` and ``slow``), drawn first so
+    that this loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
     _entry_randoms(key, j0, t, r, slow)
     for s in range(t):
         has_l = lo[s] > -np.inf
