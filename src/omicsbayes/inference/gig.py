@@ -172,6 +172,31 @@ def _mode(p, w):
     return (np.sqrt((1 - p) ** 2 + w**2) - (1 - p)) / w
 
 
+@njit(cache=True, inline="always")
+def _small_omega_q0(w, u, v):
+    """The small-omega candidate of :func:`_gig_try` for q = 0 (the horseshoe's GIG): with
+    ``x0 = w`` and ``xs = 2 / w`` (w < 1/2), ``k3 = w / 2`` and ``A3 = e^-1``, and the test
+    ``log(u h) <= log_q(x)`` as ``u h x <= exp(-w (x + 1/x) / 2)``: six transcendental
+    functions per candidate instead of eleven.  Returns ``(x, accepted)``."""
+    m = _mode(0.0, w)
+    k1 = np.exp(-0.5 * w * (m + 1 / m)) / m
+    A1 = k1 * w
+    k2 = np.exp(-w)
+    A2 = k2 * np.log(2 / (w * w))
+    vv = (A1 + A2 + np.exp(-1.0)) * v
+    if vv <= A1:
+        x = vv / k1
+        hx = k1 * x
+    elif vv <= A1 + A2:
+        x = w * np.exp((vv - A1) / k2)
+        hx = k2
+    else:
+        z = np.exp(-1.0) - (vv - A1 - A2)
+        x = -2 / w * np.log(z)
+        hx = 0.5 * w * z * x
+    return x, u * hx <= np.exp(-0.5 * w * (x + 1 / x))
+
+
 @njit(cache=True, error_model="numpy")
 def _gig_try(q, w, u, v, out):
     """One candidate of Hoermann & Leydold's (2014) standard GIG(q, w) sampler (``q >= 0``) per
@@ -204,6 +229,8 @@ def _gig_try(q, w, u, v, out):
             uu = np.exp(0.5 * _log_q(m, q, wj)) * u[j]
             x = xplus * np.exp(0.5 * _log_q(xplus, q, wj)) * v[j] / uu
             accept = x > 0 and 2 * np.log(uu) <= _log_q(x, q, wj)
+        elif q == 0:  # small omega, horseshoe: the branch below with q = 0 simplified
+            x, accept = _small_omega_q0(wj, u[j], v[j])
         else:  # small omega: q < 1, rejection constant below 2.73
             x0 = wj / (1 - q)
             xs = max(x0, 2 / wj)
