@@ -435,7 +435,9 @@ class _Engine:
         S += self.sym.unflat(W @ self.sym.flat(ebb[:, :k, :k]))
         S[:, np.arange(k), np.arange(k)] += psibar[:, None]
         eb = self.Eb.reshape(t * c, k + 1)
-        rhs = rhs + self.H @ self.Ea
+        # A^T H^T, transposed: the sum over the (long) feature axis as the inner dimension of
+        # (K x d)(d x n) runs twice as fast as H (n x d) A with H the transpose of the sweep's w
+        rhs = rhs + (self.Ea.T @ self.H.T).T
         rhs += (mask * self.Hc).reshape(n, t * c) @ eb[:, :k] - W @ ebb[:, :k, k]
         self.Ez, self.EZZ, self.logdet_z = _gaussian_block(
             S, rhs, self.rng if self.gibbs else None, second=True
