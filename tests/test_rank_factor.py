@@ -282,7 +282,12 @@ def test_compiled_random_numbers_have_their_distributions():
     for a, b in pairs:
         assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(m)
     np.testing.assert_array_equal(_stream(7, 100, j0=50), r[50:150])  # entry j: (key, j) only
-    big = _stream(11, 400_000)[:, 4]
+    many = _stream(11, 400_000)
+    # the 4.4 % of entries whose ziggurat candidates fail the fast test finish in a second pass
+    # (wedges, tail, new candidates): at this size KS detects a misplaced 0.3 % of the mass
+    for col, dist in ((0, stats.chi2(1)), (1, stats.chi2(1)), (4, stats.norm)):
+        assert stats.kstest(many[:, col], dist.cdf).pvalue > 1e-3, col
+    big = many[:, 4]
     tail = np.mean(np.abs(big) > 3.6541528853610088)
     expected = 2 * stats.norm.sf(3.6541528853610088)  # 2.6e-4: about 100 of 400,000
     assert abs(tail - expected) < 4 * np.sqrt(expected / len(big))
