@@ -121,12 +121,14 @@ class _Engine:
             init_t = self.index.normal_scores()
             init = init_t.T
             if self.like == "maxmargin_rank" and est.maxmargin_form == "latent":
-                # w and its running average in (features, samples) layout, as the sweep walks them
-                # (w starts as the scores: the sweep changes it only after the set-up below)
+                # w and (VB) its running average in (features, samples) layout, as the sweep
+                # walks them (w starts as the scores: the sweep changes it only after the set-up
+                # below); Gibbs uses the draw itself
                 self.Ew_t = init_t
-                self.H_t = init_t.copy()
-                self.sum_h2 = float(np.sum(init_t**2))
-                self.n_draws = 0
+                if not gibbs:
+                    self.H_t = init_t.copy()
+                    self.sum_h2 = float(np.sum(init_t**2))
+                    self.n_draws = 0
             if self.like == "rank":
                 self.Ew = init.copy()
                 parity = self.index.group_parity().ravel()
