@@ -3,7 +3,12 @@ plain-numpy reference built from brute-force neighbours and the same counter-bas
 
 import numpy as np
 
-from omicsbayes.models.rank_factor._kernels import _entry_randoms, _margin_sweep
+from omicsbayes.models.rank_factor._kernels import (
+    _add_outer,
+    _entry_randoms,
+    _gaussian_block,
+    _margin_sweep,
+)
 from omicsbayes.models.rank_factor._ranks import _RankIndex
 
 
@@ -88,3 +93,22 @@ def test_sweep_matches_brute_force_reference_with_ties():
     )
     np.testing.assert_allclose(ew, ref[4], rtol=1e-12, atol=1e-14)
     assert sums[2] == 0.0 and np.isclose(sums[3], ref[3], rtol=1e-12)
+
+
+def test_add_outer_and_gibbs_draw_without_second_matrix():
+    """_add_outer adds a_i a_i^T to each row in place; a Gaussian draw without ``second`` is the
+    same draw as with it (same random numbers), with no second matrix and no log determinant."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(37, 5))
+    acc = rng.normal(size=(37, 5, 5))
+    ref = acc + np.einsum("ik,il->ikl", a, a)
+    _add_outer(acc, a)
+    np.testing.assert_allclose(acc, ref, rtol=1e-14)
+    G = np.cov(rng.normal(size=(5, 40))) + np.eye(5)
+    scale, diag = rng.uniform(0.5, 2, size=37), rng.uniform(0.1, 3, size=(37, 5))
+    rhs = rng.normal(size=(37, 5))
+    x1, outer, logdet1 = _gaussian_block((G, scale, diag), rhs, np.random.default_rng(0), True)
+    x2, none, logdet2 = _gaussian_block((G, scale, diag), rhs, np.random.default_rng(0))
+    np.testing.assert_array_equal(x1, x2)
+    np.testing.assert_allclose(outer, x1[:, :, None] * x1[:, None, :], rtol=1e-14)
+    assert none is None and logdet1 is None and logdet2 is None

@@ -172,118 +172,110 @@ def _mode(p, w):
     return (np.sqrt((1 - p) ** 2 + w**2) - (1 - p)) / w
 
 
-@njit(cache=True, inline="always")
-def _small_omega_q0(w, u, v):
-    """The small-omega candidate of :func:`_gig_try` for q = 0 (the horseshoe's GIG): with
-    ``x0 = w`` and ``xs = 2 / w`` (w < 1/2), ``k3 = w / 2`` and ``A3 = e^-1``, and the test
-    ``log(u h) <= log_q(x)`` as ``u h x <= exp(-w (x + 1/x) / 2)``: six transcendental
-    functions per candidate instead of eleven.  Returns ``(x, accepted)``."""
-    m = _mode(0.0, w)
-    k1 = np.exp(-0.5 * w * (m + 1 / m)) / m
-    A1 = k1 * w
-    k2 = np.exp(-w)
-    A2 = k2 * np.log(2 / (w * w))
-    vv = (A1 + A2 + np.exp(-1.0)) * v
-    if vv <= A1:
-        x = vv / k1
-        hx = k1 * x
-    elif vv <= A1 + A2:
-        x = w * np.exp((vv - A1) / k2)
-        hx = k2
-    else:
-        z = np.exp(-1.0) - (vv - A1 - A2)
-        x = -2 / w * np.log(z)
-        hx = 0.5 * w * z * x
-    return x, u * hx <= np.exp(-0.5 * w * (x + 1 / x))
+_EXP_M1 = np.exp(-1.0)
 
 
 @njit(cache=True, error_model="numpy")
-def _gig_try(q, w, u, v, out):
-    """One candidate of Hoermann & Leydold's (2014) standard GIG(q, w) sampler (``q >= 0``) per
-    entry from the uniforms ``u``, ``v`` (scipy's ``geninvgauss`` regimes: ratio of uniforms with
-    mode shift when ``q >= 1`` or ``w > 1``, without it for ``w >= min(1/2, 2 sqrt(1 - q) / 3)``,
-    else their rejection algorithm for small omega); accepted draws go into ``out``.  Returns
-    which entries were accepted."""
-    ok = np.zeros(w.size, np.bool_)
-    for j in range(w.size):
-        wj = w[j]
-        if q >= 1 or wj > 1:  # ratio of uniforms with mode shift
-            m = _mode(q, wj)
-            a2 = -2 * (q + 1) / wj - m
-            a1 = 2 * m * (q - 1) / wj - 1
-            p1 = a1 - a2**2 / 3
-            q1 = 2 * a2**3 / 27 - a2 * a1 / 3 + m
-            phi = np.arccos(min(max(-q1 * np.sqrt(-27 / p1**3) / 2, -1.0), 1.0))
-            s1 = -np.sqrt(-4 * p1 / 3)
-            r1 = s1 * np.cos(phi / 3 + np.pi / 3) - a2 / 3
-            r2 = -s1 * np.cos(phi / 3) - a2 / 3
-            lm = _log_q(m, q, wj)
-            vmin = (r1 - m) * np.exp(0.5 * (_log_q(r1, q, wj) - lm))
-            vmax = (r2 - m) * np.exp(0.5 * (_log_q(r2, q, wj) - lm))
-            uu = u[j]
-            x = (vmin + (vmax - vmin) * v[j]) / uu + m
-            accept = x > 0 and 2 * np.log(uu) <= _log_q(x, q, wj) - lm
-        elif wj >= min(0.5, 2 * np.sqrt(max(1 - q, 0.0)) / 3):  # without the shift
-            m = _mode(q, wj)
-            xplus = ((1 + q) + np.sqrt((1 + q) ** 2 + wj**2)) / wj
-            uu = np.exp(0.5 * _log_q(m, q, wj)) * u[j]
-            x = xplus * np.exp(0.5 * _log_q(xplus, q, wj)) * v[j] / uu
-            accept = x > 0 and 2 * np.log(uu) <= _log_q(x, q, wj)
-        elif q == 0:  # small omega, horseshoe: the branch below with q = 0 simplified
-            x, accept = _small_omega_q0(wj, u[j], v[j])
-        else:  # small omega: q < 1, rejection constant below 2.73
-            x0 = wj / (1 - q)
-            xs = max(x0, 2 / wj)
-            k1 = np.exp(_log_q(_mode(q, wj), q, wj))
-            A1 = k1 * x0
-            has2 = x0 < 2 / wj
-            k2 = np.exp(-wj) if has2 else 0.0
-            A2 = 0.0
-            if has2:
-                A2 = k2 * ((2 / wj) ** q - x0**q) / q if q > 0 else k2 * np.log(2 / wj**2)
-            k3 = xs ** (q - 1)
-            A3 = 2 * k3 * np.exp(-xs * wj / 2) / wj
-            vv = (A1 + A2 + A3) * v[j]
-            if vv <= A1:
-                x = x0 * vv / A1
-                h = k1
-            elif vv <= A1 + A2:
-                if q > 0:
-                    x = (x0**q + (vv - A1) * q / k2) ** (1 / q)
-                else:
-                    x = wj * np.exp((vv - A1) * np.exp(wj))
+def _gig_one(q, w, rng):
+    """One draw of Hoermann & Leydold's (2014) standard GIG(q, w) sampler (``q >= 0``) with
+    uniforms from the Generator ``rng`` (two per candidate, ``u`` in (0, 1]), in scipy's
+    ``geninvgauss`` regimes: ratio of uniforms with mode shift when ``q >= 1`` or ``w > 1``,
+    without it for ``w >= min(1/2, 2 sqrt(1 - q) / 3)``, else their rejection algorithm for
+    small omega.  What depends on ``(q, w)`` only is computed once, before the candidates."""
+    if q >= 1 or w > 1:  # ratio of uniforms with mode shift
+        m = _mode(q, w)
+        a2 = -2 * (q + 1) / w - m
+        a1 = 2 * m * (q - 1) / w - 1
+        p1 = a1 - a2**2 / 3
+        q1 = 2 * a2**3 / 27 - a2 * a1 / 3 + m
+        phi = np.arccos(min(max(-q1 * np.sqrt(-27 / p1**3) / 2, -1.0), 1.0))
+        s1 = -np.sqrt(-4 * p1 / 3)
+        r1 = s1 * np.cos(phi / 3 + np.pi / 3) - a2 / 3
+        r2 = -s1 * np.cos(phi / 3) - a2 / 3
+        lm = _log_q(m, q, w)
+        vmin = (r1 - m) * np.exp(0.5 * (_log_q(r1, q, w) - lm))
+        vmax = (r2 - m) * np.exp(0.5 * (_log_q(r2, q, w) - lm))
+        while True:
+            u = 1.0 - rng.random()
+            x = (vmin + (vmax - vmin) * rng.random()) / u + m
+            if x > 0 and 2 * np.log(u) <= _log_q(x, q, w) - lm:
+                return x
+    if w >= min(0.5, 2 * np.sqrt(max(1 - q, 0.0)) / 3):  # without the shift
+        m = _mode(q, w)
+        xplus = ((1 + q) + np.sqrt((1 + q) ** 2 + w**2)) / w
+        umax = np.exp(0.5 * _log_q(m, q, w))
+        vmax = xplus * np.exp(0.5 * _log_q(xplus, q, w))
+        while True:
+            u = umax * (1.0 - rng.random())
+            x = vmax * rng.random() / u
+            if x > 0 and 2 * np.log(u) <= _log_q(x, q, w):
+                return x
+    # small omega: q < 1, rejection constant below 2.73; for q = 0 (the horseshoe) x0 = w,
+    # xs = 2 / w (w < 1/2), k3 = w / 2, A3 = e^-1, and the test log(u h) <= log_q(x) is taken
+    # as u h x <= exp(-w (x + 1/x) / 2)
+    x0 = w / (1 - q)
+    xs = max(x0, 2 / w)
+    m = _mode(q, w)
+    if q == 0:  # the constants without pow, and exp(-xs w / 2) = e^-1: four functions, not eight
+        k1 = np.exp(-0.5 * w * (m + 1 / m)) / m
+        k2 = np.exp(-w)
+        A2 = k2 * np.log(2 / w**2)
+        k3 = 0.5 * w
+        tail = _EXP_M1
+    else:
+        k1 = np.exp(_log_q(m, q, w))
+        has2 = x0 < 2 / w
+        k2 = np.exp(-w) if has2 else 0.0
+        A2 = k2 * ((2 / w) ** q - x0**q) / q if has2 else 0.0
+        k3 = xs ** (q - 1)
+        tail = np.exp(-xs * w / 2)
+    A1 = k1 * x0
+    A3 = 2 * k3 * tail / w
+    while True:
+        u = 1.0 - rng.random()
+        vv = (A1 + A2 + A3) * rng.random()
+        if vv <= A1:
+            x = x0 * vv / A1
+            h = k1
+        elif vv <= A1 + A2:
+            if q > 0:
+                x = (x0**q + (vv - A1) * q / k2) ** (1 / q)
                 h = k2 * x ** (q - 1)
             else:
-                z = np.exp(-xs * wj / 2) - wj * (vv - A1 - A2) / (2 * k3)
-                x = -2 / wj * np.log(z)
-                h = k3 * np.exp(-x * wj / 2)
-            accept = np.log(u[j] * h) <= _log_q(x, q, wj)
-        if accept:
-            out[j] = x
-            ok[j] = True
-    return ok
+                x = w * np.exp((vv - A1) / k2)
+                h = k2 / x
+        else:
+            z = tail - w * (vv - A1 - A2) / (2 * k3)
+            x = -2 / w * np.log(z)
+            h = k3 * z  # k3 exp(-x w / 2)
+        if q == 0:
+            if u * h * x <= np.exp(-0.5 * w * (x + 1 / x)):
+                return x
+        elif np.log(u * h) <= _log_q(x, q, w):
+            return x
+
+
+@njit(cache=True)
+def _gig_draws(q, w, rng, out):
+    """:func:`_gig_one` for every entry of ``w`` into ``out``, in order."""
+    for j in range(w.size):
+        out[j] = _gig_one(q, w[j], rng)
 
 
 def sample_gig_vectorised(a, b, p, rng):
     """GIG(a, b, p) draws (density x^(p-1) exp(-(a x + b/x)/2)) for arrays a, b and scalar p.
 
     Hoermann & Leydold (2014), the three regimes of ``scipy.stats.geninvgauss``, compiled per
-    entry (:func:`_gig_try`), in rejection rounds over the entries not yet accepted with two
-    uniforms per entry and round from ``rng``; scipy loops over entries in Python, which is too
-    slow for a draw per loading in every Gibbs sweep.  ``p < 0`` draws 1 / GIG(-p).
+    entry with its rejection loop (:func:`_gig_one`; numbers from ``rng`` itself, entry by
+    entry); scipy loops over entries in Python, which is too slow for a draw per loading in
+    every Gibbs sweep.  ``p < 0`` draws 1 / GIG(-p).
     """
     a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
     invert = p < 0
     q = float(-p if invert else p)
-    w = np.sqrt(a * b).ravel()
+    w = np.ascontiguousarray(np.sqrt(a * b).ravel())
     out = np.empty(w.shape)
-    todo = np.arange(w.size)
-    while todo.size:
-        u, v = rng.uniform(size=(2, todo.size))
-        got = np.empty(todo.size)
-        ok = _gig_try(q, w[todo], u, v, got)
-        out[todo[ok]] = got[ok]
-        todo = todo[~ok]
+    _gig_draws(q, w, rng, out)
     y = out.reshape(a.shape)
     if invert:
         y = 1 / y

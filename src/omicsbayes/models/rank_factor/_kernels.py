@@ -18,18 +18,20 @@ def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
     """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
 
     ``S`` (m, k, k, C) symmetric positive definite (lower triangle read) -- or, when S is empty,
-    ``scale[r] G + diag(diagonal[r])`` (G k x k, ``scale`` (b,), ``diagonal`` (b, k)) built one
+    ``scale[r] G + diag(diagonal[:, r])`` (G k x k, ``scale`` (m C,), ``diagonal`` (k, m C),
+    padded with 0 and 1 so that the padding matrices are identities; lower triangle) built one
     chunk at a time -- ``rhs`` (m, k, C), ``eps`` (m, k, C) or empty; the first ``b`` of the m C
     matrices are real, the rest padding (identities).
     With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs``, returns
     ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment ``E[x x^T] = cov +
     x x^T`` -- ``log det cov`` (b,) and whether every S was positive definite.  With eps, ``x =
-    L^-T (L^-1 rhs + eps)`` is a draw and the second matrix ``x x^T``: two triangular solves,
-    without ``Linv`` and ``cov`` (a third of the work).
+    L^-T (L^-1 rhs + eps)`` is a draw, the second matrix ``x x^T`` with ``second`` (else none:
+    shape (0, k, k)) and no log determinant (zeros): two triangular solves, without ``Linv``
+    and ``cov`` (a third of the work).
     """
     m, k, C = rhs.shape
     draw = eps.shape[0] == m
-    out = np.empty((b, k, k))
+    out = np.empty((b if second or not draw else 0, k, k))
     x_out = np.empty((b, k))
     logdet_out = np.empty(b)
     Sq = np.empty((k, k, C))
@@ -55,7 +57,9 @@ def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
                     return x_out, out, logdet_out, False
                 L[j, j, c] = np.sqrt(acc[c])
                 Linv[j, j, c] = 1.0 / L[j, j, c]
-                logdet[c] -= 2.0 * np.log(L[j, j, c])
+            if not draw:
+                for c in range(C):
+                    logdet[c] -= 2.0 * np.log(L[j, j, c])
             for i in range(j + 1, k):
                 acc[:] = Sq[i, j]
                 for p in range(j):
@@ -79,10 +83,11 @@ def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
                         acc[c] -= L[p, a, c] * mean[p, c]
                 for c in range(C):
                     mean[a, c] = acc[c] * Linv[a, a, c]
-            for a in range(k):
-                for bb in range(k):
-                    for c in range(C):
-                        cov[a, bb, c] = mean[a, c] * mean[bb, c]
+            if second:
+                for a in range(k):
+                    for bb in range(k):
+                        for c in range(C):
+                            cov[a, bb, c] = mean[a, c] * mean[bb, c]
             _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out)
             continue
         for j in range(k):
@@ -117,29 +122,43 @@ def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
 
 @njit(cache=True, inline="always")
 def _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out):
-    """The real matrices of chunk q of :func:`_gaussian_chunks`, in (b, ...) layout."""
+    """The real matrices of chunk q of :func:`_gaussian_chunks`, in (b, ...) layout (``out``
+    only when it has rows)."""
     for c in range(min(C, b - q * C)):
         row = q * C + c
         logdet_out[row] = logdet[c]
         for a in range(k):
             x_out[row, a] = mean[a, c]
-            for bb in range(k):
-                out[row, a, bb] = cov[a, bb, c]
+        if out.shape[0]:
+            for a in range(k):
+                for bb in range(k):
+                    out[row, a, bb] = cov[a, bb, c]
 
 
 @njit(cache=True, inline="always")
 def _scaled_plus_diagonal(G, scale, diagonal, first, Sq):
-    """The precisions ``scale[r] G + diag(diagonal[r])`` of rows ``first, first + 1, ...`` into
-    ``Sq`` (k, k, C), the layout of :func:`_gaussian_chunks`, identities past the last row."""
-    b, k = diagonal.shape
-    for c in range(Sq.shape[2]):
-        row = first + c
-        real = row < b
-        for i in range(k):
-            for j in range(k):
-                Sq[i, j, c] = scale[row] * G[i, j] if real else (1.0 if i == j else 0.0)
-            if real:
-                Sq[i, i, c] += diagonal[row, i]
+    """The lower triangles of the precisions ``scale[r] G + diag(diagonal[:, r])`` of rows
+    ``first, first + 1, ...`` into ``Sq`` (k, k, C), the layout of :func:`_gaussian_chunks`
+    (rows innermost: vector steps)."""
+    k, C = G.shape[0], Sq.shape[2]
+    for i in range(k):
+        for j in range(i + 1):
+            g = G[i, j]
+            for c in range(C):
+                Sq[i, j, c] = scale[first + c] * g
+        for c in range(C):
+            Sq[i, i, c] += diagonal[i, first + c]
+
+
+@njit(cache=True)
+def _add_outer(acc, a):
+    """``acc[i] += a[i] a[i]^T`` for every row i of ``a`` (d, k), in place (acc (d, k, k))."""
+    d, k = a.shape
+    for i in range(d):
+        for p in range(k):
+            ap = a[i, p]
+            for q in range(k):
+                acc[i, p, q] += ap * a[i, q]
 
 
 def _to_chunks(a, fill):
@@ -155,15 +174,20 @@ def _to_chunks(a, fill):
 def _gaussian_block(precision, rhs, rng=None, second=False):
     """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
     draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``).
-    With ``second`` the second matrix is ``E[x x^T]``; for a draw it is always ``x x^T``.
+    With ``second`` the second matrix is ``E[x x^T]``.  A draw returns ``(x, x x^T, None)``
+    with ``second``, else ``(x, None, None)`` (a Gibbs sweep needs no log determinant).
     ``precision`` may also be a tuple ``(G, scale, diagonal)`` for ``scale[q] G +
     diag(diagonal[q])`` (leading axes then those of ``diagonal``), which is never formed."""
     if isinstance(precision, tuple):
         G, scale, diagonal = precision
         lead, k = diagonal.shape[:-1], diagonal.shape[-1]
         b = int(np.prod(lead))
-        scale = np.ascontiguousarray(np.broadcast_to(scale, lead).reshape(b), dtype=float)
-        parts = (np.empty((0, 0, 0, 0)), G, scale, diagonal.reshape(b, k))
+        padded = -(-b // _CHUNK) * _CHUNK  # padding rows: 0 G + diag(1)
+        scale_p = np.zeros(padded)
+        scale_p[:b] = np.broadcast_to(scale, lead).reshape(b)
+        diagonal_p = np.ones((k, padded))
+        diagonal_p[:, :b] = diagonal.reshape(b, k).T
+        parts = (np.empty((0, 0, 0, 0)), np.ascontiguousarray(G, dtype=float), scale_p, diagonal_p)
     else:
         lead, k = precision.shape[:-2], precision.shape[-1]
         b = int(np.prod(lead))
@@ -177,6 +201,8 @@ def _gaussian_block(precision, rhs, rng=None, second=False):
     )
     if not ok:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
+    if rng is not None:
+        return mean.reshape(*lead, k), cov.reshape(*lead, k, k) if second else None, None
     return mean.reshape(*lead, k), cov.reshape(*lead, k, k), logdet.reshape(lead)
 
 
