@@ -233,3 +233,18 @@ def test_compiled_gig_draws_mixed_regimes_in_one_array():
         assert stats.kstest(x[j::3], stats.geninvgauss(0.0, omega).cdf).pvalue > 1e-3, omega
     again = sample_gig_vectorised(w, w, 0.0, np.random.default_rng(3))
     np.testing.assert_array_equal(x, again)
+
+
+def test_tpbn_gibbs_eta_draw_is_numpys_gamma():
+    """With r + s = 1 the eta draw takes numpy's exponential path: the same numbers as
+    rng.gamma(1, scale) from the same state (eta and Phi start at 1)."""
+    from omicsbayes.inference.gig import sample_gig_vectorised
+    from omicsbayes.inference.tpbn import TPBNShrinkage
+
+    theta = np.random.default_rng(0).normal(size=(1, 3, 50))
+    shrink = TPBNShrinkage((1, 3, 50))
+    shrink.update_gibbs(theta, np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    xi = np.maximum(sample_gig_vectorised(2.0, np.maximum(theta**2, 1e-12), 0.0, rng), 1e-12)
+    np.testing.assert_array_equal(shrink.xi, xi)
+    np.testing.assert_array_equal(shrink.eta, rng.gamma(1.0, 1.0 / (xi + 1.0)))
