@@ -159,120 +159,124 @@ def gig_mean_and_inverse_mean(a, b, p):
     return eta * k_up / k_p, k_down / (eta * k_p)
 
 
+@njit(cache=True, inline="always")
 def _log_q(x, p, w):
     """log quasi-density of the standard GIG: (p - 1) log x - w (x + 1/x) / 2."""
     return (p - 1) * np.log(x) - w * (x + 1 / x) / 2
 
 
+@njit(cache=True, inline="always")
 def _mode(p, w):
     if p < 1:
         return w / (np.sqrt((p - 1) ** 2 + w**2) + 1 - p)
     return (np.sqrt((1 - p) ** 2 + w**2) - (1 - p)) / w
 
 
-def sample_gig_vectorised(a, b, p, rng):
-    """GIG(a, b, p) draws (density x^(p-1) exp(-(a x + b/x)/2)) for arrays a, b and scalar p.
+_EXP_M1 = np.exp(-1.0)
 
-    Hoermann & Leydold (2014), the three regimes of ``scipy.stats.geninvgauss`` (ratio of uniforms
-    with and without mode shift, and their rejection algorithm for small omega), run on whole
-    arrays with rejection rounds over the entries not yet accepted; scipy loops over entries in
-    Python, which is too slow for a draw per loading in every Gibbs sweep.
-    """
-    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
-    invert = p < 0
-    q = -p if invert else p
-    w_all = np.sqrt(a * b).ravel()
-    out = np.empty(w_all.shape)
-    shift = (q >= 1) | (w_all > 1)
-    plain = ~shift & (w_all >= min(0.5, 2 * np.sqrt(max(1 - q, 0.0)) / 3))
-    new = ~(shift | plain)
-    if shift.any():
-        w = w_all[shift]
+
+@njit(cache=True, error_model="numpy")
+def _gig_one(q, w, rng):
+    """One draw of Hoermann & Leydold's (2014) standard GIG(q, w) sampler (``q >= 0``) with
+    uniforms from the Generator ``rng`` (two per candidate, ``u`` in (0, 1]), in scipy's
+    ``geninvgauss`` regimes: ratio of uniforms with mode shift when ``q >= 1`` or ``w > 1``,
+    without it for ``w >= min(1/2, 2 sqrt(1 - q) / 3)``, else their rejection algorithm for
+    small omega.  What depends on ``(q, w)`` only is computed once, before the candidates."""
+    if q >= 1 or w > 1:  # ratio of uniforms with mode shift
         m = _mode(q, w)
         a2 = -2 * (q + 1) / w - m
         a1 = 2 * m * (q - 1) / w - 1
         p1 = a1 - a2**2 / 3
         q1 = 2 * a2**3 / 27 - a2 * a1 / 3 + m
-        phi = np.arccos(np.clip(-q1 * np.sqrt(-27 / p1**3) / 2, -1, 1))
+        phi = np.arccos(min(max(-q1 * np.sqrt(-27 / p1**3) / 2, -1.0), 1.0))
         s1 = -np.sqrt(-4 * p1 / 3)
         r1 = s1 * np.cos(phi / 3 + np.pi / 3) - a2 / 3
         r2 = -s1 * np.cos(phi / 3) - a2 / 3
         lm = _log_q(m, q, w)
         vmin = (r1 - m) * np.exp(0.5 * (_log_q(r1, q, w) - lm))
         vmax = (r2 - m) * np.exp(0.5 * (_log_q(r2, q, w) - lm))
-        out[shift] = _rou(rng, np.ones_like(w), vmin, vmax, m, q, w, lm)
-    if plain.any():
-        w = w_all[plain]
+        while True:
+            u = 1.0 - rng.random()
+            x = (vmin + (vmax - vmin) * rng.random()) / u + m
+            if x > 0 and 2 * np.log(u) <= _log_q(x, q, w) - lm:
+                return x
+    if w >= min(0.5, 2 * np.sqrt(max(1 - q, 0.0)) / 3):  # without the shift
         m = _mode(q, w)
         xplus = ((1 + q) + np.sqrt((1 + q) ** 2 + w**2)) / w
         umax = np.exp(0.5 * _log_q(m, q, w))
         vmax = xplus * np.exp(0.5 * _log_q(xplus, q, w))
-        out[plain] = _rou(rng, umax, np.zeros_like(w), vmax, 0.0, q, w, 0.0)
-    if new.any():
-        out[new] = _small_omega(rng, q, w_all[new])
+        while True:
+            u = umax * (1.0 - rng.random())
+            x = vmax * rng.random() / u
+            if x > 0 and 2 * np.log(u) <= _log_q(x, q, w):
+                return x
+    # small omega: q < 1, rejection constant below 2.73; for q = 0 (the horseshoe) x0 = w,
+    # xs = 2 / w (w < 1/2), k3 = w / 2, A3 = e^-1, and the test log(u h) <= log_q(x) is taken
+    # as u h x <= exp(-w (x + 1/x) / 2)
+    x0 = w / (1 - q)
+    xs = max(x0, 2 / w)
+    m = _mode(q, w)
+    if q == 0:  # the constants without pow, and exp(-xs w / 2) = e^-1: four functions, not eight
+        k1 = np.exp(-0.5 * w * (m + 1 / m)) / m
+        k2 = np.exp(-w)
+        A2 = k2 * np.log(2 / w**2)
+        k3 = 0.5 * w
+        tail = _EXP_M1
+    else:
+        k1 = np.exp(_log_q(m, q, w))
+        has2 = x0 < 2 / w
+        k2 = np.exp(-w) if has2 else 0.0
+        A2 = k2 * ((2 / w) ** q - x0**q) / q if has2 else 0.0
+        k3 = xs ** (q - 1)
+        tail = np.exp(-xs * w / 2)
+    A1 = k1 * x0
+    A3 = 2 * k3 * tail / w
+    while True:
+        u = 1.0 - rng.random()
+        vv = (A1 + A2 + A3) * rng.random()
+        if vv <= A1:
+            x = x0 * vv / A1
+            h = k1
+        elif vv <= A1 + A2:
+            if q > 0:
+                x = (x0**q + (vv - A1) * q / k2) ** (1 / q)
+                h = k2 * x ** (q - 1)
+            else:
+                x = w * np.exp((vv - A1) / k2)
+                h = k2 / x
+        else:
+            z = tail - w * (vv - A1 - A2) / (2 * k3)
+            x = -2 / w * np.log(z)
+            h = k3 * z  # k3 exp(-x w / 2)
+        if q == 0:
+            if u * h * x <= np.exp(-0.5 * w * (x + 1 / x)):
+                return x
+        elif np.log(u * h) <= _log_q(x, q, w):
+            return x
+
+
+@njit(cache=True)
+def _gig_draws(q, w, rng, out):
+    """:func:`_gig_one` for every entry of ``w`` into ``out``, in order."""
+    for j in range(w.size):
+        out[j] = _gig_one(q, w[j], rng)
+
+
+def sample_gig_vectorised(a, b, p, rng):
+    """GIG(a, b, p) draws (density x^(p-1) exp(-(a x + b/x)/2)) for arrays a, b and scalar p.
+
+    Hoermann & Leydold (2014), the three regimes of ``scipy.stats.geninvgauss``, compiled per
+    entry with its rejection loop (:func:`_gig_one`; numbers from ``rng`` itself, entry by
+    entry); scipy loops over entries in Python, which is too slow for a draw per loading in
+    every Gibbs sweep.  ``p < 0`` draws 1 / GIG(-p).
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    invert = p < 0
+    q = float(-p if invert else p)
+    w = np.ascontiguousarray(np.sqrt(a * b).ravel())
+    out = np.empty(w.shape)
+    _gig_draws(q, w, rng, out)
     y = out.reshape(a.shape)
     if invert:
         y = 1 / y
     return np.sqrt(b / a) * y
-
-
-def _rou(rng, umax, vmin, vmax, c, q, w, lm):
-    """Ratio-of-uniforms rounds; ``c`` is the shift, ``lm`` the log quasi-density at the mode."""
-    c = np.broadcast_to(c, w.shape)
-    lm = np.broadcast_to(lm, w.shape)
-    out = np.empty(w.shape)
-    todo = np.arange(w.size)
-    while todo.size:
-        u = umax[todo] * rng.uniform(size=todo.size)
-        v = vmin[todo] + (vmax[todo] - vmin[todo]) * rng.uniform(size=todo.size)
-        x = v / u + c[todo]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ok = (x > 0) & (2 * np.log(u) <= _log_q(x, q, w[todo]) - lm[todo])
-        out[todo[ok]] = x[ok]
-        todo = todo[~ok]
-    return out
-
-
-def _small_omega(rng, q, w):
-    """Hoermann & Leydold (2014) algorithm for q < 1 and small omega (rejection constant < 2.73)."""
-    x0 = w / (1 - q)
-    xs = np.maximum(x0, 2 / w)
-    k1 = np.exp(_log_q(_mode(q, w), q, w))
-    A1 = k1 * x0
-    has2 = x0 < 2 / w
-    k2 = np.where(has2, np.exp(-w), 0.0)
-    if q > 0:
-        A2 = np.where(has2, k2 * ((2 / w) ** q - x0**q) / q, 0.0)
-    else:
-        A2 = np.where(has2, k2 * np.log(2 / w**2), 0.0)
-    k3 = xs ** (q - 1)
-    A3 = 2 * k3 * np.exp(-xs * w / 2) / w
-    A = A1 + A2 + A3
-    out = np.empty(w.shape)
-    todo = np.arange(w.size)
-    while todo.size:
-        t = todo
-        u = rng.uniform(size=t.size)
-        v = A[t] * rng.uniform(size=t.size)
-        c1 = v <= A1[t]
-        c2 = ~c1 & (v <= A1[t] + A2[t])
-        c3 = ~(c1 | c2)
-        x = np.empty(t.size)
-        h = np.empty(t.size)
-        x[c1] = x0[t][c1] * v[c1] / A1[t][c1]
-        h[c1] = k1[t][c1]
-        if q > 0:
-            x[c2] = (x0[t][c2] ** q + (v[c2] - A1[t][c2]) * q / k2[t][c2]) ** (1 / q)
-        else:
-            x[c2] = w[t][c2] * np.exp((v[c2] - A1[t][c2]) * np.exp(w[t][c2]))
-        h[c2] = k2[t][c2] * x[c2] ** (q - 1)
-        z = np.exp(-xs[t][c3] * w[t][c3] / 2) - w[t][c3] * (v[c3] - A1[t][c3] - A2[t][c3]) / (
-            2 * k3[t][c3]
-        )
-        x[c3] = -2 / w[t][c3] * np.log(z)
-        h[c3] = k3[t][c3] * np.exp(-x[c3] * w[t][c3] / 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ok = np.log(u * h) <= _log_q(x, q, w[t])
-        out[t[ok]] = x[ok]
-        todo = t[~ok]
-    return out

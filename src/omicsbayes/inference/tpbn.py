@@ -80,7 +80,11 @@ class TPBNShrinkage:
         n_groups = self.shape[1]
         self.xi = np.maximum(sample_gig_vectorised(2.0 * self.eta, b, self.r - 0.5, rng), _FLOOR)
         self.prior_precision = 1.0 / self.xi
-        self.eta = rng.gamma(self.r + self.s, 1.0 / (self.xi + self.phi[:, :, None]))
+        scale = 1.0 / (self.xi + self.phi[:, :, None])
+        if self.r + self.s == 1.0:  # numpy's Ga(1) is this exponential: same numbers, 2.5x faster
+            self.eta = rng.standard_exponential(scale.shape) * scale
+        else:
+            self.eta = rng.gamma(self.r + self.s, scale)
         self.phi = rng.gamma(
             0.5 + self.s * n_members, 1.0 / (self.phi_tilde[:, None] + self.eta.sum(axis=2))
         )

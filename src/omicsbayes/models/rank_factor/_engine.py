@@ -23,11 +23,12 @@ from ...inference.stick_breaking import (
 )
 from ...inference.tpbn import TPBNShrinkage
 from ...inference.truncnorm import sample_truncnorm, truncnorm_moments
-from ._kernels import _gaussian_block, _margin_half_sweep, _running_average, _squared_distance
+from ._kernels import _add_outer, _gaussian_block, _margin_sweep
 from ._ranks import _RankIndex
 
 _LOG2PI = np.log(2 * np.pi)
 _BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
+_PARITIES = np.array([0, 1])  # both half-sweeps of the latent max-margin w, in this order
 _SHRINKS = 6  # quarterings of a Newton step for new samples' scores before the EM step
 _START_SAMPLES = 128  # new samples solved first to map the others' starts (_newton_scores)
 
@@ -121,12 +122,14 @@ class _Engine:
             init_t = self.index.normal_scores()
             init = init_t.T
             if self.like == "maxmargin_rank" and est.maxmargin_form == "latent":
-                # w and its running average in (features, samples) layout, as the sweep walks them
-                # (w starts as the scores: the sweep changes it only after the set-up below)
+                # w and (VB) its running average in (features, samples) layout, as the sweep
+                # walks them (w starts as the scores: the sweep changes it only after the set-up
+                # below); Gibbs uses the draw itself
                 self.Ew_t = init_t
-                self.H_t = init_t.copy()
-                self.sum_h2 = float(np.sum(init_t**2))
-                self.n_draws = 0
+                if not gibbs:
+                    self.H_t = init_t.copy()
+                    self.sum_h2 = float(np.sum(init_t**2))
+                    self.n_draws = 0
             if self.like == "rank":
                 self.Ew = init.copy()
                 parity = self.index.group_parity().ravel()
@@ -313,30 +316,30 @@ class _Engine:
         ix = self.index
         rows = max(1, _BLOCK // self.n)
         keys = self.rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
-        if not self.gibbs:
+        if self.gibbs:
+            rho, average = 0.0, np.empty((0, 0))  # no running average
+        else:
             self.n_draws += 1
-            rho = 10.0 / (self.n_draws + 9)
+            rho, average = 10.0 / (self.n_draws + 9), self.H_t
         ll = resid2 = sum_w2 = cross = 0.0
         for i in range(0, self.d, rows):
             block = slice(i, i + rows)
-            wbar = self.Ea[block] @ self.Ez.T
-            for parity in (0, 1):
-                ll += _margin_half_sweep(
-                    self.Ew_t[block],
-                    wbar,
-                    ix.order_t[block],
-                    ix.new_group_t[block],
-                    ix.parity_offset[parity, block],
-                    parity,
-                    eps,
-                    keys[parity],
-                )
-            if self.gibbs:
-                resid2 += _squared_distance(self.Ew_t[block], wbar)
-            else:
-                sq, cr = _running_average(self.H_t[block], self.Ew_t[block], wbar, rho)
-                sum_w2 += sq
-                cross += cr
+            b_ll, b_w2, b_cross, b_resid2 = _margin_sweep(
+                self.Ew_t[block],
+                self.Ea[block] @ self.Ez.T,
+                average[block],
+                ix.order_t[block],
+                ix.new_group_t[block],
+                ix.parity_offset[:, block],
+                _PARITIES,
+                eps,
+                keys,
+                rho,
+            )
+            ll += b_ll
+            sum_w2 += b_w2
+            cross += b_cross
+            resid2 += b_resid2
         self.P = np.ones((1, self.d))
         if self.gibbs:
             self.H = self.Ew_t.T
@@ -360,9 +363,10 @@ class _Engine:
         else:
             S = self.sym.unflat(self.P.T @ self.sym.flat(self.EZZ))
             S[:, np.arange(self.k), np.arange(self.k)] += prec
-        rhs = self.H.T @ self.Ez
+        rhs = (self.Ez.T @ self.H).T  # (K x n)(n x d): 1.4x faster than H^T Z at 334 x 4,732
+        # a Gibbs draw keeps no d x K x K second moments: update_z forms what it needs from A
         self.Ea, self.EAA, self.logdet_a = _gaussian_block(
-            S, rhs, self.rng if self.gibbs else None, second=True
+            S, rhs, self.rng if self.gibbs else None, second=not self.gibbs
         )
 
     # ----------------------------------------------------------------- labels
@@ -426,16 +430,23 @@ class _Engine:
             psibar = np.ones(n)
             rhs = np.zeros((n, k))
         if self.P.shape[0] == 1:
-            S = np.broadcast_to(np.einsum("i,ikl->kl", self.P[0], self.EAA), (n, k, k)).copy()
+            if self.gibbs:  # sum_i P_i a_i a_i^T
+                G = (self.Ea * self.P[0][:, None]).T @ self.Ea
+            else:
+                G = np.einsum("i,ikl->kl", self.P[0], self.EAA)
+            S = np.broadcast_to(G, (n, k, k)).copy()
         else:
-            S = self.sym.unflat(self.P @ self.sym.flat(self.EAA))
+            eaa = self.Ea[:, :, None] * self.Ea[:, None, :] if self.gibbs else self.EAA
+            S = self.sym.unflat(self.P @ self.sym.flat(eaa))
         mask = self.R[:, None, :] * self.O[:, :, None]
         W = (mask * self.Pc).reshape(n, t * c)
         ebb = self.EBB.reshape(t * c, k + 1, k + 1)
         S += self.sym.unflat(W @ self.sym.flat(ebb[:, :k, :k]))
         S[:, np.arange(k), np.arange(k)] += psibar[:, None]
         eb = self.Eb.reshape(t * c, k + 1)
-        rhs = rhs + self.H @ self.Ea
+        # A^T H^T, transposed: the sum over the (long) feature axis as the inner dimension of
+        # (K x d)(d x n) runs twice as fast as H (n x d) A with H the transpose of the sweep's w
+        rhs = rhs + (self.Ea.T @ self.H.T).T
         rhs += (mask * self.Hc).reshape(n, t * c) @ eb[:, :k] - W @ ebb[:, :k, k]
         self.Ez, self.EZZ, self.logdet_z = _gaussian_block(
             S, rhs, self.rng if self.gibbs else None, second=True
@@ -659,7 +670,8 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
 class _GibbsSampler:
     """One Gibbs chain of :class:`RankFactorClassifier` for
     :func:`~omicsbayes.inference.chain.run_chain`: the sweep is ``_iterate``; each kept draw
-    adds to running sums of the moments prediction reads and returns the draws of ``idata_``."""
+    adds to running sums of the moments prediction reads (``a_i a_i^T`` added in place, never
+    formed) and returns the draws of ``idata_``."""
 
     def __init__(self, est, eng):
         self.est, self.eng = est, eng
@@ -669,7 +681,9 @@ class _GibbsSampler:
     @staticmethod
     def current(est, eng):
         """The moments prediction reads, at the engine's current state."""
-        out = {"Ea": eng.Ea, "EAA": eng.EAA, "Ez": eng.Ez, "Eb": eng.Eb, "EBB": eng.EBB}
+        out = {"Ea": eng.Ea, "Ez": eng.Ez, "Eb": eng.Eb, "EBB": eng.EBB}
+        if not eng.gibbs:
+            out["EAA"] = eng.EAA
         out["W"] = est._train_w(eng)
         if est.mixture:
             out.update(Emu=eng.Emu, Epsi=eng.Epsi, Elogpsi=eng.Elogpsi, Elogq=eng.Elogq, R=eng.R)
@@ -688,6 +702,9 @@ class _GibbsSampler:
                 self.sums[key] += val
             else:
                 self.sums[key] = np.array(val, dtype=float)
+        if "EAA" not in self.sums:
+            self.sums["EAA"] = np.zeros(eng.Ea.shape + (k,))
+        _add_outer(self.sums["EAA"], eng.Ea)
         self.count += 1
         ezt = np.hstack([eng.Ez, np.ones((len(eng.Ez), 1))])
         return {

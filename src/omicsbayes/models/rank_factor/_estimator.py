@@ -309,11 +309,12 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         self._means = _GibbsSampler.current(self, eng)
 
     def _train_w(self, eng):
-        """Training w in (features, samples) layout, which new samples are placed among."""
+        """Training w in (features, samples) layout, which new samples are placed among (the
+        latent form's is the engine's own array, not a copy: a Gibbs draw adds it to a sum)."""
         if self.likelihood == "rank":
             return np.ascontiguousarray(eng.Ew.T)
         if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
-            return eng.H.T.copy()
+            return eng.H.T
         return eng.Ea @ eng.Ez.T
 
     def _fit_gibbs(self, X, Y, O, rng):

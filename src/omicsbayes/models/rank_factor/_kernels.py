@@ -16,21 +16,27 @@ _CHUNK = 32  # matrices per vector step of the batched Gaussian block (working s
 
 
 @njit(cache=True, error_model="numpy")
-def _gaussian_chunks(S, rhs, eps, b, second):
+def _gaussian_chunks(S, G, scale, diagonal, rhs, eps, b, second):
     """Batched Gaussian moments, 32 matrices at a time with the batch innermost (vector steps).
 
-    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read), ``rhs`` (m, k, C),
-    ``eps`` (m, k, C) or empty; the first ``b`` of the m C matrices are real, the rest padding.
-    With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs (+ Linv^T
-    eps)``, returns ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment
-    ``E[x x^T] = cov + x x^T`` (without eps), resp. ``x x^T`` of a draw (with eps) -- ``log det
-    cov`` (b,) and whether every S was positive definite.
+    ``S`` (m, k, k, C) symmetric positive definite (lower triangle read) -- or, when S is empty,
+    ``scale[r] G + diag(diagonal[:, r])`` (G k x k, ``scale`` (m C,), ``diagonal`` (k, m C),
+    padded with 0 and 1 so that the padding matrices are identities; lower triangle) built one
+    chunk at a time -- ``rhs`` (m, k, C), ``eps`` (m, k, C) or empty; the first ``b`` of the m C
+    matrices are real, the rest padding (identities).
+    With ``L L^T = S`` and ``Linv = L^-1``, ``cov = Linv^T Linv`` and ``x = cov rhs``, returns
+    ``x`` (b, k), ``cov`` (b, k, k) -- or, with ``second``, the second moment ``E[x x^T] = cov +
+    x x^T`` -- ``log det cov`` (b,) and whether every S was positive definite.  With eps, ``x =
+    L^-T (L^-1 rhs + eps)`` is a draw, the second matrix ``x x^T`` with ``second`` (else none:
+    shape (0, k, k)) and no log determinant (zeros): two triangular solves, without ``Linv``
+    and ``cov`` (a third of the work).
     """
-    m, k, _, C = S.shape
+    m, k, C = rhs.shape
     draw = eps.shape[0] == m
-    out = np.zeros((b, k, k))
-    x_out = np.zeros((b, k))
-    logdet_out = np.zeros(b)
+    out = np.empty((b if second or not draw else 0, k, k))
+    x_out = np.empty((b, k))
+    logdet_out = np.empty(b)
+    Sq = np.empty((k, k, C))
     cov = np.empty((k, k, C))
     mean = np.empty((k, C))
     logdet = np.empty(C)
@@ -38,9 +44,13 @@ def _gaussian_chunks(S, rhs, eps, b, second):
     Linv = np.zeros((k, k, C))
     acc = np.empty(C)
     for q in range(m):
+        if S.shape[0] == m:
+            Sq = S[q]
+        else:
+            _scaled_plus_diagonal(G, scale, diagonal, q * C, Sq)
         logdet[:] = 0.0
         for j in range(k):
-            acc[:] = S[q, j, j]
+            acc[:] = Sq[j, j]
             for p in range(j):
                 for c in range(C):
                     acc[c] -= L[j, p, c] * L[j, p, c]
@@ -49,14 +59,39 @@ def _gaussian_chunks(S, rhs, eps, b, second):
                     return x_out, out, logdet_out, False
                 L[j, j, c] = np.sqrt(acc[c])
                 Linv[j, j, c] = 1.0 / L[j, j, c]
-                logdet[c] -= 2.0 * np.log(L[j, j, c])
+            if not draw:
+                for c in range(C):
+                    logdet[c] -= 2.0 * np.log(L[j, j, c])
             for i in range(j + 1, k):
-                acc[:] = S[q, i, j]
+                acc[:] = Sq[i, j]
                 for p in range(j):
                     for c in range(C):
                         acc[c] -= L[i, p, c] * L[j, p, c]
                 for c in range(C):
                     L[i, j, c] = acc[c] / L[j, j, c]
+        if draw:  # mean = L^-1 rhs, then x = L^-T (mean + eps), in place
+            for a in range(k):
+                acc[:] = rhs[q, a]
+                for p in range(a):
+                    for c in range(C):
+                        acc[c] -= L[a, p, c] * mean[p, c]
+                for c in range(C):
+                    mean[a, c] = acc[c] * Linv[a, a, c]
+            for a in range(k - 1, -1, -1):
+                for c in range(C):
+                    acc[c] = mean[a, c] + eps[q, a, c]
+                for p in range(a + 1, k):
+                    for c in range(C):
+                        acc[c] -= L[p, a, c] * mean[p, c]
+                for c in range(C):
+                    mean[a, c] = acc[c] * Linv[a, a, c]
+            if second:
+                for a in range(k):
+                    for bb in range(k):
+                        for c in range(C):
+                            cov[a, bb, c] = mean[a, c] * mean[bb, c]
+            _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out)
+            continue
         for j in range(k):
             for i in range(j + 1, k):
                 acc[:] = 0.0
@@ -78,43 +113,54 @@ def _gaussian_chunks(S, rhs, eps, b, second):
             for bb in range(k):
                 for c in range(C):
                     mean[a, c] += cov[a, bb, c] * rhs[q, bb, c]
-            if draw:
-                for p in range(a, k):
-                    for c in range(C):
-                        mean[a, c] += Linv[p, a, c] * eps[q, p, c]
         if second:
-            keep = 0.0 if draw else 1.0
             for a in range(k):
                 for bb in range(k):
                     for c in range(C):
-                        cov[a, bb, c] = keep * cov[a, bb, c] + mean[a, c] * mean[bb, c]
-        for c in range(min(C, b - q * C)):  # the real matrices, in (b, ...) layout
-            row = q * C + c
-            logdet_out[row] = logdet[c]
-            for a in range(k):
-                x_out[row, a] = mean[a, c]
-                for bb in range(k):
-                    out[row, a, bb] = cov[a, bb, c]
+                        cov[a, bb, c] += mean[a, c] * mean[bb, c]
+        _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out)
     return x_out, out, logdet_out, True
 
 
+@njit(cache=True, inline="always")
+def _chunk_out(q, b, C, k, mean, cov, logdet, x_out, out, logdet_out):
+    """The real matrices of chunk q of :func:`_gaussian_chunks`, in (b, ...) layout (``out``
+    only when it has rows)."""
+    for c in range(min(C, b - q * C)):
+        row = q * C + c
+        logdet_out[row] = logdet[c]
+        for a in range(k):
+            x_out[row, a] = mean[a, c]
+        if out.shape[0]:
+            for a in range(k):
+                for bb in range(k):
+                    out[row, a, bb] = cov[a, bb, c]
+
+
+@njit(cache=True, inline="always")
+def _scaled_plus_diagonal(G, scale, diagonal, first, Sq):
+    """The lower triangles of the precisions ``scale[r] G + diag(diagonal[:, r])`` of rows
+    ``first, first + 1, ...`` into ``Sq`` (k, k, C), the layout of :func:`_gaussian_chunks`
+    (rows innermost: vector steps)."""
+    k, C = G.shape[0], Sq.shape[2]
+    for i in range(k):
+        for j in range(i + 1):
+            g = G[i, j]
+            for c in range(C):
+                Sq[i, j, c] = scale[first + c] * g
+        for c in range(C):
+            Sq[i, i, c] += diagonal[i, first + c]
+
+
 @njit(cache=True)
-def _scaled_plus_diagonal_chunks(G, scale, diagonal):
-    """The precisions ``scale[q] G + diag(diagonal[q])`` (G: k x k, ``scale`` (b,), ``diagonal``
-    (b, k)) in the (m, k, k, C) layout of :func:`_gaussian_chunks`, padded with identities."""
-    b, k = diagonal.shape
-    m = -(-b // _CHUNK)
-    S = np.empty((m, k, k, _CHUNK))
-    for q in range(m):
-        for c in range(_CHUNK):
-            row = q * _CHUNK + c
-            real = row < b
-            for i in range(k):
-                for j in range(k):
-                    S[q, i, j, c] = scale[row] * G[i, j] if real else (1.0 if i == j else 0.0)
-                if real:
-                    S[q, i, i, c] += diagonal[row, i]
-    return S
+def _add_outer(acc, a):
+    """``acc[i] += a[i] a[i]^T`` for every row i of ``a`` (d, k), in place (acc (d, k, k))."""
+    d, k = a.shape
+    for i in range(d):
+        for p in range(k):
+            ap = a[i, p]
+            for q in range(k):
+                acc[i, p, q] += ap * a[i, q]
 
 
 def _to_chunks(a, fill):
@@ -130,28 +176,35 @@ def _to_chunks(a, fill):
 def _gaussian_block(precision, rhs, rng=None, second=False):
     """Batched N(prec^-1 rhs, prec^-1) over the leading axes: ``(mean, cov, logdet cov)``, or a
     draw instead of the mean when ``rng`` is given (``mean + L^-T eps``, ``L L^T = prec``).
-    With ``second`` the second matrix is ``E[x x^T]`` (the outer product of a draw).
+    With ``second`` the second matrix is ``E[x x^T]``.  A draw returns ``(x, x x^T, None)``
+    with ``second``, else ``(x, None, None)`` (a Gibbs sweep needs no log determinant).
     ``precision`` may also be a tuple ``(G, scale, diagonal)`` for ``scale[q] G +
     diag(diagonal[q])`` (leading axes then those of ``diagonal``), which is never formed."""
     if isinstance(precision, tuple):
         G, scale, diagonal = precision
         lead, k = diagonal.shape[:-1], diagonal.shape[-1]
         b = int(np.prod(lead))
-        chunks = _scaled_plus_diagonal_chunks(
-            G, np.broadcast_to(scale, lead).reshape(b), diagonal.reshape(b, k)
-        )
+        padded = -(-b // _CHUNK) * _CHUNK  # padding rows: 0 G + diag(1)
+        scale_p = np.zeros(padded)
+        scale_p[:b] = np.broadcast_to(scale, lead).reshape(b)
+        diagonal_p = np.ones((k, padded))
+        diagonal_p[:, :b] = diagonal.reshape(b, k).T
+        parts = (np.empty((0, 0, 0, 0)), np.ascontiguousarray(G, dtype=float), scale_p, diagonal_p)
     else:
         lead, k = precision.shape[:-2], precision.shape[-1]
         b = int(np.prod(lead))
         chunks = _to_chunks(precision.reshape(b, k, k), np.eye(k))
+        parts = (chunks, np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
     eps = np.empty((0, 0, 0))
     if rng is not None:
         eps = _to_chunks(rng.standard_normal(rhs.shape).reshape(b, k), 0.0)
     mean, cov, logdet, ok = _gaussian_chunks(
-        chunks, _to_chunks(rhs.reshape(b, k), 0.0), eps, b, second
+        *parts, _to_chunks(rhs.reshape(b, k), 0.0), eps, b, second
     )
     if not ok:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
+    if rng is not None:
+        return mean.reshape(*lead, k), cov.reshape(*lead, k, k) if second else None, None
     return mean.reshape(*lead, k), cov.reshape(*lead, k, k), logdet.reshape(lead)
 
 
@@ -336,73 +389,102 @@ def _uniform(key, counter):
 
 
 @njit(cache=True, inline="always")
-def _normal(key, counter):
-    """N(0, 1) by the ziggurat from outputs ``counter, counter + 1, ...`` (numpy's algorithm:
-    layer from the low 8 bits, sign from the next, 52-bit abscissa; exact tail beyond r);
-    returns the draw and the next unused counter.  The abscissa is converted as int64 (exact
-    below 2^52; an unsigned conversion costs several instructions): 40 % faster."""
+def _candidate(b):
+    """The ziggurat's candidate from one 64-bit output (numpy's layout: layer from the low 8
+    bits, sign from the next, 52-bit abscissa, converted as int64, exact below 2^52): ``(x,
+    layer, accepted without a further test)``."""
+    idx = np.int64(b & _LOW8)
+    b >>= _U8
+    rabs = np.int64((b >> _U1) & _LOW52)
+    x = float(rabs) * _ZIG_W[idx]
+    if (b & _U1) == _U1:
+        x = -x
+    return x, idx, rabs < _ZIG_K[idx]
+
+
+@njit(cache=True)
+def _normal_rest(key, x, idx, counter):
+    """The rest of Marsaglia & Tsang's (2000) ziggurat for a candidate ``x`` in layer ``idx``
+    that failed the fast test: the exact tail beyond r (Marsaglia 1964) in layer 0, else the
+    wedge test with a uniform, and on rejection new candidates; further outputs from
+    ``counter`` on.  Returns the N(0, 1) draw."""
     while True:
-        b = _bits(key, counter)
-        counter += _U1
-        idx = np.int64(b & _LOW8)
-        b >>= _U8
-        sign = (b & _U1) == _U1
-        rabs = np.int64((b >> _U1) & _LOW52)
-        x = float(rabs) * _ZIG_W[idx]
-        if sign:
-            x = -x
-        if rabs < _ZIG_K[idx]:
-            return x, counter
-        if idx == 0:  # the tail beyond r (Marsaglia 1964)
+        if idx == 0:  # x beyond r: the tail (x != 0 here, so its sign is the candidate's)
             while True:
                 xx = -np.log1p(-_uniform(key, counter)) / _ZIG_R
                 yy = -np.log1p(-_uniform(key, counter + _U1))
                 counter += _U1 + _U1
                 if yy + yy > xx * xx:
-                    return (-(_ZIG_R + xx) if sign else _ZIG_R + xx), counter
-        else:
-            u = _uniform(key, counter)
-            counter += _U1
-            if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
-                return x, counter
+                    return -(_ZIG_R + xx) if x < 0.0 else _ZIG_R + xx
+        u = _uniform(key, counter)
+        counter += _U1
+        if (_ZIG_F[idx - 1] - _ZIG_F[idx]) * u + _ZIG_F[idx] < np.exp(-0.5 * x * x):
+            return x
+        x, idx, fast = _candidate(_bits(key, counter))
+        counter += _U1
+        if fast:
+            return x
+
+
+_RETRY_SHIFT = np.uint64(14)  # normal c of an entry continues at counter (c + 1) 2^14 of it
 
 
 @njit(cache=True)
-def _entry_randoms(key, j0, out):
-    """The random numbers of entries ``j0, j0 + 1, ...`` of a half-sweep into the columns of
-    ``out`` (5, m): two chi^2_1 (squared normals) and two uniforms for the inverse-Gaussian draws
-    of 1/lam^l, 1/lam^u, and one N(0, 1) for the draw of w.  Entry j uses the counters ``j 2^16,
-    j 2^16 + 1, ...``."""
-    for s in range(out.shape[1]):
-        counter = np.uint64(j0 + s) << _ENTRY_SHIFT
-        out[2, s] = _uniform(key, counter)
-        out[3, s] = _uniform(key, counter + _U1)
-        counter += _U1 + _U1
-        x, counter = _normal(key, counter)
-        out[0, s] = x * x
-        x, counter = _normal(key, counter)
-        out[1, s] = x * x
-        out[4, s], counter = _normal(key, counter)
+def _entry_randoms(key, j0, m, out, slow):
+    """The random numbers of entries ``j0, ..., j0 + m - 1`` of a half-sweep into the first m
+    columns of ``out`` (5, at least m; ``slow``: a bool work array as long): two chi^2_1
+    (squared normals) and two uniforms for the inverse-Gaussian draws of 1/lam^l, 1/lam^u,
+    and one N(0, 1) for the draw of w.  Entry j owns the counters ``j 2^16 ... j 2^16 + 2^16
+    - 1``: the uniforms are outputs 0 and 1, normal c's ziggurat candidate output 2 + c.  A
+    first pass without branches (vectorised) takes every candidate and marks the entries where
+    one fails the ziggurat's fast test (1.5 % per normal, 4.4 % of entries); a second pass
+    finishes those normals with :func:`_normal_rest`, normal c from the entry's counter (c + 1)
+    2^14 on.  Every number is exact and a function of (key, entry) only.  (Whole arrays and a
+    count, not slices: the loop over a slice of ``out`` is not vectorised.)"""
+    for s in range(m):
+        base = np.uint64(j0 + s) << _ENTRY_SHIFT
+        out[2, s] = _uniform(key, base)
+        out[3, s] = _uniform(key, base + _U1)
+        x0, _, ok0 = _candidate(_bits(key, base + np.uint64(2)))
+        x1, _, ok1 = _candidate(_bits(key, base + np.uint64(3)))
+        x2, _, ok2 = _candidate(_bits(key, base + np.uint64(4)))
+        out[0, s] = x0 * x0
+        out[1, s] = x1 * x1
+        out[4, s] = x2
+        slow[s] = not (ok0 and ok1 and ok2)
+    for s in range(m):
+        if slow[s]:
+            base = np.uint64(j0 + s) << _ENTRY_SHIFT
+            for c in range(3):
+                x, idx, ok = _candidate(_bits(key, base + np.uint64(2 + c)))
+                if not ok:
+                    x = _normal_rest(key, x, idx, base + (np.uint64(c + 1) << _RETRY_SHIFT))
+                    if c < 2:
+                        out[c, s] = x * x
+                    else:
+                        out[4, s] = x
 
 
 @njit(cache=True)
 def _inv_gauss(mu, chi2, uniform):
-    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976), in the
-    cancellation-free form x = mu / (1 + a + sqrt(a (2 + a))), a = mu chi2 / 2."""
+    """IG(mu, 1) draw from one chi^2_1 and one uniform (Michael, Schucany & Haas 1976): the
+    roots of the quadratic are ``mu / D`` and ``mu D``, ``D = 1 + a + sqrt(a (2 + a))``, ``a = mu
+    chi2 / 2`` (the cancellation-free form), and the smaller is taken when ``U (mu + mu / D) <=
+    mu``, i.e. ``U (D + 1) <= D``: one division instead of three."""
     a = 0.5 * mu * chi2
-    x = mu / (1.0 + a + np.sqrt(a * (2.0 + a)))
-    return x if uniform * (mu + x) <= mu else mu * mu / x
+    big = 1.0 + a + np.sqrt(a * (2.0 + a))
+    return mu * big if uniform * (big + 1.0) > big else mu / big
 
 
 @njit(cache=True, error_model="numpy")
-def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
-    """Draws of :func:`_margin_half_sweep_py` for entries ``j0, j0 + 1, ...`` of the half-sweep
-    with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and mean ``mu = a^T z``:
-    1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq. 7), with the
-    random numbers of :func:`_entry_randoms` (into ``r``, (5, at least len(w))), drawn first so
+def _margin_draws(t, w, lo, up, mu, eps, key, j0, r, slow, new, ll_lo, ll_up):
+    """Draws of :func:`_margin_sweep_py` for entries ``j0, ..., j0 + t - 1`` of the half-sweep (the
+    first t of each array) with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and
+    mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq.
+    7), with the random numbers of :func:`_entry_randoms` (into ``r`` and ``slow``), drawn first so
     that this loop is branch-free (vectorised); and the hinge terms of eq. 6 of each side."""
-    _entry_randoms(key, j0, r[:, : len(w)])
-    for s in range(len(w)):
+    _entry_randoms(key, j0, t, r, slow)
+    for s in range(t):
         has_l = lo[s] > -np.inf
         has_u = up[s] < np.inf
         u = lo[s] + eps - w[s]
@@ -415,35 +497,42 @@ def _margin_draws(w, lo, up, mu, eps, key, j0, r, new, ll_lo, ll_up):
         ll_up[s] = 2.0 * max(u, 0.0) if has_u else 0.0
         prec = prec + iu if has_u else prec
         lin = lin + (iu * (up[s] - eps) - 1.0) if has_u else lin
-        new[s] = lin / prec + r[4, s] / np.sqrt(prec)
+        sd = 1.0 / np.sqrt(prec)
+        new[s] = (lin * sd + r[4, s]) * sd
 
 
-_SWEEP_BLOCK = 64  # features per work item of the half-sweep (its buffers are allocated once)
+_SWEEP_BLOCK = 64  # features per work item of the sweep (its buffers are allocated once)
 
 
-def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
-    """One half-sweep of the latent max-margin w (eq. 7 augmentation), feature by feature.
+def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys, rho):
+    """Half-sweeps of the latent max-margin w (eq. 7 augmentation), feature by feature, and the
+    Robbins-Monro average of ``_Engine._maxmargin_latent``.
 
-    ``ew`` and ``wbar`` are (n_features, n_samples); ``order[i]`` lists the samples of feature i
-    in increasing x and ``new_group[i, p]`` is True where sorted position p starts a new tie
-    group.  For the entries of tie groups whose rank has the given parity: w^l / w^u are the
-    maximum / minimum of the current w over the groups below / above (section 2, ERRATA),
-    1/lam ~ IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in
-    ``_Engine._maxmargin_latent``.  The random numbers are those of the stream ``key`` (a uint64
-    the caller draws from its Generator) at the entry's number (entries of this parity numbered
-    feature by feature in sorted order from ``offset[i]`` on), so the result does not depend on
-    how features are spread over threads or blocks.  Per feature, a sequential pass over the
-    sorted row collects each entry's neighbours, then one pass draws all of them; features go
-    in blocks of 64 (threads take blocks), each allocating its buffers once.  Returns the log
-    pseudo-likelihood (eq. 6) at the w before the update.
+    ``ew`` and ``wbar`` (a^T z) are (n_features, n_samples); ``order[i]`` lists the samples of
+    feature i in increasing x and ``new_group[i, p]`` is True where sorted position p starts a
+    new tie group.  For each parity in ``parities`` in turn (0, 1: a full sweep), the entries of
+    tie groups whose rank has that parity are drawn given the rest: w^l / w^u are the maximum /
+    minimum of the current w over the groups below / above (section 2, ERRATA), 1/lam ~
+    IG(1/|u|, 1) (section 7, item 3), and w ~ N(m, 1/p) as in ``_Engine._maxmargin_latent``.
+    The random numbers are those of the stream ``keys[parity]`` (uint64s the caller draws from
+    its Generator) at the entry's number (entries of a parity numbered feature by feature in
+    sorted order from ``offset[parity, i]`` on), so the result does not depend on how features
+    are spread over threads or blocks.  Per feature, w is gathered into sorted order once; per
+    parity a backward and a forward pass collect each entry's neighbours, then one pass draws
+    them; w is scattered back once, and when ``h`` has the shape of ``ew`` it becomes ``(1 -
+    rho) h + rho w`` in the same pass.  Features go in blocks of 64 (threads take blocks).
+    Returns the log pseudo-likelihood (eq. 6) at the w before each half-sweep, ``sum w^2``,
+    ``sum h wbar`` (0 without h) and ``sum (w - wbar)^2``, w the final draw.
     """
     d, n = ew.shape
+    average = h.shape[0] == d
     n_blocks = -(-d // _SWEEP_BLOCK)
-    ll_block = np.zeros(n_blocks)
+    sums = np.zeros((n_blocks, 4))
     for blk in prange(n_blocks):
         ws = np.empty(n)
+        ms = np.empty(n)
         above = np.empty(n)
-        col = np.empty(n, np.int32)  # the entries of this parity: sample, w, w^l, w^u, a^T z
+        pos = np.empty(n, np.int64)  # the entries of this parity: sorted place, w, w^l, w^u, mean
         cur = np.empty(n)
         lo = np.empty(n)
         up = np.empty(n)
@@ -452,78 +541,80 @@ def _margin_half_sweep_py(ew, wbar, order, new_group, offset, parity, eps, key):
         ll_lo = np.empty(n)
         ll_up = np.empty(n)
         r = np.empty((5, n))
-        ll = 0.0
+        slow = np.empty(n, np.bool_)
+        ll = sq = cross = resid2 = 0.0
         for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
             for p in range(n):
                 ws[p] = ew[i, order[i, p]]
-            # backward: above[p] = min of w after the end of p's tie group
-            run = np.inf
-            after_group = np.inf
-            for p in range(n - 1, -1, -1):
-                if p == n - 1 or new_group[i, p + 1]:
-                    after_group = run
-                above[p] = after_group
-                run = min(run, ws[p])
-            # forward: below = max of w before the start of the current tie group
-            t = 0
-            run = -np.inf
-            below = -np.inf
-            group = -1
-            for p in range(n):
-                if new_group[i, p]:
-                    below = run
-                    group += 1
-                if group % 2 == parity:
-                    col[t] = order[i, p]
-                    mu[t] = wbar[i, col[t]]
+                ms[p] = wbar[i, order[i, p]]
+            for parity in parities:
+                # backward: above[p] = min of w after the end of p's tie group
+                run = np.inf
+                after_group = np.inf
+                for p in range(n - 1, -1, -1):
+                    if p == n - 1 or new_group[i, p + 1]:
+                        after_group = run
+                    above[p] = after_group
+                    run = min(run, ws[p])
+                # forward: below = max of w before the start of the current tie group; the
+                # entries of this parity are collected without a branch (every position is
+                # written, the count advances only for this parity: ties make parity irregular)
+                t = 0
+                run = -np.inf
+                below = -np.inf
+                odd = 1
+                for p in range(n):
+                    if new_group[i, p]:
+                        below = run
+                        odd ^= 1
+                    pos[t] = p
+                    mu[t] = ms[p]
                     cur[t] = ws[p]
                     lo[t] = below
                     up[t] = above[p]
-                    t += 1
-                run = max(run, ws[p])
-            _margin_draws(
-                cur[:t], lo[:t], up[:t], mu[:t], eps, key, offset[i], r, new, ll_lo, ll_up
-            )
-            for s in range(t):
-                ew[i, col[s]] = new[s]
-                ll -= ll_lo[s]
-                ll -= ll_up[s]
-        ll_block[blk] = ll
-    total = 0.0  # a plain loop: the threaded copy would split ``ll_block.sum()`` over threads
+                    t += odd == parity
+                    run = max(run, ws[p])
+                _margin_draws(
+                    t,
+                    cur,
+                    lo,
+                    up,
+                    mu,
+                    eps,
+                    keys[parity],
+                    offset[parity, i],
+                    r,
+                    slow,
+                    new,
+                    ll_lo,
+                    ll_up,
+                )
+                for s in range(t):
+                    ws[pos[s]] = new[s]
+                    ll -= ll_lo[s] + ll_up[s]
+            for p in range(n):
+                j = order[i, p]
+                e = ws[p]
+                ew[i, j] = e
+                sq += e * e
+                diff = e - ms[p]
+                resid2 += diff * diff
+                if average:
+                    v = (1.0 - rho) * h[i, j] + rho * e
+                    h[i, j] = v
+                    cross += v * ms[p]
+        sums[blk, 0] = ll
+        sums[blk, 1] = sq
+        sums[blk, 2] = cross
+        sums[blk, 3] = resid2
+    total = np.zeros(4)  # a plain loop: the threaded copy would split a sum over threads
     for blk in range(n_blocks):
-        total += ll_block[blk]
-    return total
+        for c in range(4):
+            total[c] += sums[blk, c]
+    return total[0], total[1], total[2], total[3]
 
 
-_margin_half_sweep = _serial_and_threaded(_margin_half_sweep_py)
-
-
-@njit(cache=True)
-def _squared_distance(a, b):
-    """``sum (a - b)^2`` over two equal-shape 2-D arrays, without temporaries."""
-    total = 0.0
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            diff = a[i, j] - b[i, j]
-            total += diff * diff
-    return total
-
-
-@njit(cache=True)
-def _running_average(h, ew, wbar, rho):
-    """``h <- (1 - rho) h + rho ew`` in place (the Robbins-Monro step of
-    ``_Engine._maxmargin_latent``); returns ``(sum ew^2, sum h wbar)`` for the objective."""
-    sq = 0.0
-    cross = 0.0
-    d, n = h.shape
-    for i in range(d):
-        for j in range(n):
-            e = ew[i, j]
-            v = (1 - rho) * h[i, j] + rho * e
-            h[i, j] = v
-            sq += e * e
-            cross += v * wbar[i, j]
-    return sq, cross
+_margin_sweep = _serial_and_threaded(_margin_sweep_py)
 
 
 @njit(cache=True)
