@@ -689,23 +689,29 @@ def test_w_step_delayed_acceptance_targets_grid_posterior(likelihood, monkeypatc
     assert 0.03 < ch.accept[0] / ch.accept[1] < 0.9
 
 
-def test_logistic_loglik32_approximates_the_float64_likelihood():
-    """The first stage of the delayed-acceptance W step: within float32 accuracy of the
-    float64 logistic-link likelihood (the same function up to rounding), also its changes."""
+def test_logistic_rows_matches_the_scalar_kernel_and_approximates_it_in_float32():
+    """The blocked numpy logistic-link likelihood against the scalar numba loop (float64, to
+    rounding), and its float32 form (the first stage of the delayed-acceptance W and z steps)
+    within float32 accuracy, also its changes."""
     from omicsbayes.models.rflvm._kernels import _logistic_rows
-    from omicsbayes.models.rflvm._updates import logistic_loglik32
+    from omicsbayes.models.rflvm._updates import logistic_rows
 
     rng = np.random.default_rng(2)
     psi = 3.0 * rng.standard_normal((40, 60))
     Y = rng.poisson(3.0, psi.shape).astype(float)
     w = (Y + 2.5) * (rng.uniform(size=psi.shape) < 0.9)
     Y *= w > 0
-    exact = _logistic_rows(Y, w, psi, np.empty((0, 0))).sum()
-    approx = logistic_loglik32(Y, w.astype(np.float32), psi)
-    assert abs(approx - exact) < 1e-6 * np.abs(w * np.logaddexp(0, psi)).sum()
+    exact = _logistic_rows(Y, w, psi, np.empty((0, 0)))
+    np.testing.assert_allclose(logistic_rows(Y, w, psi, block=7), exact, rtol=1e-12)
+    f32 = np.float32
+    Y32, w32 = Y.astype(f32), w.astype(f32)
+    approx = logistic_rows(Y32, w32, psi.astype(f32))
+    assert approx.dtype == np.float64
+    tol = 1e-6 * np.abs(w * np.logaddexp(0, psi)).sum(1)
+    assert np.all(np.abs(approx - exact) < tol)
     psi2 = psi + 0.01 * rng.standard_normal(psi.shape)
-    d_exact = _logistic_rows(Y, w, psi2, np.empty((0, 0))).sum() - exact
-    d_approx = logistic_loglik32(Y, w.astype(np.float32), psi2) - approx
+    d_exact = _logistic_rows(Y, w, psi2, np.empty((0, 0))).sum() - exact.sum()
+    d_approx = logistic_rows(Y32, w32, psi2.astype(f32)).sum() - approx.sum()
     assert abs(d_approx - d_exact) < 1e-3
 
 

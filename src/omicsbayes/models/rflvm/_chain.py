@@ -19,11 +19,11 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
-from ._kernels import _collapsed_row_sweep, _logistic_rows, _rff_chain
+from ._kernels import _collapsed_row_sweep, _rff_chain
 from ._updates import (
     _softplus,
     chol_inverse,
-    logistic_loglik32,
+    logistic_rows,
     poisson_irls_mh,
     rff,
     rff_from_arg,
@@ -36,7 +36,6 @@ LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poi
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
 STEPS = ("z", "x", "hmc", "dp", "w", "beta")
 W_INIT_SCALE = 0.1
-_NO_GRAD = np.empty((0, 0))  # for _logistic_rows: the value only
 
 
 class _Chain:
@@ -166,7 +165,7 @@ class _Chain:
             e = -0.5 * (Y - psi) ** 2 / self.sigma2
         elif self.lik in ("bernoulli", "negative_binomial"):
             # Y is zero at missing entries, so only the psi-only term needs the mask
-            return _logistic_rows(Y, self._logit_weight[rows], psi, _NO_GRAD) + c
+            return logistic_rows(Y, self._logit_weight[rows], psi) + c
         elif self.lik == "poisson":
             return np.sum(np.where(obs, Y * psi - np.exp(psi), 0.0), axis=1) + c
         else:
@@ -524,8 +523,8 @@ class _Chain:
 
     def _dloglik_dpsi(self, psi):
         """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson
-        and multinomial (the logistic-link ones come with their value from
-        :func:`_logistic_rows`, the Gaussian HMC target is collapsed)."""
+        and multinomial (the logistic-link gradient is formed in :meth:`_grad_xw`, the
+        Gaussian HMC target is collapsed)."""
         Y, obs = self.Y, self._obsf
         if self.lik == "poisson":
             return obs * (Y - np.exp(psi))
@@ -582,7 +581,7 @@ class _Chain:
         """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21).
 
         Bernoulli and negative binomial: delayed acceptance (Christen & Fox 2005) with the
-        float32 log likelihood :func:`logistic_loglik32` as the first stage, exact: a proposal
+        float32 log likelihood :func:`logistic_rows` as the first stage, exact: a proposal
         passes the first stage with probability min(1, exp(d~)) (d~ its change of the
         approximate log likelihood) and is then accepted with probability
         min(1, exp(d - d~)) (d the change of the exact one), so the exact likelihood is
@@ -605,8 +604,12 @@ class _Chain:
             cur = self.row_loglik(psi).sum()
             screen = self.lik in ("bernoulli", "negative_binomial")
             if screen:
-                weight32 = self._logit_weight.astype(np.float32)
-                cur_s = logistic_loglik32(self.Y, weight32, psi)
+                Y32, weight32 = self.Y.astype(np.float32), self._logit_weight.astype(np.float32)
+
+                def approx(psi):
+                    return float(logistic_rows(Y32, weight32, psi.astype(np.float32)).sum())
+
+                cur_s = approx(psi)
                 log_u2 = np.log(rng.uniform(size=M))
         for m in range(M):
             idx = [m, M + m]
@@ -630,7 +633,7 @@ class _Chain:
             else:
                 psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
                 if screen:
-                    ll_s = logistic_loglik32(self.Y, weight32, psi2)
+                    ll_s = approx(psi2)
                     take = log_u[m] < ll_s - cur_s
                     if take:
                         ll = self.row_loglik(psi2).sum()
