@@ -59,6 +59,8 @@ class _Chain:
             "ess_w": 0,
             "collapsed_rows": 0,
             "collapsed_z": 0,
+            "z_rows64": 0,
+            "z_rejected": 0,
         }
         self.accept = [0, 0]
         self.accept_beta = [0, 0]
@@ -292,13 +294,37 @@ class _Chain:
 
     def _z_given_beta(self):
         """The slice sweep of :func:`ibp_slice_sweep` with the likelihood given beta; sets Z and
-        pi (surviving columns) and returns which columns of the extended matrix survive."""
+        pi (surviving columns) and returns which columns of the extended matrix survive.
+
+        Bernoulli and negative binomial (delayed acceptance, as in :meth:`step_w`): column k's
+        state s = (z_ik, ensemble index c_i)_i is proposed from its conditional q under the
+        float32 likelihood :func:`logistic_rows` (``n_x_proposals`` + 1 per row) and accepted
+        with probability min(1, [p(s') / q(s')] / [p(s) / q(s)]), p the float64 conditional:
+        Metropolis-Hastings with an independence proposal, exact. p / q is a product over the
+        rows of exp(ll - ll~) at each row's own state (prior and slice factors cancel), so only
+        the rows whose state changes enter, and only their float64 likelihoods are computed.
+        Other likelihoods draw from the float64 conditional directly.
+        """
+        rng, f32 = self.rng, np.float32
+        n_prop = self.est.n_x_proposals
+        screen = self.lik in ("bernoulli", "negative_binomial")
+        if screen:
+            Y32, weight32 = self.Y.astype(f32), self._logit_weight.astype(f32)
+            beta32 = self.beta.astype(f32)
+            ll_cur = self.row_loglik(self.psi_of(self.Phi))  # float64, rows of the state
+
+            def rows_ll(G):
+                return logistic_rows(Y32, weight32, rff_from_arg32(G) @ beta32)
+
+        else:
+
+            def rows_ll(G):
+                return self.row_loglik(self.psi_of(rff_from_arg(G)))
 
         def on_new(n_new):
-            self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
+            self.X = np.hstack([self.X, rng.standard_normal((self.N, n_new))])
             self._extend_w(n_new)
 
-        n_prop = self.est.n_x_proposals
         cand = {}
 
         def column_loglik(k, Z):
@@ -306,19 +332,33 @@ class _Chain:
             the ensemble {current x_ik, n_x_proposals - 1 draws from N(0, 1)}."""
             G = (self.X * Z) @ self.W.T
             base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
-            ll_off = self.row_loglik(self.psi_of(rff_from_arg(base)))
-            xs = np.vstack([self.X[:, k], self.rng.standard_normal((n_prop - 1, self.N))])
-            ll_on = np.stack(
-                [
-                    self.row_loglik(self.psi_of(rff_from_arg(base + np.outer(x, self.W[:, k]))))
-                    for x in xs
-                ]
-            )
-            cand["x"], cand["ll"] = xs, ll_on
+            xs = np.vstack([self.X[:, k], rng.standard_normal((n_prop - 1, self.N))])
+            ll_on = np.stack([rows_ll(base + np.outer(x, self.W[:, k])) for x in xs])
+            ll_off = rows_ll(base)
+            cand.update(x=xs, ll=ll_on, off=ll_off, Z=Z, z=Z[:, k].copy())
             return ll_off, ensemble_log_mean(ll_on)
 
         def on_column(k, z):
-            self.X[:, k] = cand["x"][ensemble_pick(cand["ll"], z, self.rng), np.arange(self.N)]
+            pick = ensemble_pick(cand["ll"], z, rng)
+            if screen:
+                z0 = cand["z"]
+                rows = np.flatnonzero((z != z0) | (z & (pick > 0)))  # rows whose state moves
+                if rows.size:
+                    XZ = self.X[rows] * cand["Z"][rows]
+                    XZ[:, k] = cand["x"][pick[rows], rows] * z[rows]
+                    ll_new = self.row_loglik(self.psi_of(rff_from_arg(XZ @ self.W.T)), rows)
+                    ll = cand["ll"]
+                    q_new = np.where(z[rows], ll[pick[rows], rows], cand["off"][rows])
+                    q_old = np.where(z0[rows], ll[0, rows], cand["off"][rows])
+                    log_r = np.sum(ll_new - q_new - ll_cur[rows] + q_old)
+                    self.n_evals["z_rows64"] += rows.size
+                    if np.log(rng.uniform()) < log_r:
+                        ll_cur[rows] = ll_new
+                    else:  # keep the column: z is the sweep's own column (a view)
+                        z[:] = z0
+                        pick[:] = 0
+                        self.n_evals["z_rejected"] += 1
+            self.X[:, k] = cand["x"][pick, np.arange(self.N)]
 
         Z, pi, keep = ibp_slice_sweep(
             self.Z,
