@@ -132,3 +132,17 @@ def test_polyagamma_draws_match_series_cumulants(b):
         # five standard errors each, from the draws' own spread of e^2 and e^3
         assert abs(x.var() - k2) < 5 * np.std(e**2) / np.sqrt(n)
         assert abs(stats.kstat(x, 3) - k3) < 5 * np.std(e**3) / np.sqrt(n)
+
+
+def test_batched_precision_factors_match_dense_cholesky():
+    """The Polya-gamma beta step's precisions Phi^T diag(omega_j) Phi + I, formed from the upper
+    triangle products and written as lower triangles only, against numpy per column."""
+    from omicsbayes.models.rflvm._updates import _batched_chol
+
+    rng = np.random.default_rng(0)
+    Phi, w = rng.standard_normal((30, 6)), rng.gamma(2.0, 1.0, (30, 4))
+    iu, ju = np.triu_indices(6)
+    L = _batched_chol(Phi[:, iu] * Phi[:, ju], w, iu, ju, 6)
+    for j in range(4):
+        ref = np.linalg.cholesky(Phi.T @ (w[:, j, None] * Phi) + np.eye(6))
+        np.testing.assert_allclose(L[j], ref, rtol=1e-12, atol=1e-12)

@@ -107,18 +107,12 @@ def sample_nb_dispersion(Y, softplus_psi, obs, r, a, b, rng):
     return rng.gamma(shape, 1.0 / rate)
 
 
-def _sym_from_triu(vals, iu, ju, p):
-    """Stack of symmetric (p, p) matrices from their upper-triangle values (rows of ``vals``)."""
-    P = np.empty((vals.shape[0], p, p))
-    P[:, iu, ju] = vals
-    P[:, ju, iu] = vals
-    return P
-
-
 def _batched_chol(F, weights, iu, ju, p):
     """Cholesky factors of P_j = Phi^T diag(weights_j) Phi + I for the columns of ``weights``,
-    from the upper-triangle products ``F = Phi[:, iu] * Phi[:, ju]``."""
-    P = _sym_from_triu(weights.T @ F, iu, ju, p)
+    from the upper-triangle products ``F = Phi[:, iu] * Phi[:, ju]``. Only the lower triangle
+    of each P_j is written: LAPACK's potrf (``numpy.linalg.cholesky``) reads no other."""
+    P = np.zeros((weights.shape[1], p, p))
+    P[:, ju, iu] = weights.T @ F
     P[:, np.arange(p), np.arange(p)] += 1.0
     return np.linalg.cholesky(P)
 
