@@ -311,7 +311,7 @@ class _Chain:
         if screen:
             Y32, weight32 = self.Y.astype(f32), self._logit_weight.astype(f32)
             beta32 = self.beta.astype(f32)
-            ll_cur = self.row_loglik(self.psi_of(self.Phi))  # float64, rows of the state
+            ll_cur = self.row_loglik(self.psi_of(rff(self.XZ, self.W)))  # float64, per row
 
             def rows_ll(G):
                 return logistic_rows(Y32, weight32, rff_from_arg32(G) @ beta32)
