@@ -351,13 +351,14 @@ class _Chain:
                     q_new = np.where(z[rows], ll[pick[rows], rows], cand["off"][rows])
                     q_old = np.where(z0[rows], ll[0, rows], cand["off"][rows])
                     log_r = np.sum(ll_new - q_new - ll_cur[rows] + q_old)
-                    self.n_evals["z_rows64"] += rows.size
+                    ev = self.n_evals  # .get: a checkpoint of session 7 lacks these keys
+                    ev["z_rows64"] = ev.get("z_rows64", 0) + rows.size
                     if np.log(rng.uniform()) < log_r:
                         ll_cur[rows] = ll_new
                     else:  # keep the column: z is the sweep's own column (a view)
                         z[:] = z0
                         pick[:] = 0
-                        self.n_evals["z_rejected"] += 1
+                        ev["z_rejected"] = ev.get("z_rejected", 0) + 1
             self.X[:, k] = cand["x"][pick, np.arange(self.N)]
 
         Z, pi, keep = ibp_slice_sweep(
