@@ -4,7 +4,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from omicsbayes.inference.hmc import adapt_step_size, hmc_step
+from omicsbayes.inference.hmc import adapt_step_size, find_step_size, hmc_step
 
 
 def _gaussian_target(prec, mean):
@@ -76,3 +76,64 @@ def test_hmc_rejects_failed_and_non_finite_proposals():
 def test_step_size_adaptation_moves_toward_target_acceptance():
     assert adapt_step_size(0.1, 0.95) > 0.1 > adapt_step_size(0.1, 0.2)
     assert adapt_step_size(0.1, 0.7) == 0.1
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 50.0])
+def test_find_step_size_scales_with_the_target_and_its_trajectories_accept(scale):
+    """On N(0, scale^2 I) in 200 dimensions (leapfrog stable for steps below 2 scale), the
+    search lands within a factor 4 of the scale from starts 10^6 times too small or too large,
+    and 20-step trajectories at the found step accept (probability 0.3 to 1)."""
+    rng = np.random.default_rng(3)
+    d = 200
+
+    def log_density(x):
+        return -0.5 * float(x @ x) / scale**2
+
+    def grad(x):
+        return (-x / scale**2,)
+
+    x = (scale * rng.standard_normal(d),)
+    for start in (1e-6 * scale, 1e6 * scale):
+        eps = find_step_size(x, log_density, grad, start, rng)
+        assert scale / 4 < eps < 4 * scale
+    probs = []
+    for _ in range(200):
+        x, p = hmc_step(x, log_density, grad, eps * rng.uniform(0.8, 1.2), 20, rng)
+        probs.append(p)
+    assert 0.3 < np.mean(probs) <= 1.0
+
+
+def test_find_step_size_halves_past_failed_steps():
+    """A gradient that raises LinAlgError beyond |x| > 1 (a failed step counts as rejected):
+    from a huge start the search halves until one step stays inside."""
+    rng = np.random.default_rng(4)
+
+    def grad(x):
+        if np.abs(x).max() > 1.0:
+            raise np.linalg.LinAlgError("outside")
+        return (-x,)
+
+    eps = find_step_size((np.zeros(5),), lambda x: -0.5 * float(x @ x), grad, 1e3, rng)
+    assert 0.0 < eps < 1.0
+
+
+def test_step_size_adaptation_reaches_target_acceptance_from_the_found_step():
+    """Robbins-Monro from the found step on a 50-D Gaussian of scale 0.1: the acceptance over
+    the last 400 of 1,000 adapted transitions is within 0.1 of the 0.7 target."""
+    rng = np.random.default_rng(5)
+    scale, d = 0.1, 50
+
+    def log_density(x):
+        return -0.5 * float(x @ x) / scale**2
+
+    def grad(x):
+        return (-x / scale**2,)
+
+    x = (scale * rng.standard_normal(d),)
+    eps = find_step_size(x, log_density, grad, 1.0, rng)
+    probs = []
+    for _ in range(1000):
+        x, p = hmc_step(x, log_density, grad, eps * rng.uniform(0.8, 1.2), 10, rng)
+        eps = adapt_step_size(eps, p)
+        probs.append(p)
+    assert abs(np.mean(probs[-400:]) - 0.7) < 0.1

@@ -69,6 +69,61 @@ def hmc_step(parts, log_density, grad, step_size, n_leapfrog, rng):
     return tuple(parts), accept_prob
 
 
+def _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old):
+    """H_new - H_old after one leapfrog step of ``step_size`` from (``parts``, ``momenta``);
+    -inf for a failed or non-finite step."""
+    try:
+        grads = grad(*parts)
+        mom = [m + 0.5 * step_size * g for m, g in zip(momenta, grads, strict=True)]
+        pos = [p + step_size * m for p, m in zip(parts, mom, strict=True)]
+        grads = grad(*pos)
+        if not _finite(grads):
+            return -np.inf
+        for m, g in zip(mom, grads, strict=True):
+            m += 0.5 * step_size * g
+        h_new = log_density(*pos) - 0.5 * sum(float(np.sum(m * m)) for m in mom)
+    except np.linalg.LinAlgError:
+        return -np.inf
+    return float(h_new - h_old) if np.isfinite(h_new) else -np.inf
+
+
+def find_step_size(parts, log_density, grad, step_size, rng, max_doublings=40):
+    """A starting step size for the current position: Hoffman & Gelman (2014), Algorithm 4
+    ("FindReasonableEpsilon"). With one N(0, I) momentum, the step is doubled (halved) while one
+    leapfrog step accepts with probability above (below) 1/2, and the last step before the
+    probability crosses 1/2 is returned. Run it once at the start of burn-in (it reads the
+    state, so the chain stays Markov only if the step is fixed by the end of burn-in).
+
+    Parameters
+    ----------
+    parts, log_density, grad, rng
+        As in :func:`hmc_step`.
+    step_size : float
+        Where the search starts.
+    max_doublings : int
+        At most this many doublings or halvings (a flat target accepts every step).
+
+    Returns
+    -------
+    float
+    """
+    momenta = [rng.standard_normal(p.shape) for p in parts]
+    h_old = log_density(*parts) - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
+    log_half = np.log(0.5)
+    direction = (
+        1.0
+        if _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old) > log_half
+        else -1.0
+    )
+    for _ in range(max_doublings):
+        trial = step_size * 2.0**direction
+        log_ratio = _one_leapfrog_log_ratio(parts, log_density, grad, trial, momenta, h_old)
+        if direction * log_ratio <= direction * log_half:  # crossed 1/2
+            return float(trial if direction < 0 else step_size)
+        step_size = trial
+    return float(step_size)
+
+
 def adapt_step_size(step_size, accept_prob, target=0.7, rate=0.05):
     """Robbins-Monro step on log step size toward the target acceptance probability (burn-in
     only: a chain whose step size still depends on its past is not Markov)."""
