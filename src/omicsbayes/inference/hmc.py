@@ -1,5 +1,6 @@
 """Hamiltonian Monte Carlo (Neal 2011, "MCMC using Hamiltonian dynamics") on a tuple of arrays,
-with a unit mass matrix and a step size adapted only while the caller says so (burn-in)."""
+with a unit mass matrix; the step size is found at the start and adapted only while the caller
+says so (burn-in)."""
 
 import numpy as np
 
@@ -124,7 +125,38 @@ def find_step_size(parts, log_density, grad, step_size, rng, max_doublings=40):
     return float(step_size)
 
 
-def adapt_step_size(step_size, accept_prob, target=0.7, rate=0.05):
-    """Robbins-Monro step on log step size toward the target acceptance probability (burn-in
-    only: a chain whose step size still depends on its past is not Markov)."""
-    return float(step_size * np.exp(rate * (accept_prob - target)))
+def dual_averaging_start(step_size):
+    """The state of :func:`dual_averaging` from a starting step size (e.g. of
+    :func:`find_step_size`): mu = log(10 step_size), no iterations, H_bar = 0 (Hoffman & Gelman
+    2014, Algorithm 5); the averaged log step starts at log step_size (its first update
+    replaces it), so that a burn-in without transitions keeps the starting step."""
+    return (float(np.log(10.0 * step_size)), 0, 0.0, float(np.log(step_size)))
+
+
+def dual_averaging(state, accept_prob, target=0.7, gamma=0.05, t0=10.0, kappa=0.75):
+    """One step of Nesterov dual averaging on log step size toward the target acceptance
+    probability (Hoffman & Gelman 2014, section 3.2.1 and Algorithm 5, their defaults): H_bar
+    averages target - accept_prob, log step = mu - sqrt(m) H_bar / gamma, and the weighted
+    average log step bar (weights m^-kappa) is the step to fix when burn-in ends (a chain whose
+    step size still depends on its past is not Markov).
+
+    Returns
+    -------
+    state : tuple
+        (mu, m, H_bar, log step bar).
+    step_size : float
+        The step for the next transition.
+    """
+    mu, m, h_bar, log_bar = state
+    m += 1
+    h_bar += (target - accept_prob - h_bar) / (m + t0)
+    log_step = mu - np.sqrt(m) / gamma * h_bar
+    weight = m**-kappa
+    log_bar = weight * log_step + (1.0 - weight) * log_bar
+    return (mu, m, h_bar, log_bar), float(np.exp(log_step))
+
+
+def dual_averaging_final(state):
+    """The step size to fix after burn-in: exp(log step bar) of the :func:`dual_averaging`
+    state."""
+    return float(np.exp(state[3]))

@@ -10,7 +10,13 @@ from ...inference import sample_polyagamma
 from ...inference.chain import burn_in_of
 from ...inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
 from ...inference.ess import elliptical_slice, elliptical_slice_rows
-from ...inference.hmc import adapt_step_size, find_step_size, hmc_step
+from ...inference.hmc import (
+    dual_averaging,
+    dual_averaging_final,
+    dual_averaging_start,
+    find_step_size,
+    hmc_step,
+)
 from ...inference.ibp import (
     ensemble_log_mean,
     ensemble_pick,
@@ -65,7 +71,7 @@ class _Chain:
         self.accept = [0, 0]
         self.accept_beta = [0, 0]
         self.hmc_step_size = 0.01
-        self.hmc_step_found = False  # the search of step_hmc's first burn-in call
+        self.hmc_adapt = None  # step_hmc: search pending (None), adapting (tuple), fixed (False)
         self.hmc_accept = [0.0, 0]
         self.burn = burn_in_of(est.burn_in, est.n_iter)
         N, J, M, D = self.N, self.J, self.M, est.n_latent
@@ -580,11 +586,11 @@ class _Chain:
         assignments and parameters, c and the completed data held fixed. The gradient moves
         every latent coordinate and every frequency at once along the likelihood, where the
         elliptical slice steps shrink toward the current state once the posterior is much
-        narrower than the prior. The step size starts from :func:`find_step_size` at the first
-        call in burn-in (one leapfrog step accepting with probability 1/2; a chain restored from
-        a checkpoint written before the search existed keeps its step), is jittered by U(0.8,
-        1.2) per move, adapts toward an acceptance probability of 0.7 during burn-in only and
-        is fixed afterwards."""
+        narrower than the prior. The step size is found at the chain's first call
+        (:func:`find_step_size`: one leapfrog step accepting with probability about 1/2), adapts
+        by dual averaging toward an acceptance probability of 0.7 during burn-in only, is fixed
+        to the averaged step afterwards (also from a checkpoint written before this
+        adaptation existed: its step as it was) and is jittered by U(0.8, 1.2) per move."""
         if self.D == 0 or self.est.hmc_moves == 0:
             return
         chol_inv = np.linalg.inv(np.linalg.cholesky(self.Sigmas))[self.labels]
@@ -596,10 +602,13 @@ class _Chain:
         def grad(X, W):
             return self._grad_xw(X, W, chol_inv, prep)
 
-        if it < self.burn and not getattr(self, "hmc_step_found", True):
+        adapt = getattr(self, "hmc_adapt", False)
+        if adapt is None:  # a new chain's first call
             xw, eps = (self.X, self.W), self.hmc_step_size
             self.hmc_step_size = find_step_size(xw, log_target, grad, eps, self.rng)
-            self.hmc_step_found = True
+            adapt = dual_averaging_start(self.hmc_step_size)
+        if it >= self.burn and adapt:
+            self.hmc_step_size, adapt = dual_averaging_final(adapt), False
         for _ in range(self.est.hmc_moves):
             eps = self.hmc_step_size * self.rng.uniform(0.8, 1.2)
             (self.X, self.W), prob = hmc_step(
@@ -607,8 +616,9 @@ class _Chain:
             )
             self.hmc_accept[0] += prob
             self.hmc_accept[1] += 1
-            if it < self.burn:
-                self.hmc_step_size = adapt_step_size(self.hmc_step_size, prob)
+            if adapt:
+                adapt, self.hmc_step_size = dual_averaging(adapt, prob)
+        self.hmc_adapt = adapt
         self.Phi = rff(self.XZ, self.W)
 
     def _dp_update(self):
