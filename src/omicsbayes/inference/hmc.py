@@ -48,20 +48,21 @@ def hmc_step(parts, log_density, grad, step_size, n_leapfrog, rng):
     log_u = np.log(rng.uniform())
     pos = [p.copy() for p in parts]
     try:
-        for step in range(n_leapfrog):
+        # a diverging trajectory overflows (to inf or nan): it is rejected, not warned about
+        with np.errstate(over="ignore", invalid="ignore"):
+            for step in range(n_leapfrog):
+                for m, g in zip(momenta, grads, strict=True):
+                    m += (0.5 if step == 0 else 1.0) * step_size * g
+                for p, m in zip(pos, momenta, strict=True):
+                    p += step_size * m
+                grads = grad(*pos)
+                if not _finite(grads):
+                    return tuple(parts), 0.0
             for m, g in zip(momenta, grads, strict=True):
-                m += (0.5 if step == 0 else 1.0) * step_size * g
-            for p, m in zip(pos, momenta, strict=True):
-                p += step_size * m
-            grads = grad(*pos)
-            if not _finite(grads):
-                return tuple(parts), 0.0
-        for m, g in zip(momenta, grads, strict=True):
-            m += 0.5 * step_size * g
-        value = log_density(*pos)
+                m += 0.5 * step_size * g
+            h_new = log_density(*pos) - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
     except np.linalg.LinAlgError:
         return tuple(parts), 0.0
-    h_new = value - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
     if not np.isfinite(h_new):
         return tuple(parts), 0.0
     accept_prob = float(np.exp(min(0.0, h_new - h_old)))
@@ -74,15 +75,16 @@ def _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old)
     """H_new - H_old after one leapfrog step of ``step_size`` from (``parts``, ``momenta``);
     -inf for a failed or non-finite step."""
     try:
-        grads = grad(*parts)
-        mom = [m + 0.5 * step_size * g for m, g in zip(momenta, grads, strict=True)]
-        pos = [p + step_size * m for p, m in zip(parts, mom, strict=True)]
-        grads = grad(*pos)
-        if not _finite(grads):
-            return -np.inf
-        for m, g in zip(mom, grads, strict=True):
-            m += 0.5 * step_size * g
-        h_new = log_density(*pos) - 0.5 * sum(float(np.sum(m * m)) for m in mom)
+        with np.errstate(over="ignore", invalid="ignore"):  # as in hmc_step
+            grads = grad(*parts)
+            mom = [m + 0.5 * step_size * g for m, g in zip(momenta, grads, strict=True)]
+            pos = [p + step_size * m for p, m in zip(parts, mom, strict=True)]
+            grads = grad(*pos)
+            if not _finite(grads):
+                return -np.inf
+            for m, g in zip(mom, grads, strict=True):
+                m += 0.5 * step_size * g
+            h_new = log_density(*pos) - 0.5 * sum(float(np.sum(m * m)) for m in mom)
     except np.linalg.LinAlgError:
         return -np.inf
     return float(h_new - h_old) if np.isfinite(h_new) else -np.inf
