@@ -651,6 +651,45 @@ def test_hmc_target_gradient_matches_finite_differences(likelihood):
         assert np.isclose(diff, reference(X2, W2) - reference(ch.X, ch.W), rtol=1e-9)
 
 
+@pytest.mark.parametrize("likelihood", ["gaussian", "bernoulli"])
+def test_hmc_step_size_found_then_dual_averaged_in_burn_in_and_fixed_after(likelihood, monkeypatch):
+    """step_hmc: the first call starts dual averaging from find_step_size's step, each burn-in
+    move updates it, the first call after burn-in fixes the averaged step, later calls keep
+    it; a chain restored from a state without ``hmc_adapt`` (a checkpoint written before it
+    existed) keeps its step."""
+    from omicsbayes.models.rflvm import _chain as chain_mod
+
+    found, search = [], chain_mod.find_step_size
+
+    def find(*args):
+        found.append(search(*args))
+        return found[-1]
+
+    monkeypatch.setattr(chain_mod, "find_step_size", find)
+    rng = np.random.default_rng(12)
+    Y, mask = _toy_matrix(likelihood, rng, 30, 8, gaussian_noise=0.3)
+    est = RFLVM(likelihood=likelihood, n_random_features=5, n_latent=2, n_iter=10, burn_in=4)
+    est.hmc_leapfrog = 5
+    Ymiss = np.where(mask, np.nan, Y)
+    ch = _Chain(est, Ymiss, ~mask, rng)
+    old = ch.state()
+    ch.step_hmc(0)
+    assert ch.hmc_adapt[:2] == (pytest.approx(np.log(10 * found[0])), 1)
+    for it in range(1, 4):
+        ch.step_hmc(it)
+    assert len(found) == 1 and ch.hmc_adapt[1] == 4
+    averaged = np.exp(ch.hmc_adapt[3])
+    ch.step_hmc(4)
+    assert ch.hmc_adapt is False and ch.hmc_step_size == pytest.approx(averaged)
+    ch.step_hmc(5)
+    assert ch.hmc_step_size == pytest.approx(averaged)
+    del old["hmc_adapt"]
+    restored = _Chain.restore(est, Ymiss, ~mask, rng, old)
+    for it in range(3):
+        restored.step_hmc(it)
+    assert restored.hmc_step_size == 0.01 and len(found) == 1
+
+
 @pytest.mark.parametrize("likelihood", ["bernoulli", "negative_binomial"])
 def test_w_step_delayed_acceptance_targets_grid_posterior(likelihood, monkeypatch):
     """The prior-proposal MH step for w (eq. 21) with its float32 first stage (delayed
