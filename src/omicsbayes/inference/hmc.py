@@ -93,9 +93,10 @@ def _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old)
 def find_step_size(parts, log_density, grad, step_size, rng, max_doublings=40):
     """A starting step size for the current position: Hoffman & Gelman (2014), Algorithm 4
     ("FindReasonableEpsilon"). With one N(0, I) momentum, the step is doubled (halved) while one
-    leapfrog step accepts with probability above (below) 1/2, and the last step before the
-    probability crosses 1/2 is returned. Run it once at the start of burn-in (it reads the
-    state, so the chain stays Markov only if the step is fixed by the end of burn-in).
+    leapfrog step accepts with probability above (below) 1/2; returned is the step on the
+    accepting side of the crossing (Algorithm 4 returns the other side when doubling). Run it
+    once, at the chain's start: it reads the state, so the chain is Markov only once the step
+    is fixed (after burn-in).
 
     Parameters
     ----------
@@ -113,11 +114,8 @@ def find_step_size(parts, log_density, grad, step_size, rng, max_doublings=40):
     momenta = [rng.standard_normal(p.shape) for p in parts]
     h_old = log_density(*parts) - 0.5 * sum(float(np.sum(m * m)) for m in momenta)
     log_half = np.log(0.5)
-    direction = (
-        1.0
-        if _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old) > log_half
-        else -1.0
-    )
+    first = _one_leapfrog_log_ratio(parts, log_density, grad, step_size, momenta, h_old)
+    direction = 1.0 if first > log_half else -1.0
     for _ in range(max_doublings):
         trial = step_size * 2.0**direction
         log_ratio = _one_leapfrog_log_ratio(parts, log_density, grad, trial, momenta, h_old)
