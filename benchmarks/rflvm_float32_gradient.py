@@ -14,12 +14,12 @@ worth having if it does not lower the acceptance. docs/models.md (paper 002) rep
 import time
 
 import numpy as np
+from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from omicsbayes.inference.hmc import hmc_step
 from omicsbayes.models import RFLVM
 from omicsbayes.models.rflvm import _Chain, rff
-from omicsbayes.models.rflvm._kernels import _logistic_rows
 from omicsbayes.models.rflvm._updates import chol_inverse
 
 
@@ -37,9 +37,7 @@ def grad64(ch, X, W, chol_inv):
         resid = (ch.Yf - Phi @ mean) * (ch.a_n / (b0 + 0.5 * q))
         d_phi = (resid @ C.T - ch.J * Phi) @ Ainv
     else:
-        psi = Phi @ ch.beta
-        d_psi = np.empty_like(psi)
-        _logistic_rows(ch.Y, ch._logit_weight, psi, d_psi)
+        d_psi = ch.Y - ch._logit_weight * expit(Phi @ ch.beta)
         d_phi = d_psi @ ch.beta.T
     M = Phi.shape[1] // 2
     d_g = d_phi[:, M:] * Phi[:, :M] - d_phi[:, :M] * Phi[:, M:]

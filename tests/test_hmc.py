@@ -4,7 +4,13 @@ import arviz as az
 import numpy as np
 import pytest
 
-from omicsbayes.inference.hmc import adapt_step_size, hmc_step
+from omicsbayes.inference.hmc import (
+    dual_averaging,
+    dual_averaging_final,
+    dual_averaging_start,
+    find_step_size,
+    hmc_step,
+)
 
 
 def _gaussian_target(prec, mean):
@@ -73,6 +79,80 @@ def test_hmc_rejects_failed_and_non_finite_proposals():
         assert p == 0.0 and parts[0] is x0[0]
 
 
-def test_step_size_adaptation_moves_toward_target_acceptance():
-    assert adapt_step_size(0.1, 0.95) > 0.1 > adapt_step_size(0.1, 0.2)
-    assert adapt_step_size(0.1, 0.7) == 0.1
+def test_dual_averaging_moves_toward_target_acceptance():
+    """Above the target the next step grows, below it shrinks (Hoffman & Gelman 2014, eq. 6);
+    with no update the final step is the starting one."""
+    state = dual_averaging_start(0.1)
+    assert dual_averaging(state, 0.95)[1] > dual_averaging(state, 0.2)[1]
+    assert dual_averaging_final(state) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 50.0])
+def test_find_step_size_scales_with_the_target_and_its_trajectories_accept(scale):
+    """On N(0, scale^2 I) in 200 dimensions (leapfrog stable for steps below 2 scale), the
+    search lands within a factor 4 of the scale from starts 10^6 times too small or too large,
+    and 20-step trajectories at the found step accept (probability 0.3 to 1)."""
+    rng = np.random.default_rng(3)
+    d = 200
+
+    def log_density(x):
+        return -0.5 * float(x @ x) / scale**2
+
+    def grad(x):
+        return (-x / scale**2,)
+
+    x = (scale * rng.standard_normal(d),)
+    for start in (1e-6 * scale, 1e6 * scale):
+        eps = find_step_size(x, log_density, grad, start, rng)
+        assert scale / 4 < eps < 4 * scale
+    probs = []
+    for _ in range(200):
+        x, p = hmc_step(x, log_density, grad, eps * rng.uniform(0.8, 1.2), 20, rng)
+        probs.append(p)
+    assert 0.3 < np.mean(probs) <= 1.0
+
+
+def test_find_step_size_halves_past_failed_steps():
+    """A gradient that raises LinAlgError beyond |x| > 1 (a failed step counts as rejected):
+    from a huge start the search halves until one step stays inside."""
+    rng = np.random.default_rng(4)
+
+    def grad(x):
+        if np.abs(x).max() > 1.0:
+            raise np.linalg.LinAlgError("outside")
+        return (-x,)
+
+    eps = find_step_size((np.zeros(5),), lambda x: -0.5 * float(x @ x), grad, 1e3, rng)
+    assert 0.0 < eps < 1.0
+
+
+@pytest.mark.parametrize("start", [1e-4, 1.0])
+def test_dual_averaging_reaches_target_acceptance_from_the_found_step(start):
+    """Found step, 150 dual-averaging transitions, then the averaged step fixed, on a 50-D
+    Gaussian of scale 0.1 with searches started 1,000 times too small or 10 times too large:
+    the acceptance over the last 75 adapted transitions is within 0.05 of the 0.7 target, and
+    over 400 fixed-step transitions between 0.6 and 0.9 (the averaged step is on the small
+    side of the last adapted ones)."""
+    rng = np.random.default_rng(5)
+    scale, d = 0.1, 50
+
+    def log_density(x):
+        return -0.5 * float(x @ x) / scale**2
+
+    def grad(x):
+        return (-x / scale**2,)
+
+    x = (scale * rng.standard_normal(d),)
+    eps = find_step_size(x, log_density, grad, start, rng)
+    state = dual_averaging_start(eps)
+    adapted, fixed = [], []
+    for _ in range(150):
+        x, p = hmc_step(x, log_density, grad, eps * rng.uniform(0.8, 1.2), 10, rng)
+        state, eps = dual_averaging(state, p)
+        adapted.append(p)
+    eps = dual_averaging_final(state)
+    for _ in range(400):
+        x, p = hmc_step(x, log_density, grad, eps * rng.uniform(0.8, 1.2), 10, rng)
+        fixed.append(p)
+    assert abs(np.mean(adapted[-75:]) - 0.7) < 0.05
+    assert 0.6 < np.mean(fixed) < 0.9

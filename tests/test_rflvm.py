@@ -84,23 +84,21 @@ def test_vectorised_sincos_matches_libm_over_every_magnitude():
 
 def test_logistic_rows_match_scipy_bernoulli_and_negative_binomial():
     """Row sums of y psi - w softplus(psi) against scipy's log pmfs (their psi-free constants
-    added back) and the derivative against y - w sigmoid(psi), with extreme psi."""
-    from omicsbayes.models.rflvm._kernels import _logistic_rows
+    added back), with extreme psi, in blocks that do not divide the rows."""
+    from omicsbayes.models.rflvm._updates import logistic_rows
 
     rng = np.random.default_rng(22)
     psi = rng.standard_normal((6, 9)) * 4
     psi[0, 0], psi[1, 1] = 800.0, -800.0
     r = 2.5
     y = rng.poisson(3, psi.shape).astype(float)
-    grad = np.empty_like(psi)
-    rows = _logistic_rows(y, y + r, psi, grad)
+    rows = logistic_rows(y, y + r, psi, block=4)
     ref = stats.nbinom.logpmf(y, r, 1 - expit(psi)) - (gammaln(y + r) - gammaln(r) - gammaln(y + 1))
     assert np.allclose(rows[2:], ref[2:].sum(1), rtol=1e-12)  # scipy overflows at |psi| = 800
     ref = y * psi - (y + r) * np.logaddexp(0, psi)
     assert np.allclose(rows, ref.sum(1), rtol=1e-12)
-    assert np.allclose(grad, y - (y + r) * expit(psi), rtol=1e-12, atol=1e-12)
     b = (rng.uniform(size=psi.shape) < 0.5).astype(float)
-    rows = _logistic_rows(b, np.ones_like(b), psi, np.empty((0, 0)))
+    rows = logistic_rows(b, np.ones_like(b), psi)
     assert np.allclose(rows[2:], stats.bernoulli.logpmf(b, expit(psi))[2:].sum(1), rtol=1e-12)
     assert np.allclose(rows, np.sum(b * psi - np.logaddexp(0, psi), 1), rtol=1e-12)
 
@@ -764,6 +762,45 @@ def test_gaussian_hmc_gradient_agrees_with_session7_float32_formula():
         assert np.abs(new - old).max() < 3e-4 * scale  # here 3e-5 and 1e-4
 
 
+@pytest.mark.parametrize("likelihood", ["gaussian", "bernoulli"])
+def test_hmc_step_size_found_then_dual_averaged_in_burn_in_and_fixed_after(likelihood, monkeypatch):
+    """step_hmc: the first call starts dual averaging from find_step_size's step, each burn-in
+    move updates it, the first call after burn-in fixes the averaged step, later calls keep
+    it; a chain restored from a state without ``hmc_adapt`` (a checkpoint written before it
+    existed) keeps its step."""
+    from omicsbayes.models.rflvm import _chain as chain_mod
+
+    found, search = [], chain_mod.find_step_size
+
+    def find(*args):
+        found.append(search(*args))
+        return found[-1]
+
+    monkeypatch.setattr(chain_mod, "find_step_size", find)
+    rng = np.random.default_rng(12)
+    Y, mask = _toy_matrix(likelihood, rng, 30, 8, gaussian_noise=0.3)
+    est = RFLVM(likelihood=likelihood, n_random_features=5, n_latent=2, n_iter=10, burn_in=4)
+    est.hmc_leapfrog = 5
+    Ymiss = np.where(mask, np.nan, Y)
+    ch = _Chain(est, Ymiss, ~mask, rng)
+    old = ch.state()
+    ch.step_hmc(0)
+    assert ch.hmc_adapt[:2] == (pytest.approx(np.log(10 * found[0])), 1)
+    for it in range(1, 4):
+        ch.step_hmc(it)
+    assert len(found) == 1 and ch.hmc_adapt[1] == 4
+    averaged = np.exp(ch.hmc_adapt[3])
+    ch.step_hmc(4)
+    assert ch.hmc_adapt is False and ch.hmc_step_size == pytest.approx(averaged)
+    ch.step_hmc(5)
+    assert ch.hmc_step_size == pytest.approx(averaged)
+    del old["hmc_adapt"]
+    restored = _Chain.restore(est, Ymiss, ~mask, rng, old)
+    for it in range(3):
+        restored.step_hmc(it)
+    assert restored.hmc_step_size == 0.01 and len(found) == 1
+
+
 @pytest.mark.parametrize("likelihood", ["bernoulli", "negative_binomial"])
 def test_w_step_delayed_acceptance_targets_grid_posterior(likelihood, monkeypatch):
     """The prior-proposal MH step for w (eq. 21) with its float32 first stage (delayed
@@ -802,23 +839,28 @@ def test_w_step_delayed_acceptance_targets_grid_posterior(likelihood, monkeypatc
     assert 0.03 < ch.accept[0] / ch.accept[1] < 0.9
 
 
-def test_logistic_loglik32_approximates_the_float64_likelihood():
-    """The first stage of the delayed-acceptance W step: within float32 accuracy of the
-    float64 logistic-link likelihood (the same function up to rounding), also its changes."""
-    from omicsbayes.models.rflvm._kernels import _logistic_rows
-    from omicsbayes.models.rflvm._updates import logistic_loglik32
+def test_logistic_rows_in_float32_approximates_float64():
+    """The float32 logistic-link likelihood (the first stage of the delayed-acceptance W and z
+    steps) within float32 accuracy of the float64 one (tested against scipy above), also its
+    changes, with missing entries (zero weight and y)."""
+    from omicsbayes.models.rflvm._updates import logistic_rows
 
     rng = np.random.default_rng(2)
     psi = 3.0 * rng.standard_normal((40, 60))
     Y = rng.poisson(3.0, psi.shape).astype(float)
     w = (Y + 2.5) * (rng.uniform(size=psi.shape) < 0.9)
     Y *= w > 0
-    exact = _logistic_rows(Y, w, psi, np.empty((0, 0))).sum()
-    approx = logistic_loglik32(Y, w.astype(np.float32), psi)
-    assert abs(approx - exact) < 1e-6 * np.abs(w * np.logaddexp(0, psi)).sum()
+    exact = logistic_rows(Y, w, psi, block=7)
+    np.testing.assert_allclose(exact, np.sum(Y * psi - w * np.logaddexp(0, psi), 1), rtol=1e-12)
+    f32 = np.float32
+    Y32, w32 = Y.astype(f32), w.astype(f32)
+    approx = logistic_rows(Y32, w32, psi.astype(f32))
+    assert approx.dtype == np.float64
+    tol = 1e-6 * np.abs(w * np.logaddexp(0, psi)).sum(1)
+    assert np.all(np.abs(approx - exact) < tol)
     psi2 = psi + 0.01 * rng.standard_normal(psi.shape)
-    d_exact = _logistic_rows(Y, w, psi2, np.empty((0, 0))).sum() - exact
-    d_approx = logistic_loglik32(Y, w.astype(np.float32), psi2) - approx
+    d_exact = logistic_rows(Y, w, psi2).sum() - exact.sum()
+    d_approx = logistic_rows(Y32, w32, psi2.astype(f32)).sum() - approx.sum()
     assert abs(d_approx - d_exact) < 1e-3
 
 

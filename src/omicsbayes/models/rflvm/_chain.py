@@ -12,7 +12,13 @@ from ...inference import sample_polyagamma
 from ...inference.chain import burn_in_of
 from ...inference.dp import NIWPrior, escobar_west, sample_dp_assignments, sample_dp_components
 from ...inference.ess import elliptical_slice, elliptical_slice_rows
-from ...inference.hmc import adapt_step_size, hmc_step
+from ...inference.hmc import (
+    dual_averaging,
+    dual_averaging_final,
+    dual_averaging_start,
+    find_step_size,
+    hmc_step,
+)
 from ...inference.ibp import (
     ensemble_log_mean,
     ensemble_pick,
@@ -26,12 +32,11 @@ from ._kernels import (
     _gauss_grad_rhs,
     _gauss_rows,
     _grad_latent,
-    _logistic_rows,
 )
 from ._updates import (
     _softplus,
     chol_inverse,
-    logistic_loglik32,
+    logistic_rows,
     poisson_irls_mh,
     rff,
     rff_from_arg,
@@ -44,7 +49,6 @@ LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poi
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
 STEPS = ("z", "x", "hmc", "dp", "w", "beta")
 W_INIT_SCALE = 0.1
-_NO_GRAD = np.empty((0, 0))  # for _logistic_rows: the value only
 
 
 class _Chain:
@@ -68,10 +72,13 @@ class _Chain:
             "ess_w": 0,
             "collapsed_rows": 0,
             "collapsed_z": 0,
+            "z_rows64": 0,
+            "z_rejected": 0,
         }
         self.accept = [0, 0]
         self.accept_beta = [0, 0]
         self.hmc_step_size = 0.01
+        self.hmc_adapt = None  # step_hmc: search pending (None), adapting (tuple), fixed (False)
         self.hmc_accept = [0.0, 0]
         self.burn = burn_in_of(est.burn_in, est.n_iter)
         N, J, M, D = self.N, self.J, self.M, est.n_latent
@@ -174,7 +181,7 @@ class _Chain:
             e = -0.5 * (Y - psi) ** 2 / self.sigma2
         elif self.lik in ("bernoulli", "negative_binomial"):
             # Y is zero at missing entries, so only the psi-only term needs the mask
-            return _logistic_rows(Y, self._logit_weight[rows], psi, _NO_GRAD) + c
+            return logistic_rows(Y, self._logit_weight[rows], psi) + c
         elif self.lik == "poisson":
             return np.sum(np.where(obs, Y * psi - np.exp(psi), 0.0), axis=1) + c
         else:
@@ -319,13 +326,37 @@ class _Chain:
 
     def _z_given_beta(self):
         """The slice sweep of :func:`ibp_slice_sweep` with the likelihood given beta; sets Z and
-        pi (surviving columns) and returns which columns of the extended matrix survive."""
+        pi (surviving columns) and returns which columns of the extended matrix survive.
+
+        Bernoulli and negative binomial (delayed acceptance, as in :meth:`step_w`): column k's
+        state s = (z_ik, ensemble index c_i)_i is proposed from its conditional q under the
+        float32 likelihood :func:`logistic_rows` (``n_x_proposals`` + 1 per row) and accepted
+        with probability min(1, [p(s') / q(s')] / [p(s) / q(s)]), p the float64 conditional:
+        Metropolis-Hastings with an independence proposal, exact. p / q is a product over the
+        rows of exp(ll - ll~) at each row's own state (prior and slice factors cancel), so only
+        the rows whose state changes enter, and only their float64 likelihoods are computed.
+        Other likelihoods draw from the float64 conditional directly.
+        """
+        rng, f32 = self.rng, np.float32
+        n_prop = self.est.n_x_proposals
+        screen = self.lik in ("bernoulli", "negative_binomial")
+        if screen:
+            Y32, weight32 = self.Y.astype(f32), self._logit_weight.astype(f32)
+            beta32 = self.beta.astype(f32)
+            ll_cur = self.row_loglik(self.psi_of(rff(self.XZ, self.W)))  # float64, per row
+
+            def rows_ll(G):
+                return logistic_rows(Y32, weight32, rff_from_arg32(G) @ beta32)
+
+        else:
+
+            def rows_ll(G):
+                return self.row_loglik(self.psi_of(rff_from_arg(G)))
 
         def on_new(n_new):
-            self.X = np.hstack([self.X, self.rng.standard_normal((self.N, n_new))])
+            self.X = np.hstack([self.X, rng.standard_normal((self.N, n_new))])
             self._extend_w(n_new)
 
-        n_prop = self.est.n_x_proposals
         cand = {}
 
         def column_loglik(k, Z):
@@ -333,19 +364,34 @@ class _Chain:
             the ensemble {current x_ik, n_x_proposals - 1 draws from N(0, 1)}."""
             G = (self.X * Z) @ self.W.T
             base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
-            ll_off = self.row_loglik(self.psi_of(rff_from_arg(base)))
-            xs = np.vstack([self.X[:, k], self.rng.standard_normal((n_prop - 1, self.N))])
-            ll_on = np.stack(
-                [
-                    self.row_loglik(self.psi_of(rff_from_arg(base + np.outer(x, self.W[:, k]))))
-                    for x in xs
-                ]
-            )
-            cand["x"], cand["ll"] = xs, ll_on
+            xs = np.vstack([self.X[:, k], rng.standard_normal((n_prop - 1, self.N))])
+            ll_on = np.stack([rows_ll(base + np.outer(x, self.W[:, k])) for x in xs])
+            ll_off = rows_ll(base)
+            cand.update(x=xs, ll=ll_on, off=ll_off, Z=Z, z=Z[:, k].copy())
             return ll_off, ensemble_log_mean(ll_on)
 
         def on_column(k, z):
-            self.X[:, k] = cand["x"][ensemble_pick(cand["ll"], z, self.rng), np.arange(self.N)]
+            pick = ensemble_pick(cand["ll"], z, rng)
+            if screen:
+                z0 = cand["z"]
+                rows = np.flatnonzero((z != z0) | (z & (pick > 0)))  # rows whose state moves
+                if rows.size:
+                    XZ = self.X[rows] * cand["Z"][rows]
+                    XZ[:, k] = cand["x"][pick[rows], rows] * z[rows]
+                    ll_new = self.row_loglik(self.psi_of(rff_from_arg(XZ @ self.W.T)), rows)
+                    ll = cand["ll"]
+                    q_new = np.where(z[rows], ll[pick[rows], rows], cand["off"][rows])
+                    q_old = np.where(z0[rows], ll[0, rows], cand["off"][rows])
+                    log_r = np.sum(ll_new - q_new - ll_cur[rows] + q_old)
+                    ev = self.n_evals  # .get: a checkpoint of session 7 lacks these keys
+                    ev["z_rows64"] = ev.get("z_rows64", 0) + rows.size
+                    if np.log(rng.uniform()) < log_r:
+                        ll_cur[rows] = ll_new
+                    else:  # keep the column: z is the sweep's own column (a view)
+                        z[:] = z0
+                        pick[:] = 0
+                        ev["z_rejected"] = ev.get("z_rejected", 0) + 1
+            self.X[:, k] = cand["x"][pick, np.arange(self.N)]
 
         Z, pi, keep = ibp_slice_sweep(
             self.Z,
@@ -552,8 +598,8 @@ class _Chain:
 
     def _dloglik_dpsi(self, psi):
         """d log p(y | psi) / d psi over the observed entries (zero at missing ones): Poisson
-        and multinomial (the logistic-link ones come with their value from
-        :func:`_logistic_rows`, the Gaussian HMC target is collapsed)."""
+        and multinomial (the logistic-link gradient is formed in :meth:`_grad_xw`, the
+        Gaussian HMC target is collapsed)."""
         Y, obs = self.Y, self._obsf
         if self.lik == "poisson":
             return obs * (Y - np.exp(psi))
@@ -567,8 +613,11 @@ class _Chain:
         assignments and parameters, c and the completed data held fixed. The gradient moves
         every latent coordinate and every frequency at once along the likelihood, where the
         elliptical slice steps shrink toward the current state once the posterior is much
-        narrower than the prior. The step size (jittered by U(0.8, 1.2) per move) adapts toward
-        an acceptance probability of 0.7 during burn-in only and is fixed afterwards."""
+        narrower than the prior. The step size is found at the chain's first call
+        (:func:`find_step_size`: one leapfrog step accepting with probability about 1/2), adapts
+        by dual averaging toward an acceptance probability of 0.7 during burn-in only, is fixed
+        to the averaged step afterwards (also from a checkpoint written before this
+        adaptation existed: its step as it was) and is jittered by U(0.8, 1.2) per move."""
         if self.D == 0 or self.est.hmc_moves == 0:
             return
         chol_inv = np.linalg.inv(np.linalg.cholesky(self.Sigmas))[self.labels]
@@ -580,6 +629,13 @@ class _Chain:
         def grad(X, W):
             return self._grad_xw(X, W, chol_inv, prep)
 
+        adapt = getattr(self, "hmc_adapt", False)
+        if adapt is None:  # a new chain's first call
+            xw, eps = (self.X, self.W), self.hmc_step_size
+            self.hmc_step_size = find_step_size(xw, log_target, grad, eps, self.rng)
+            adapt = dual_averaging_start(self.hmc_step_size)
+        if it >= self.burn and adapt:
+            self.hmc_step_size, adapt = dual_averaging_final(adapt), False
         for _ in range(self.est.hmc_moves):
             eps = self.hmc_step_size * self.rng.uniform(0.8, 1.2)
             (self.X, self.W), prob = hmc_step(
@@ -587,8 +643,9 @@ class _Chain:
             )
             self.hmc_accept[0] += prob
             self.hmc_accept[1] += 1
-            if it < self.burn:
-                self.hmc_step_size = adapt_step_size(self.hmc_step_size, prob)
+            if adapt:
+                adapt, self.hmc_step_size = dual_averaging(adapt, prob)
+        self.hmc_adapt = adapt
         self.Phi = rff(self.XZ, self.W)
 
     def _dp_update(self):
@@ -610,7 +667,7 @@ class _Chain:
         """Metropolis-Hastings for each frequency with the prior as proposal (eq. 21).
 
         Bernoulli and negative binomial: delayed acceptance (Christen & Fox 2005) with the
-        float32 log likelihood :func:`logistic_loglik32` as the first stage, exact: a proposal
+        float32 log likelihood :func:`logistic_rows` as the first stage, exact: a proposal
         passes the first stage with probability min(1, exp(d~)) (d~ its change of the
         approximate log likelihood) and is then accepted with probability
         min(1, exp(d - d~)) (d the change of the exact one), so the exact likelihood is
@@ -633,8 +690,12 @@ class _Chain:
             cur = self.row_loglik(psi).sum()
             screen = self.lik in ("bernoulli", "negative_binomial")
             if screen:
-                weight32 = self._logit_weight.astype(np.float32)
-                cur_s = logistic_loglik32(self.Y, weight32, psi)
+                Y32, weight32 = self.Y.astype(np.float32), self._logit_weight.astype(np.float32)
+
+                def approx(psi):
+                    return float(logistic_rows(Y32, weight32, psi.astype(np.float32)).sum())
+
+                cur_s = approx(psi)
                 log_u2 = np.log(rng.uniform(size=M))
         for m in range(M):
             idx = [m, M + m]
@@ -658,7 +719,7 @@ class _Chain:
             else:
                 psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
                 if screen:
-                    ll_s = logistic_loglik32(self.Y, weight32, psi2)
+                    ll_s = approx(psi2)
                     take = log_u[m] < ll_s - cur_s
                     if take:
                         ll = self.row_loglik(psi2).sum()

@@ -161,30 +161,6 @@ def _grad_latent(d_phi, Phi, X, Z, W, mu, chol_inv):
 
 
 @njit(cache=True)
-def _logistic_rows(Y, weight, psi, grad):
-    """Row sums of Y * psi - weight * softplus(psi) (the logistic-link log likelihoods up to
-    their constants: Bernoulli with weight = 1, negative binomial with weight = y + r, both zero
-    at missing entries) and, when ``grad`` has the shape of ``psi``, its derivative
-    Y - weight * sigmoid(psi) written into it. One exp and one log per entry."""
-    N, J = psi.shape
-    rows = np.zeros(N)
-    want = grad.shape == psi.shape
-    for i in range(N):
-        t = 0.0
-        for j in range(J):
-            x = psi[i, j]
-            e = math.exp(-abs(x))
-            # log(1 + e), not log1p(e): e <= 1, so the absolute error is below 2^-52 (a third
-            # faster)
-            t += Y[i, j] * x - weight[i, j] * (max(x, 0.0) + math.log(1.0 + e))
-            if want:
-                s = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
-                grad[i, j] = Y[i, j] - weight[i, j] * s
-        rows[i] = t
-    return rows
-
-
-@njit(cache=True)
 def _gauss_rows(psi, Y, obs, sigma2, const, rows):
     """Gaussian log likelihoods of the rows ``rows`` of Y (observed entries) given their
     linear predictors psi (len(rows), J): const_i - sum_j (y_ij - psi_j)^2 / (2 sigma_j^2)."""

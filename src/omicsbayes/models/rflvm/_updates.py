@@ -38,17 +38,25 @@ def rff_from_arg32(G, out=None):
     return Phi
 
 
-def logistic_loglik32(Y, weight32, psi):
-    """sum_ij Y_ij psi_ij - weight_ij softplus(psi_ij), softplus in float32 (numpy's
-    vectorised exp and log1p) and the sums in float64: a cheap, deterministic approximation of
-    the logistic-link log likelihood (:func:`_logistic_rows`, up to its constants) for the first
-    stage of the delayed-acceptance W step (``weight32`` zero at missing entries, ``Y`` too)."""
-    x = psi.astype(np.float32)
-    t = np.abs(x)
-    np.exp(np.negative(t, out=t), out=t)
-    np.log1p(t, out=t)
-    t += np.maximum(x, 0.0, out=x)
-    return float(np.vdot(Y, psi)) - float(np.sum(t * weight32, dtype=np.float64))
+def logistic_rows(Y, weight, psi, block=32):
+    """Row sums of Y * psi - weight * softplus(psi): the logistic-link log likelihoods up to
+    their constants (Bernoulli with weight = 1, negative binomial with weight = y + r; ``Y``
+    and ``weight`` zero at missing entries), in the precision of ``psi`` with the row sums in
+    float64. numpy's vectorised exp and log1p over blocks of ``block`` rows that stay in cache
+    (float64: twice as fast as session 7's scalar numba loop, the same values to rounding).
+    In float32 (``Y``, ``weight`` and ``psi`` float32) it is a cheap deterministic
+    approximation, the first stage of the delayed-acceptance W and z steps."""
+    out = np.empty(psi.shape[0])
+    for s in range(0, psi.shape[0], block):
+        x = psi[s : s + block]
+        t = np.abs(x)
+        np.exp(np.negative(t, out=t), out=t)
+        np.log1p(t, out=t)
+        t += np.maximum(x, 0.0)
+        t *= weight[s : s + block]
+        np.subtract(Y[s : s + block] * x, t, out=t)
+        out[s : s + block] = t.sum(axis=1, dtype=np.float64)
+    return out
 
 
 def chol_inverse(A):
@@ -99,18 +107,12 @@ def sample_nb_dispersion(Y, softplus_psi, obs, r, a, b, rng):
     return rng.gamma(shape, 1.0 / rate)
 
 
-def _sym_from_triu(vals, iu, ju, p):
-    """Stack of symmetric (p, p) matrices from their upper-triangle values (rows of ``vals``)."""
-    P = np.empty((vals.shape[0], p, p))
-    P[:, iu, ju] = vals
-    P[:, ju, iu] = vals
-    return P
-
-
 def _batched_chol(F, weights, iu, ju, p):
     """Cholesky factors of P_j = Phi^T diag(weights_j) Phi + I for the columns of ``weights``,
-    from the upper-triangle products ``F = Phi[:, iu] * Phi[:, ju]``."""
-    P = _sym_from_triu(weights.T @ F, iu, ju, p)
+    from the upper-triangle products ``F = Phi[:, iu] * Phi[:, ju]``. Only the lower triangle
+    of each P_j is written: LAPACK's potrf (``numpy.linalg.cholesky``) reads no other."""
+    P = np.zeros((weights.shape[1], p, p))
+    P[:, ju, iu] = weights.T @ F
     P[:, np.arange(p), np.arange(p)] += 1.0
     return np.linalg.cholesky(P)
 
