@@ -15,7 +15,8 @@ Table 4 of the paper (180 s per fold in Matlab).  Rows:
 - ``decision_function`` on n new samples against the fit on n samples (goal: at most 1/5);
 - ``single_cell`` (full run only, in its own process for its peak memory): 20,000 cells x 2,000
   genes from sparse counts through library size, log and gene selection; fit (goal: under 2
-  minutes and 4 GB) and prediction on 20,000 held-out cells (goal: under 1 minute).
+  minutes and 4 GB) and prediction on 20,000 held-out cells (goal: under 1 minute and, its
+  ratio, at most 1/5 of the fit).
 
 Every time is wall-clock; the notes add the process CPU time, which a busy machine inflates
 less.  ``quick=True`` runs the cohort rows on 120 x 400 with K = 5.  ``python -m
@@ -322,10 +323,11 @@ def single_cell() -> list[dict]:
         res["predict"],
         0,
         np.nan,
-        f"CPU {res['predict_cpu']:.0f} s (goal < 60 s); held-out AUROC of the cell state "
-        f"{res['auroc']:.3f}",
+        f"CPU {res['predict_cpu']:.0f} s (goal < 60 s and at most 1/5 of the fit: ratio to the "
+        f"fit in CPU {res['predict_cpu'] / res['fit_cpu']:.2f}); held-out AUROC of the cell "
+        f"state {res['auroc']:.3f}",
     )
-    pred["ratio"] = res["predict"] / 60
+    pred["ratio"] = res["predict"] / res["fit"]
     pred["peak_mb"] = res["peak_mb"]
     return [fit, pred]
 
