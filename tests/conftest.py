@@ -1,16 +1,20 @@
 """Shared fixtures: a runner for the real snakemake on a small config in a temporary directory,
-the workflow's own config checks in process, and one tiny workflow run (plus its report) shared by
-every test module that inspects a run's outputs."""
+the workflow's own config checks in process, one tiny workflow run (plus its report) shared by
+every test module that inspects a run's outputs, and the enumerated law of a 2 x 2 sparse RFLVM's
+(Z, X) that its samplers' tests compare their draws with."""
 
 import fcntl
+import itertools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
+from scipy.special import logsumexp
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -204,3 +208,45 @@ def tiny_run(tmp_path_factory):
     record = json.loads(outcome.read_text())
     assert record["returncode"] == 0, record["stderr"]
     return workdir
+
+
+def _check_z_draws(loglik, pi, counts, x00, p_slack, x_tol):
+    """Compare draws of (Z, X) of a sparse RFLVM with N x D = 2 x 2 to their exact law
+    prod_ik N(x_ik; 0, 1) pi_k^z_ik (1 - pi_k)^(1 - z_ik) / pi*(Z) exp(loglik(X * Z)), pi*(Z)
+    the smallest weight of a non-empty column (1 if none): the 16 matrices Z enumerated, the
+    active x_ik integrated out on a grid of 31 points over [-5, 5]. ``loglik`` maps a stack of
+    X * Z (G, 2, 2) to G log likelihoods; ``counts`` maps Z's bits (row-major tuple) to how
+    often they were drawn and ``x00`` holds the draws of x_00 with z_00 = 1. Asserts each
+    P(Z) within 5 standard errors plus ``p_slack`` and E[x_00 | z_00 = 1] within ``x_tol``."""
+    N, D, grid = 2, 2, np.linspace(-5, 5, 31)
+    log_p, e_x00 = {}, {}
+    for bits in itertools.product([0, 1], repeat=N * D):
+        Z = np.array(bits, bool).reshape(N, D)
+        act = np.flatnonzero(Z.ravel())
+        pts = np.array(list(itertools.product(grid, repeat=act.size))).reshape(
+            grid.size**act.size, -1
+        )
+        X = np.zeros((pts.shape[0], N * D))
+        X[:, act] = pts
+        lw = loglik(X.reshape(-1, N, D)) - 0.5 * np.sum(pts**2, 1)
+        lw += np.log(grid[1] - grid[0]) * act.size - 0.5 * act.size * np.log(2 * np.pi)
+        used = Z.any(0)
+        lp = np.sum(np.where(Z, np.log(pi), np.log1p(-pi))) - np.log(min([1.0, *pi[used]]))
+        log_p[bits] = lp + logsumexp(lw)
+        if Z[0, 0]:
+            w = np.exp(lw - lw.max())
+            e_x00[bits] = (w @ X[:, 0] / w.sum(), log_p[bits])
+    norm = logsumexp(list(log_p.values()))
+    T = sum(counts.values())
+    for bits, lp in log_p.items():
+        p = np.exp(lp - norm)
+        assert abs(counts.get(bits, 0) / T - p) < 5 * np.sqrt(p * (1 - p) / T) + p_slack, bits
+    w = np.array([np.exp(lp - norm) for _, lp in e_x00.values()])
+    ref = np.array([m for m, _ in e_x00.values()]) @ w / w.sum()
+    assert abs(np.mean(x00) - ref) < x_tol
+
+
+@pytest.fixture
+def check_z_draws():
+    """:func:`_check_z_draws`: draws of a 2 x 2 sparse RFLVM's (Z, X) against their exact law."""
+    return _check_z_draws

@@ -341,15 +341,13 @@ def test_collapsed_row_sweep_targets_x_posterior_on_grid():
     assert np.allclose(ch.Phi, rff(ch.X, ch.W))
 
 
-def test_collapsed_z_sweep_matches_enumeration_and_quadrature():
+def test_collapsed_z_sweep_matches_enumeration_and_quadrature(check_z_draws):
     """Collapsed (z_ik, x_ik) sweep of the sparse Gaussian model with W, pi, c and the data
     fixed: the draws of (Z, X) (2 rows, 2 dimensions) must follow
     prod_ik N(x_ik; 0, 1) pi_k^z_ik (1 - pi_k)^(1 - z_ik) / pi*(Z)
     prod_j t_{2 a0}(y_j; 0, (b0 / a0)(I + c Phi Phi^T)) (a0 = b0 = 1), pi*(Z) the smallest
     weight of a non-empty column (1 if none). Reference: the 16 matrices Z enumerated, the active
     x_ik integrated out on a grid; compared: P(Z) and E[x_00 | z_00 = 1]."""
-    import itertools
-
     from omicsbayes.models.rflvm import _collapsed_row_sweep
 
     rng = np.random.default_rng(21)
@@ -358,7 +356,6 @@ def test_collapsed_z_sweep_matches_enumeration_and_quadrature():
     pi = np.array([0.6, 0.3])
     Y = rff(np.array([[1.0, 0.0], [-0.8, 0.9]]), W) @ rng.standard_normal((4, J)) * 1.5
     Y += 0.3 * rng.standard_normal(Y.shape)
-    g = np.linspace(-5, 5, 31)
 
     def log_marginal(XZ):
         """sum_j log t(y_j; 0, I + c Phi Phi^T) for a stack of X * Z (G, N, D)."""
@@ -368,22 +365,6 @@ def test_collapsed_z_sweep_matches_enumeration_and_quadrature():
         quad = np.einsum("gij,jk,ik->gk", np.linalg.inv(S), Y, Y)
         return -0.5 * J * logdet - (1 + N / 2) * np.sum(np.log1p(quad / 2), 1)
 
-    log_p, e_x00 = {}, {}
-    for bits in itertools.product([0, 1], repeat=N * D):
-        Z = np.array(bits, bool).reshape(N, D)
-        act = np.flatnonzero(Z.ravel())
-        pts = np.array(list(itertools.product(g, repeat=act.size))).reshape(g.size**act.size, -1)
-        X = np.zeros((pts.shape[0], N * D))
-        X[:, act] = pts
-        lw = log_marginal(X.reshape(-1, N, D)) - 0.5 * np.sum(pts**2, 1)
-        lw += np.log(g[1] - g[0]) * act.size - 0.5 * act.size * np.log(2 * np.pi)
-        used = Z.any(0)
-        lp = np.sum(np.where(Z, np.log(pi), np.log1p(-pi))) - np.log(min([1.0, *pi[used]]))
-        log_p[bits] = lp + logsumexp(lw)
-        if Z[0, 0]:
-            w = np.exp(lw - lw.max())
-            e_x00[bits] = (w @ X[:, 0] / w.sum(), log_p[bits])
-    norm = logsumexp(list(log_p.values()))
     X, Z = rng.standard_normal((N, D)), np.ones((N, D), bool)
     T = 40000
     counts, x00 = {}, []
@@ -411,12 +392,7 @@ def test_collapsed_z_sweep_matches_enumeration_and_quadrature():
         counts[key] = counts.get(key, 0) + 1
         if Z[0, 0]:
             x00.append(X[0, 0])
-    for bits, lp in log_p.items():
-        p = np.exp(lp - norm)
-        assert abs(counts.get(bits, 0) / T - p) < 5 * np.sqrt(p * (1 - p) / T) + 2e-3, bits
-    w = np.array([np.exp(lp - norm) for _, lp in e_x00.values()])
-    ref = np.array([m for m, _ in e_x00.values()]) @ w / w.sum()
-    assert abs(np.mean(x00) - ref) < 0.05
+    check_z_draws(log_marginal, pi, counts, x00, p_slack=2e-3, x_tol=0.05)
 
 
 def _grid_posterior(loglik):
