@@ -567,7 +567,9 @@ def _rank_margin(seed, n_splits, epsilons=(0.005, 0.05, 0.5)):
     ).rename(columns={"model": "epsilon"})  # fmt: skip
 
 
-def seed_spread(seed, n_splits=10, n_seeds=5, config="config/config.yaml"):
+def seed_spread(
+    seed, n_splits=10, n_seeds=5, config=Path(__file__).parents[1] / "config/config.yaml"
+):
     """The rank-factor variants of the default run's ``gse7390_grade`` experiment (their specs read
     from ``config``) on GSE7390 grade as shipped, 75/25 subsampling: the same splits fitted with
     ``n_seeds`` model seeds. Returns the mean AUROC per model and seed, and the paired margin of
