@@ -148,6 +148,23 @@ def test_predictive_is_ratio_of_marginals():
     assert np.isclose(pred, prior.log_marginal(W) - prior.log_marginal(old))
 
 
+def test_predictive_is_scipys_multivariate_t():
+    """The compiled t predictive (eq. 22-23) against scipy's multivariate t built from the NIW
+    posterior's scatter form, for components of 0 to 6 points and a non-default prior."""
+    rng = np.random.default_rng(8)
+    d = 3
+    A = rng.standard_normal((d, d))
+    prior = NIWPrior(d, mu0=rng.standard_normal(d), lam0=0.7, Psi0=A @ A.T + np.eye(d), nu0=6.5)
+    w = rng.standard_normal(d)
+    for n in range(7):
+        old = rng.standard_normal((n, d)) * 2.0 + 1.0
+        mu_n, lam_n, Psi_n, nu_n = prior.posterior(n, old.sum(0), old.T @ old)
+        df = nu_n - d + 1.0
+        expected = stats.multivariate_t(mu_n, Psi_n * (lam_n + 1) / (lam_n * df), df=df).logpdf(w)
+        got = prior.log_predictive(w, [n], old.sum(0)[None], (old.T @ old)[None])[0]
+        assert np.isclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
 def test_niw_component_draws_match_posterior_moments():
     rng = np.random.default_rng(6)
     W = rng.standard_normal((8, 2)) + [1.0, -1.0]

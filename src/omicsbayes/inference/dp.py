@@ -6,8 +6,11 @@ Notation: prior NIW(mu0, lam0, Psi0, nu0) means Sigma ~ IW(Psi0, nu0), mu | Sigm
 N(mu0, Sigma / lam0). The paper writes kappa0 for nu0 and lambda0 for lam0.
 """
 
+import math
+
 import numpy as np
-from scipy.special import gammaln, multigammaln
+from numba import njit
+from scipy.special import multigammaln
 from scipy.stats import invwishart
 
 
@@ -46,35 +49,19 @@ class NIWPrior:
         """log p(w | component statistics), a multivariate t, for each of K components.
 
         ``n`` (K,), ``s`` (K, d), ``ss`` (K, d, d): counts, sums and sums of outer products
-        (n = 0 gives the prior predictive). Equations (22)-(23): degrees of freedom
-        nu_n - d + 1 (the paper's kappa'_k) and shape Psi_n (lam_n + 1) / (lam_n (nu_n - d + 1));
-        the paper's Sigma'_k is Psi_n without that scale factor, which the t density needs.
-        Psi_n is written as Psi0 + ss + lam0 mu0 mu0^T - lam_n mu_n mu_n^T, which equals the
-        scatter form of :meth:`posterior` and needs no mean of an empty component.
+        (n = 0 gives the prior predictive); :func:`_log_predictive`.
         """
         n = np.asarray(n, float)
-        lam_n = self.lam0 + n
-        nu_n = self.nu0 + n
-        mu_n = (self.lam0 * self.mu0 + s) / lam_n[:, None]
-        Psi_n = (
-            self.Psi0
-            + ss
-            + self.lam0 * np.outer(self.mu0, self.mu0)
-            - lam_n[:, None, None] * np.einsum("ki,kj->kij", mu_n, mu_n)
-        )
-        df = nu_n - self.d + 1.0
-        shape = Psi_n * ((lam_n + 1.0) / (lam_n * df))[:, None, None]
-        L = np.linalg.cholesky(shape)
-        z = np.linalg.solve(L, (w - mu_n)[:, :, None])[:, :, 0]
-        maha = np.sum(z * z, axis=1)
-        d = self.d
-        return (
-            gammaln((df + d) / 2)
-            - gammaln(df / 2)
-            - 0.5 * d * np.log(df * np.pi)
-            - np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
-            - 0.5 * (df + d) * np.log1p(maha / df)
-        )
+        s = np.asarray(s, float).reshape(n.size, self.d)
+        ss = np.asarray(ss, float).reshape(n.size, self.d, self.d)
+        w = np.asarray(w, float)
+        fixed = self._fixed()
+        return np.array([_log_predictive(w, n[k], s[k], ss[k], *fixed) for k in range(n.size)])
+
+    def _fixed(self):
+        """The hyperparameters as :func:`_log_predictive` takes them."""
+        base = self.Psi0 + self.lam0 * np.outer(self.mu0, self.mu0)
+        return self.mu0, self.lam0, np.ascontiguousarray(base), self.nu0
 
     def log_marginal(self, W):
         """log p(W) of all rows of ``W`` in one component (closed form, for checks)."""
@@ -108,47 +95,105 @@ def sample_dp_assignments(W, labels, eta, prior, rng):
     paper's "algorithm 8 with the mixture locations integrated out" reduces to (eq. 22 writes
     alpha for the DP concentration eta). Labels are returned relabelled 0..K-1.
     """
-    W = np.atleast_2d(W)
-    labels = np.unique(np.asarray(labels), return_inverse=True)[1]
-    d = W.shape[1]
-    K = labels.max() + 1
-    n = np.bincount(labels, minlength=K).astype(float)
-    s = np.zeros((K, d))
+    W = np.ascontiguousarray(np.atleast_2d(W), dtype=float)
+    labels = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64)
+    M, d = W.shape
+    # room for every row in a component of its own: a new component takes the first empty slot
+    slots = labels.max() + 1 + M
+    n = np.bincount(labels, minlength=slots).astype(float)
+    s = np.zeros((slots, d))
     np.add.at(s, labels, W)
-    ss = np.einsum("mi,mj->mij", W, W)
-    S2 = np.zeros((K, d, d))
-    np.add.at(S2, labels, ss)
-    for m in range(W.shape[0]):
-        k_old = labels[m]
-        n[k_old] -= 1
-        s[k_old] -= W[m]
-        S2[k_old] -= ss[m]
-        live = np.flatnonzero(n > 0)
-        nn = np.append(n[live], 0.0)
-        logw = np.append(np.log(n[live]), np.log(eta)) + prior.log_predictive(
-            W[m],
-            nn,
-            np.vstack([s[live], np.zeros((1, d))]),
-            np.concatenate([S2[live], np.zeros((1, d, d))]),
-        )
-        p = np.exp(logw - logw.max())
-        choice = rng.choice(p.size, p=p / p.sum())
-        if choice == live.size:
-            empty = np.flatnonzero(n == 0)
-            if empty.size:
-                k_new = empty[0]
-            else:
-                k_new = n.size
-                n = np.append(n, 0.0)
-                s = np.vstack([s, np.zeros((1, d))])
-                S2 = np.concatenate([S2, np.zeros((1, d, d))])
-        else:
-            k_new = live[choice]
-        labels[m] = k_new
-        n[k_new] += 1
-        s[k_new] += W[m]
-        S2[k_new] += ss[m]
+    S2 = np.zeros((slots, d, d))
+    np.add.at(S2, labels, np.einsum("mi,mj->mij", W, W))
+    u = rng.random(M)  # the uniform of each row's draw (as rng.choice(p=...) would take it)
+    _assignment_sweep(W, labels, n, s, S2, np.log(eta), *prior._fixed(), u)
     return np.unique(labels, return_inverse=True)[1]
+
+
+@njit(cache=True)
+def _log_predictive(w, n, s, ss, mu0, lam0, base, nu0):
+    """log of the t predictive of ``w`` given a component's count ``n``, sum ``s`` and sum of
+    outer products ``ss`` (n = 0: the prior predictive); ``base`` = Psi0 + lam0 mu0 mu0^T.
+
+    Equations (22)-(23): degrees of freedom nu_n - d + 1 (the paper's kappa'_k) and shape Psi_n
+    (lam_n + 1) / (lam_n (nu_n - d + 1)); the paper's Sigma'_k is Psi_n without that scale
+    factor, which the t density needs. Psi_n is written as Psi0 + ss + lam0 mu0 mu0^T - lam_n
+    mu_n mu_n^T, which equals the scatter form of :meth:`NIWPrior.posterior` and needs no mean
+    of an empty component. The shape's Cholesky factor L and z = L^-1 (w - mu_n) row by row.
+    """
+    d = w.size
+    lam_n = lam0 + n
+    df = nu0 + n - d + 1.0
+    scale = (lam_n + 1.0) / (lam_n * df)
+    mu = (lam0 * mu0 + s) / lam_n
+    L = np.zeros((d, d))
+    z = np.empty(d)
+    log_diag = 0.0
+    maha = 0.0
+    for i in range(d):
+        for j in range(i + 1):
+            acc = (base[i, j] + ss[i, j] - lam_n * mu[i] * mu[j]) * scale
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = np.sqrt(acc) if i == j else acc / L[j, j]
+        r = w[i] - mu[i]
+        for k in range(i):
+            r -= L[i, k] * z[k]
+        z[i] = r / L[i, i]
+        log_diag += np.log(L[i, i])
+        maha += z[i] * z[i]
+    return (
+        math.lgamma((df + d) / 2)
+        - math.lgamma(df / 2)
+        - 0.5 * d * np.log(df * np.pi)
+        - log_diag
+        - 0.5 * (df + d) * np.log1p(maha / df)
+    )
+
+
+@njit(cache=True)
+def _assignment_sweep(W, labels, n, s, S2, log_eta, mu0, lam0, base, nu0, u):
+    """The sweep of :func:`sample_dp_assignments` in place on ``labels`` and the component
+    statistics ``n``, ``s``, ``S2`` (one slot per possible component; a new component takes the
+    first empty slot). Row m's component is drawn as ``rng.choice(p=...)`` draws it from the
+    uniform ``u[m]``: the first index whose normalised cumulative weight exceeds it."""
+    M, d = W.shape
+    slots = n.size
+    logw = np.empty(slots + 1)
+    index = np.empty(slots + 1, np.int64)
+    zero_s = np.zeros(d)
+    zero_ss = np.zeros((d, d))
+    for m in range(M):
+        w = W[m]
+        k = labels[m]
+        n[k] -= 1.0
+        for i in range(d):
+            s[k, i] -= w[i]
+            for j in range(d):
+                S2[k, i, j] -= w[i] * w[j]
+        c = 0
+        for k in range(slots):
+            if n[k] > 0.0:
+                index[c] = k
+                logw[c] = np.log(n[k]) + _log_predictive(w, n[k], s[k], S2[k], mu0, lam0, base, nu0)
+                c += 1
+        index[c] = -1  # a new component
+        logw[c] = log_eta + _log_predictive(w, 0.0, zero_s, zero_ss, mu0, lam0, base, nu0)
+        c += 1
+        p = np.exp(logw[:c] - logw[:c].max())
+        cdf = np.cumsum(p / p.sum())
+        pick = np.searchsorted(cdf / cdf[-1], u[m], side="right")
+        k = index[pick]
+        if k < 0:
+            k = 0
+            while n[k] > 0.0:
+                k += 1
+        labels[m] = k
+        n[k] += 1.0
+        for i in range(d):
+            s[k, i] += w[i]
+            for j in range(d):
+                S2[k, i, j] += w[i] * w[j]
 
 
 def sample_dp_components(W, labels, prior, rng):
