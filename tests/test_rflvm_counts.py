@@ -91,15 +91,17 @@ def _pg_cumulants(b, c):
         60.0,
         443.3,
         pytest.param(2.7, marks=pytest.mark.xfail(strict=True, reason="polyagamma issue 133")),
+        pytest.param(0.5, marks=pytest.mark.xfail(strict=True, reason="polyagamma, b < 1")),
     ],
 )
 def test_polyagamma_draws_match_series_cumulants(b):
     """Mean, variance and third cumulant of PG(b, c) draws against the series, for the b = y + r
     of count likelihoods, including b > 50, where polyagamma's default sampler returns a normal
     approximation (third cumulant 0; the plain default fails here at b = 60 and 443.3). Non-integer
-    b in (1, 4) is still biased upstream (the alternate sampler's constant, 1 % on the mean)."""
+    b in (1, 4) is still biased upstream (the alternate sampler's constant, 1 % on the mean), and
+    so is b < 1 (the mean 0.7 % low at b = 0.5: 2 million draws make that eight standard errors)."""
     rng = np.random.default_rng(int(b * 10))
-    n = 200_000
+    n = 200_000 if b >= 1 else 2_000_000
     for c in (0.0, 1.0, 3.0):
         x = sample_polyagamma(np.full(n, b), np.full(n, c), rng)
         mean, k2, k3 = _pg_cumulants(b, c)

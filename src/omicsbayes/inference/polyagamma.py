@@ -15,7 +15,9 @@ def sample_polyagamma(b, c, rng):
     approximation (third cumulant zero instead of b / 60 at c = 0); those entries are drawn by
     its saddle-point rejection sampler instead. Known remaining bias of polyagamma 2.0.2 (not
     corrected here; zoj613/polyagamma issue 133): its alternate sampler, which the default uses
-    for non-integer 1 < b < 4, has means and variances about 1 % and 5 % too large at small c.
+    for non-integer 1 < b < 4, has means and variances about 1 % and 5 % too large at small c;
+    for b < 1 the default's means are 0.4-0.7 % and its variances 0.4-1.3 % too small
+    (docs/models.md, paper 002).
     """
     b, c = np.broadcast_arrays(np.asarray(b, float), np.asarray(c, float))
     big = b > NORMAL_APPROX_B
