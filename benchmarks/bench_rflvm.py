@@ -182,7 +182,7 @@ def _count_floor(m, Ytr, rng):
     F = Phi[:, iu].astype(float) * Phi[:, ju]
     weights = rng.uniform(size=(J, N))
     obs = np.isfinite(Ytr)
-    b = np.full(obs.sum(), 5.0) + Ytr[obs]
+    b = np.full(obs.sum(), 5.0) + Ytr[obs]  # y + r at the simulated dispersion r = 5
     c = rng.standard_normal(b.size)
     with threadpool_limits(limits=1):
         product = _best_seconds(lambda: np.matmul(Phi, beta, out=out))
