@@ -12,7 +12,8 @@ Issue 17's ratios (column ``ratio`` of the rows named ``... vs reference`` and `
   machine with the same data, M = 50 and two BLAS threads, and are recorded in ``REFERENCE``
   (the goal: ours at most 0.2 of the reference's, i.e. 5x faster);
 * the negative-binomial 500 x 2,000 fit against the 2 s per iteration goal (ratio below 1 meets
-  it), with the estimator's default 8 latent dimensions and with 2.
+  it), with the estimator's default 8 latent dimensions and with 2; their notes add the floor of
+  this algorithm at those settings on one core (:func:`_count_floor`).
 
 Flop model of one iteration (N samples, J features, D latent dimensions, K = D when sparse):
 
