@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 from scipy import integrate, stats
 from scipy.special import gammaln
 
@@ -146,6 +147,23 @@ def test_predictive_is_ratio_of_marginals():
     old = W[:4]
     pred = prior.log_predictive(W[4], [4], old.sum(0)[None], (old.T @ old)[None])[0]
     assert np.isclose(pred, prior.log_marginal(W) - prior.log_marginal(old))
+
+
+def test_dp_assignments_reject_non_finite_input():
+    """A NaN frequency, a negative concentration or weights that overflow is one clear error, not
+    a silent draw (the compiled sweep would otherwise index past its components)."""
+    rng = np.random.default_rng(9)
+    W = rng.standard_normal((6, 2))
+    labels = np.zeros(6, int)
+    bad = W.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        sample_dp_assignments(bad, labels, 1.0, NIWPrior(2), rng)
+    with pytest.raises(ValueError, match="eta must be >= 0"):
+        sample_dp_assignments(W, labels, -1.0, NIWPrior(2), rng)
+    bad[2, 1] = 1e200  # finite, but its square overflows inside the sweep
+    with pytest.raises(ValueError, match="not finite and positive"):
+        sample_dp_assignments(bad, labels, 1.0, NIWPrior(2), rng)
 
 
 def test_predictive_is_scipys_multivariate_t():

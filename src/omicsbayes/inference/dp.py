@@ -96,6 +96,10 @@ def sample_dp_assignments(W, labels, eta, prior, rng):
     alpha for the DP concentration eta). Labels are returned relabelled 0..K-1.
     """
     W = np.ascontiguousarray(np.atleast_2d(W), dtype=float)
+    if not np.isfinite(W).all():
+        raise ValueError("sample_dp_assignments: W has non-finite entries")
+    if not 0.0 <= eta < np.inf:
+        raise ValueError(f"sample_dp_assignments: the concentration eta must be >= 0, got {eta}")
     labels = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64)
     M, d = W.shape
     # room for every row in a component of its own: a new component takes the first empty slot
@@ -106,7 +110,9 @@ def sample_dp_assignments(W, labels, eta, prior, rng):
     S2 = np.zeros((slots, d, d))
     np.add.at(S2, labels, np.einsum("mi,mj->mij", W, W))
     u = rng.random(M)  # the uniform of each row's draw (as rng.choice(p=...) would take it)
-    _assignment_sweep(W, labels, n, s, S2, np.log(eta), *prior._fixed(), u)
+    with np.errstate(divide="ignore"):  # eta = 0: no new components
+        log_eta = np.log(eta)
+    _assignment_sweep(W, labels, n, s, S2, log_eta, *prior._fixed(), u)
     return np.unique(labels, return_inverse=True)[1]
 
 
@@ -181,7 +187,10 @@ def _assignment_sweep(W, labels, n, s, S2, log_eta, mu0, lam0, base, nu0, u):
         logw[c] = log_eta + _log_predictive(w, 0.0, zero_s, zero_ss, mu0, lam0, base, nu0)
         c += 1
         p = np.exp(logw[:c] - logw[:c].max())
-        cdf = np.cumsum(p / p.sum())
+        total = p.sum()
+        if not 0.0 < total < np.inf:  # NaN too
+            raise ValueError("DP assignment weights are not finite and positive")
+        cdf = np.cumsum(p / total)
         pick = np.searchsorted(cdf / cdf[-1], u[m], side="right")
         k = index[pick]
         if k < 0:
