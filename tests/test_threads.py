@@ -99,6 +99,20 @@ def test_limit_blas_one_thread_at_every_size_for_sequential_estimators():
         assert _blas_threads() == outer
 
 
+def test_blas_limit_holds_numba_within_the_openmp_limit():
+    """threadpoolctl does not reach numba's thread count: on a large problem (the process's
+    threads) the rank factor model's parallel sweeps follow a caller's OpenMP limit."""
+    numba = pytest.importorskip("numba")
+    large = (_base.SMALL_PROBLEM, 1)
+    outer = numba.get_num_threads()
+    with _base.blas_limit(large):
+        assert numba.get_num_threads() == outer
+    with threadpool_limits(limits=1):
+        with _base.blas_limit(large):
+            assert numba.get_num_threads() == 1
+        assert numba.get_num_threads() == outer  # restored
+
+
 def test_blas_threads_of_shapes():
     assert _base.blas_threads((10, 10), (3,)) == 1
     assert _base.blas_threads((_base.SMALL_PROBLEM, 1)) is None

@@ -5,6 +5,7 @@ moments of prediction, ranks and the placement of new values among training valu
 import math
 import types
 
+import numba
 import numpy as np
 from numba import njit, prange
 from numpy.polynomial import chebyshev
@@ -211,7 +212,9 @@ def _gaussian_block(precision, rhs, rng=None, second=False):
 def _serial_and_threaded(py_func):
     """Compile ``py_func`` twice, serial and threaded over its ``prange``, and pick by size as
     for BLAS (``_base.SMALL_PROBLEM``): threads pay off only on large matrices (their start-up
-    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest).
+    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest),
+    and only when numba may use more than one thread (``_base.blas_limit`` keeps it within a
+    caller's OpenMP limit).
     The threaded copy gets its own name, so that numba's on-disk cache (keyed by the
     function's name) keeps the two apart."""
     serial = njit(cache=True, error_model="numpy")(py_func)
@@ -220,7 +223,8 @@ def _serial_and_threaded(py_func):
     threaded = njit(cache=True, parallel=True, error_model="numpy")(clone)
 
     def dispatch(first, *args):
-        return (threaded if first.size >= SMALL_PROBLEM else serial)(first, *args)
+        parallel = first.size >= SMALL_PROBLEM and numba.get_num_threads() > 1
+        return (threaded if parallel else serial)(first, *args)
 
     dispatch.__doc__ = f":func:`{py_func.__name__}`, compiled, threaded for large matrices."
     dispatch.serial, dispatch.threaded = serial, threaded
