@@ -5,9 +5,10 @@ Every ratio is measured in one run, side by side, while a competing process keep
 core busy (as on a workstation or a cluster node running several jobs):
 
 - **Estimators.** Every family (BPROBIT, BAM_L, BAM_P, BM2PCA, the rank factor model R-L-BSVM,
-  PFA, the IBP factor model, RFLVM, Con. MV-GP, PMF, the Bayesian SVM and the baselines) on a
-  small and a large problem: the fit with the estimator's own thread policy (the process keeps
-  its default BLAS and OpenMP threads, one per core) against the same fit limited to one thread
+  PFA, the IBP factor model, RFLVM Gaussian and negative binomial, Con. MV-GP, PMF, the Bayesian
+  SVM and the baselines) on a small and a large problem: the fit with the estimator's own
+  thread policy (the process keeps its default BLAS and OpenMP threads, one per core) against
+  the same fit limited to one thread
   (``threadpool_limits(1)``, which the estimators' policy extends to numba's parallel loops),
   the two alternated and each the best of 5 fits (3 on the large problems). Goal: the ratio is
   at most 1.5 (no stall). The note says what the policy chose (recorded from
@@ -108,6 +109,9 @@ _SIZES = {
     "tall": ((129, 50), (42_000, 100)),  # the Bayesian SVM's d x d posterior: many samples
     "counts": ((129, 500), (1000, 4300)),
     "rflvm": ((129, 30), (300, 60)),  # its policy: one thread always (N x 2M features)
+    # count likelihoods: one BLAS thread, feature and row blocks on the process's threads
+    # (map_blocks); 500 x 2,000 is issue 17's negative-binomial problem
+    "rflvm_counts": ((129, 500), (500, 2000)),
     "entries": ((150, 3000), (1000, 220_000)),  # side, entries (policy: side x rank)
 }
 
@@ -122,6 +126,7 @@ def _problems(rng, large):
     yield "counts", _counts(*_SIZES["counts"][i], rng)
     n, d = _SIZES["rflvm"][i]
     yield "rflvm", (rng.standard_normal((n, 2)) @ rng.standard_normal((2, d)),)
+    yield "rflvm_counts", _counts(*_SIZES["rflvm_counts"][i], rng)
     yield "entries", _entries(*_SIZES["entries"][i], rng)
 
 
@@ -144,6 +149,8 @@ def _estimators(large):
     yield "IBP", "counts", models.IBPFactorModel(**mc), "fit(X)"
     mc.update(n_iter=2 if large else 4, burn_in=1 if large else 2)
     yield "RFLVM", "rflvm", models.RFLVM(n_random_features=50, **mc), "fit(X)"
+    nb = models.RFLVM(likelihood="negative_binomial", n_random_features=50, **mc)
+    yield "RFLVM_NB", "rflvm_counts", nb, "fit(X)"
     mv = dict(sigma2=1.0, max_iter=2 if large else 50, random_state=0)
     yield "ConMVGP", "entries", models.ConstrainedMVGP(lam=1.0, max_rank=20, **mv), "entries"
     yield "PMF", "entries", models.PMF(rank=20, **mv), "entries"
@@ -173,7 +180,9 @@ def _recorded_policy(answers):
         _base.blas_threads = real
 
 
-def _policy_note(answers):
+def _policy_note(answers, model):
+    if getattr(model, "_worker_blocks", False):
+        return "policy: one BLAS thread, blocks on the process's threads (map_blocks)"
     if not answers:
         return "policy: one thread (the estimator's own limit)"
     if None in answers:
@@ -216,7 +225,7 @@ def _estimator_rows(quick, only=None):
                     np.nan,
                     f"{CORES - 1} core(s) busy: own policy {policy:.3f} s, one thread "
                     f"{one:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}) "
-                    f"{'OK' if ratio <= GOAL else 'STALL'}; {_policy_note(answers)}",
+                    f"{'OK' if ratio <= GOAL else 'STALL'}; {_policy_note(answers, model)}",
                 )
                 r["ratio"] = ratio
                 rows.append(r)

@@ -11,6 +11,7 @@ workflow job runs on exactly its rule's ``threads:`` (BLAS and numba).
 import json
 import logging
 import os
+import threading
 import types
 
 import numpy as np
@@ -111,6 +112,70 @@ def test_blas_limit_holds_numba_within_the_openmp_limit():
         with _base.blas_limit(large):
             assert numba.get_num_threads() == 1
         assert numba.get_num_threads() == outer  # restored
+
+
+class _WorkerProbe(_SequentialProbe):
+    """Records the worker threads map_blocks would use, and the threads it ran its blocks on."""
+
+    _worker_blocks = True
+
+    @_base.limit_blas
+    def fit(self, X):
+        self.threads = _blas_threads()
+        self.workers = _base.worker_threads()
+        self.names = _base.map_blocks(lambda i: threading.current_thread().name, range(8))
+        # a block that maps again runs its inner blocks on its own thread (no deadlock)
+        self.nested = _base.map_blocks(
+            lambda i: set(_base.map_blocks(lambda j: threading.current_thread().name, range(4))),
+            range(4),
+        )
+        return self
+
+
+def test_worker_threads_are_what_the_caller_allows():
+    """An estimator with ``_worker_blocks`` runs map_blocks on as many threads as the caller's
+    BLAS / OpenMP limit (at most the CPUs), while BLAS itself is held at one; everything else,
+    and the estimator outside its methods, on one."""
+    cpus = len(os.sched_getaffinity(0))
+    with threadpool_limits(limits=1):
+        probe = _WorkerProbe().fit(np.zeros((3, 3)))
+        assert probe.workers == 1 and set(probe.names) == {threading.current_thread().name}
+    with threadpool_limits(limits=2):
+        probe = _WorkerProbe().fit(np.zeros((3, 3)))
+        assert probe.threads == 1
+        assert probe.workers == min(2, cpus)
+        if cpus > 1:
+            assert all(name.startswith("omicsbayes") for name in probe.names)
+            assert all(len(names) == 1 for names in probe.nested)
+        assert _SequentialProbe().fit(np.zeros((3, 3))).threads == 1
+        assert _base.worker_threads() == 1
+        assert _base.map_blocks(lambda a, b: a * b, [1, 2, 3], [4, 5, 6]) == [4, 10, 18]
+
+
+def test_rflvm_count_draws_do_not_depend_on_the_worker_threads():
+    """The negative-binomial RFLVM's feature blocks (Polya-gamma beta step, HMC gradient) and
+    row blocks (likelihoods) run on the worker threads; every block draws from its own
+    generator and every sum has a fixed order, so one and two threads give the same chain."""
+    from omicsbayes.models import RFLVM
+
+    rng = np.random.default_rng(3)
+    Y = rng.negative_binomial(3.0, 0.4, size=(40, 1100)).astype(float)
+    Y[rng.uniform(size=Y.shape) < 0.1] = np.nan
+    draws = []
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads):
+            model = RFLVM(
+                likelihood="negative_binomial",
+                n_random_features=8,
+                n_iter=3,
+                burn_in=1,
+                hmc_leapfrog=5,
+                random_state=0,
+            ).fit(Y)
+        draws.append(model.draws_)
+    for one, two in zip(*draws, strict=True):
+        for key in one:
+            np.testing.assert_array_equal(one[key], two[key])
 
 
 def test_blas_threads_of_shapes():

@@ -11,6 +11,8 @@
   in it (every estimator's fit / predict / transform goes through one of the two). Tiny matrix
   products on several threads spin when the cores are busy (36x slower for BPROBIT on a 129 x 129
   kernel with another process on the other core, issue 17), so small problems run on one.
+  :func:`map_blocks` runs independent blocks of work on Python threads instead (an estimator
+  with ``_worker_blocks = True``: as many as its caller allowed, :func:`worker_threads`).
 - **Input checks.** :func:`check_X` (scikit-learn's ``validate_data``: DataFrames keep
   ``feature_names_in_``, the feature count is checked at predict time; then finiteness),
   :func:`check_count_X` (non-negative integer counts, NaN = missing), :func:`heldout_values`
@@ -23,10 +25,13 @@
 """
 
 import contextlib
+import contextvars
 import functools
 import importlib
 import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
@@ -56,8 +61,10 @@ __all__ = [
     "check_rng",
     "heldout_values",
     "limit_blas",
+    "map_blocks",
     "models_with",
     "split_labels",
+    "worker_threads",
 ]
 
 CAPABILITIES = {
@@ -157,6 +164,55 @@ def _numba_within_openmp():
         numba.set_num_threads(before)
 
 
+# Python threads for independent blocks of work (map_blocks), set by limit_blas for the call
+_WORKERS = contextvars.ContextVar("omicsbayes_worker_threads", default=1)
+_EXECUTORS = {}
+_IN_WORKER = threading.local()
+
+
+def _allowed_threads():
+    """Threads the caller allows: the smallest BLAS / OpenMP pool (a ``threadpool_limits`` of
+    the caller, a Snakemake job's ``threads`` through ``jobs.py``), at most the CPUs this
+    process may run on."""
+    pools = [i["num_threads"] for i in threadpool_info() if i["user_api"] in ("blas", "openmp")]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min([cpus or 1, *pools]))
+
+
+def worker_threads():
+    """Threads :func:`map_blocks` uses: within a method wrapped by :func:`limit_blas` of an
+    estimator declaring ``_worker_blocks = True``, the threads its caller allowed (measured
+    before BLAS is limited); 1 everywhere else."""
+    return _WORKERS.get()
+
+
+def map_blocks(fn, *iterables):
+    """``list(map(fn, *iterables))``, the calls spread over :func:`worker_threads` Python threads.
+
+    For blocks that are independent and spend their time in code that releases the GIL (numpy,
+    BLAS on one thread, ``polyagamma``, numba ``nogil`` kernels). Unlike BLAS's and OpenMP's
+    workers, which spin while they wait (36x stalls with the other core busy, issue 17), a
+    waiting Python thread sleeps, so a busy core costs time but does not stall. Each call takes
+    the next block, so a slow thread takes fewer. The results are in block order and do not
+    depend on the number of threads when every block draws from its own generator. Called
+    from within a block it runs serially.
+    """
+    args = list(zip(*iterables))
+    workers = min(worker_threads(), len(args))
+    if workers <= 1 or getattr(_IN_WORKER, "flag", False):  # nested: serial, never a deadlock
+        return [fn(*a) for a in args]
+    key = (os.getpid(), workers)  # a forked child cannot use its parent's threads
+    if key not in _EXECUTORS:
+        _EXECUTORS[key] = ThreadPoolExecutor(
+            workers, thread_name_prefix="omicsbayes", initializer=_mark_worker
+        )
+    return list(_EXECUTORS[key].map(fn, *zip(*args)))
+
+
+def _mark_worker():
+    _IN_WORKER.flag = True
+
+
 def limit_blas(method):
     """Run ``method(self, X, ...)`` with :func:`blas_threads` of ``X``'s shape (and the fit's).
 
@@ -180,8 +236,13 @@ def limit_blas(method):
             shapes = [self._blas_shape(s) if len(s) == 2 else s for s in shapes]
         if getattr(self, "_blas_sequential", False):
             shapes = []  # one thread
-        with blas_limit(*shapes):
-            return method(self, *args, **kwargs)
+        workers = _allowed_threads() if getattr(self, "_worker_blocks", False) else 1
+        token = _WORKERS.set(workers)
+        try:
+            with blas_limit(*shapes):
+                return method(self, *args, **kwargs)
+        finally:
+            _WORKERS.reset(token)
 
     return wrapped
 

@@ -27,6 +27,7 @@ from ...inference.ibp import (
     sample_ibp_alpha,
     sample_slice_sticks,
 )
+from .._base import map_blocks
 from ._kernels import (
     _collapsed_row_sweep,
     _gauss_grad_rhs,
@@ -41,7 +42,7 @@ from ._updates import (
     rff,
     rff_from_arg,
     rff_from_arg32,
-    sample_gaussian_rows_batch,
+    sample_logistic_beta,
     sample_nb_dispersion,
 )
 
@@ -49,6 +50,10 @@ LIKELIHOODS = ("gaussian", "bernoulli", "negative_binomial", "multinomial", "poi
 COUNT_LIKELIHOODS = ("negative_binomial", "multinomial", "poisson")
 STEPS = ("z", "x", "hmc", "dp", "w", "beta")
 W_INIT_SCALE = 0.1
+# columns per block of the logistic-link HMC gradient (map_blocks): four blocks at J = 2,000, so
+# a thread slowed by a busy core takes fewer of them
+GRAD_BLOCK = 512
+W_ROW_BLOCK = 128  # rows per block of the W step's float32 first stage (map_blocks)
 
 
 class _Chain:
@@ -365,8 +370,11 @@ class _Chain:
             G = (self.X * Z) @ self.W.T
             base = G - np.outer(self.X[:, k] * Z[:, k], self.W[:, k])
             xs = np.vstack([self.X[:, k], rng.standard_normal((n_prop - 1, self.N))])
-            ll_on = np.stack([rows_ll(base + np.outer(x, self.W[:, k])) for x in xs])
-            ll_off = rows_ll(base)
+            # the n_prop + 1 likelihoods are independent: on the worker threads (map_blocks)
+            *ll_on, ll_off = map_blocks(
+                rows_ll, [base + np.outer(x, self.W[:, k]) for x in xs] + [base]
+            )
+            ll_on = np.stack(ll_on)
             cand.update(x=xs, ll=ll_on, off=ll_off, Z=Z, z=Z[:, k].copy())
             return ll_off, ensemble_log_mean(ll_on)
 
@@ -547,7 +555,13 @@ class _Chain:
             PhiY[:, p:] = self.Yf
             return PhiY, np.empty((p + self.J, p), f32)
         if self.lik in ("bernoulli", "negative_binomial"):
-            return self.Y.astype(f32), self._logit_weight.astype(f32), self.beta.astype(f32)
+            # column blocks of (Y, weight, beta) for map_blocks; fixed by J, not by the threads
+            blocks = [slice(j, j + GRAD_BLOCK) for j in range(0, self.J, GRAD_BLOCK)]
+            Y, weight, beta = self.Y, self._logit_weight, self.beta
+            return [
+                (Y[:, b].astype(f32), weight[:, b].astype(f32), beta[:, b].astype(f32))
+                for b in blocks
+            ]
         return ()
 
     def _grad_xw(self, X, W, chol_inv, prep):
@@ -583,14 +597,17 @@ class _Chain:
             _gauss_grad_rhs(np.ascontiguousarray(L), S[:p, p:], self.yy, self.a_n, b0, self.J, rhs)
             d_phi = PhiY @ rhs
         elif self.lik in ("bernoulli", "negative_binomial"):
-            Y, weight, beta = prep
             Phi = rff_from_arg32(G)
-            t = Phi @ beta  # psi, then in place: Y - weight / (1 + exp(-psi))
-            with np.errstate(over="ignore"):
-                np.exp(np.negative(t, out=t), out=t)
-            t += 1.0
-            np.subtract(Y, np.divide(weight, t, out=t), out=t)
-            d_phi = t @ beta.T
+
+            def d_phi_block(Y, weight, beta):
+                t = Phi @ beta  # psi, then in place: Y - weight / (1 + exp(-psi))
+                with np.errstate(over="ignore"):
+                    np.exp(np.negative(t, out=t), out=t)
+                t += 1.0
+                np.subtract(Y, np.divide(weight, t, out=t), out=t)
+                return t @ beta.T
+
+            d_phi = np.sum(map_blocks(d_phi_block, *zip(*prep)), axis=0)
         else:
             Phi = rff_from_arg(G)
             d_phi = self._dloglik_dpsi(Phi @ self.beta) @ self.beta.T
@@ -695,6 +712,15 @@ class _Chain:
                 def approx(psi):
                     return float(logistic_rows(Y32, weight32, psi.astype(np.float32)).sum())
 
+                psi2 = np.empty_like(psi)
+
+                def propose_rows(rows):
+                    """psi2 = psi + delta beta_m on ``rows``, and their float32 likelihood."""
+                    np.add(psi[rows], delta[rows] @ beta_m, out=psi2[rows])
+                    ll = logistic_rows(Y32[rows], weight32[rows], psi2[rows].astype(np.float32))
+                    return ll.sum()
+
+                row_blocks = [slice(i, i + W_ROW_BLOCK) for i in range(0, self.N, W_ROW_BLOCK)]
                 cur_s = approx(psi)
                 log_u2 = np.log(rng.uniform(size=M))
         for m in range(M):
@@ -717,18 +743,19 @@ class _Chain:
                 else:
                     Phi[:, idx] = old_cols
             else:
-                psi2 = psi + (new_cols - old_cols) @ self.beta[idx]
-                if screen:
-                    ll_s = approx(psi2)
+                delta, beta_m = new_cols - old_cols, self.beta[idx]
+                if screen:  # row blocks on the worker threads (map_blocks)
+                    ll_s = float(np.sum(map_blocks(propose_rows, row_blocks)))
                     take = log_u[m] < ll_s - cur_s
                     if take:
                         ll = self.row_loglik(psi2).sum()
                         take = log_u2[m] < (ll - cur) - (ll_s - cur_s)
                 else:
+                    psi2 = psi + delta @ beta_m
                     ll = self.row_loglik(psi2).sum()
                     take = log_u[m] < ll - cur
                 if take:
-                    psi, cur = psi2, ll
+                    psi, psi2, cur = psi2, psi, ll
                     if screen:
                         cur_s = ll_s
                     Phi[:, idx] = new_cols
@@ -797,10 +824,7 @@ class _Chain:
             b, kappa = 1.0, Y - 0.5
         else:
             b, kappa = Y + self.r, 0.5 * (Y - self.r)
-        omega = np.zeros_like(Y)
-        bb = np.broadcast_to(b, Y.shape)
-        omega[obs] = sample_polyagamma(bb[obs], psi[obs], rng)
-        self.beta = sample_gaussian_rows_batch(Phi, omega, np.where(obs, kappa, 0.0), rng)
+        self.beta = sample_logistic_beta(Phi, psi, b, kappa, obs, rng)
         if self.lik == "negative_binomial":
             a, b0 = self.est.dispersion_prior
             sp = _softplus(self.psi_of(Phi))

@@ -340,7 +340,7 @@ def _collapsed_row_sweep(
         _add_outer(m, u2 / (1.0 + h2), y - phi @ m, m_all)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # in map_blocks' threads
 def _chol_draw(L, r, eps):
     """x_j = L_j^-T (L_j^-1 r_j + eps_j) for stacked lower Cholesky factors L (J, p, p) and
     rows r, eps (J, p): with eps ~ N(0, I), a draw from N(P_j^-1 r_j, P_j^-1), P_j = L_j L_j^T.

@@ -1,10 +1,12 @@
 """RFLVM building blocks that hold no chain state: random Fourier features (eq. 12), CRT and
-negative-binomial dispersion draws, batched Gaussian draws of the regression weights and the
+negative-binomial dispersion draws, Polya-gamma Gibbs draws of the regression weights and the
 Poisson IRLS Metropolis-Hastings step."""
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
+from ...inference import sample_polyagamma
+from .._base import map_blocks
 from ._kernels import _chol_draw, _crt_counts, _rff_map
 
 
@@ -38,24 +40,31 @@ def rff_from_arg32(G, out=None):
     return Phi
 
 
-def logistic_rows(Y, weight, psi, block=32):
+def logistic_rows(Y, weight, psi, block=32, task=128):
     """Row sums of Y * psi - weight * softplus(psi): the logistic-link log likelihoods up to
     their constants (Bernoulli with weight = 1, negative binomial with weight = y + r; ``Y``
     and ``weight`` zero at missing entries), in the precision of ``psi`` with the row sums in
     float64. numpy's vectorised exp and log1p over blocks of ``block`` rows that stay in cache
-    (float64: twice as fast as session 7's scalar numba loop, the same values to rounding).
+    (float64: twice as fast as session 7's scalar numba loop, the same values to rounding),
+    ``task`` rows to a call on the worker threads (:func:`~omicsbayes.models._base.map_blocks`;
+    each row's sum is the same on any number of threads).
     In float32 (``Y``, ``weight`` and ``psi`` float32) it is a cheap deterministic
     approximation, the first stage of the delayed-acceptance W and z steps."""
-    out = np.empty(psi.shape[0])
-    for s in range(0, psi.shape[0], block):
-        x = psi[s : s + block]
-        t = np.abs(x)
-        np.exp(np.negative(t, out=t), out=t)
-        np.log1p(t, out=t)
-        t += np.maximum(x, 0.0)
-        t *= weight[s : s + block]
-        np.subtract(Y[s : s + block] * x, t, out=t)
-        out[s : s + block] = t.sum(axis=1, dtype=np.float64)
+    n = psi.shape[0]
+    out = np.empty(n)
+
+    def rows(start):
+        for s in range(start, min(n, start + task), block):
+            x = psi[s : s + block]
+            t = np.abs(x)
+            np.exp(np.negative(t, out=t), out=t)
+            np.log1p(t, out=t)
+            t += np.maximum(x, 0.0)
+            t *= weight[s : s + block]
+            np.subtract(Y[s : s + block] * x, t, out=t)
+            out[s : s + block] = t.sum(axis=1, dtype=np.float64)
+
+    map_blocks(rows, range(0, n, task))
     return out
 
 
@@ -124,26 +133,47 @@ def _chol_mean(L, r):
     return np.linalg.solve(np.swapaxes(L, 1, 2), u)[:, :, 0].T, u
 
 
-def sample_gaussian_rows_batch(Phi, weights, rhs, rng, chunk=256):
-    """beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}), P_j = Phi^T diag(weights_j) Phi + I, for all j.
+def sample_logistic_beta(Phi, psi, b, kappa, obs, rng, chunk=256):
+    """Polya-gamma Gibbs for the regression weights of a logistic-link likelihood, all columns.
 
-    ``weights`` (N, J) and ``rhs`` = h (N, J). Precisions are formed from the upper triangle only
-    (N x p(p+1)/2 products by a J x N matrix) in chunks of columns; batched Cholesky, then
-    substitutions (:func:`_chol_draw`).
-    Returns beta of shape (p, J).
+    Per column j, omega_ij ~ PG(b_ij, psi_ij) at the observed entries (zero elsewhere), then
+    beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}) with P_j = Phi^T diag(omega_j) Phi + I and
+    h_j = kappa_j at the observed entries (paper 002, eq. (27) with B_0 = I, beta_0 = 0, and
+    eq. (28): Bernoulli b = 1, kappa = y - 1/2; negative binomial b = y + r_j,
+    kappa = (y - r_j) / 2). The precisions are
+    formed from their upper triangles (N x p(p+1)/2 products by a J x N matrix), factorised in
+    a batch and solved by substitution (:func:`_chol_draw`). Blocks of ``chunk`` columns run
+    on the worker threads (:func:`~omicsbayes.models._base.map_blocks`), each with its own
+    generator seeded from ``rng``, so the draws do not depend on the number of threads.
+
+    Parameters
+    ----------
+    Phi : (N, p) feature map; psi : (N, J) = Phi beta; b, kappa : (N, J) or broadcastable;
+    obs : (N, J) bool; rng : numpy Generator.
+
+    Returns
+    -------
+    beta : (p, J)
     """
     p = Phi.shape[1]
+    N, J = psi.shape
     iu, ju = np.triu_indices(p)
     F = Phi[:, iu] * Phi[:, ju]
-    R = Phi.T @ rhs
-    J = weights.shape[1]
-    beta = np.empty((p, J))
-    for start in range(0, J, chunk):
-        sl = slice(start, min(J, start + chunk))
-        L = _batched_chol(F, weights[:, sl], iu, ju, p)
-        eps = rng.standard_normal((L.shape[0], p))
-        beta[:, sl] = _chol_draw(L, np.ascontiguousarray(R[:, sl].T), eps).T
-    return beta
+    R = Phi.T @ np.where(obs, kappa, 0.0)
+    b = np.broadcast_to(b, (N, J))
+    blocks = [slice(start, min(J, start + chunk)) for start in range(0, J, chunk)]
+    seeds = rng.integers(2**63, size=len(blocks))
+
+    def draw(sl, seed):
+        block_rng = np.random.default_rng(seed)
+        seen = obs[:, sl]
+        omega = np.zeros(seen.shape)
+        omega[seen] = sample_polyagamma(b[:, sl][seen], psi[:, sl][seen], block_rng)
+        L = _batched_chol(F, omega, iu, ju, p)
+        eps = block_rng.standard_normal((L.shape[0], p))
+        return _chol_draw(L, np.ascontiguousarray(R[:, sl].T), eps).T
+
+    return np.hstack(map_blocks(draw, blocks, seeds))
 
 
 def poisson_irls_mh(Phi, Y, obs, beta, rng, chunk=256, max_step=2.0):
