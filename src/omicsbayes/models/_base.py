@@ -225,7 +225,8 @@ def limit_blas(method):
     and runs on one thread at every size: ``benchmarks/bench_threads.py`` found a Cholesky
     factorisation on two threads slower than on one at every size up to 2048^2 with the other
     core busy, and BAM / BPROBIT on a 2100 x 2100 kernel, the Bayesian SVM and the baselines
-    2-5x slower.
+    2-5x slower. An estimator declaring ``_worker_blocks = True`` gets, for the call, the
+    threads its caller allowed for :func:`map_blocks` (:func:`worker_threads`).
     """
 
     @functools.wraps(method)

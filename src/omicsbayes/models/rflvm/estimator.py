@@ -26,6 +26,11 @@ PRIORS = ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "beta_scale_prior", 
 class RFLVM(BaseEstimator):
     """Random feature latent variable model, sparse (IBP RFLVM) or dense, fitted by MCMC.
 
+    BLAS runs on one thread. With the Bernoulli and negative-binomial likelihoods the fit spreads
+    its feature and row blocks over as many Python threads as the caller allows (a
+    ``threadpoolctl.threadpool_limits``, a job's ``threads``; otherwise every CPU), with the
+    same draws on any number of threads (``models._base.map_blocks``).
+
     Parameters
     ----------
     likelihood : {"gaussian", "bernoulli", "negative_binomial", "multinomial", "poisson"}
