@@ -181,13 +181,14 @@ def _recorded_policy(answers):
 
 
 def _policy_note(answers, model):
+    blocks = ""
     if getattr(model, "_worker_blocks", False):
-        return "policy: one BLAS thread, blocks on the process's threads (map_blocks)"
+        blocks = "; its blocks on the process's threads (map_blocks)"
     if not answers:
-        return "policy: one thread (the estimator's own limit)"
+        return "policy: one thread (the estimator's own limit)" + blocks
     if None in answers:
-        return "policy: the process's threads"
-    return "policy: one thread"
+        return "policy: the process's threads" + blocks
+    return "policy: one BLAS thread" + blocks
 
 
 def _interleaved(fit, answers, repeats):

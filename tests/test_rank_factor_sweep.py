@@ -53,7 +53,7 @@ def _reference_sweep(X, ew, wbar, h, index, eps, keys, rho):
 
 def test_sweep_matches_brute_force_reference_with_ties():
     """Both half-sweeps, the running average and the four sums, with ties, an odd n and
-    features split over blocks (serial and threaded copies alike)."""
+    features split over blocks."""
     rng = np.random.default_rng(1)
     n, d = 15, 70  # more than one block of 64 features
     X = np.round(rng.normal(size=(n, d)), 0)  # many ties
@@ -61,23 +61,22 @@ def test_sweep_matches_brute_force_reference_with_ties():
     ew0, wbar, h0 = rng.normal(size=(3, d, n))
     eps, rho, keys = 0.3, 0.25, np.array([11, 2**63 + 5], dtype=np.uint64)
     ref = _reference_sweep(X, ew0, wbar, h0, index, eps, keys, rho)
-    for kernel in (_margin_sweep.serial, _margin_sweep.threaded):
-        ew, h = ew0.copy(), h0.copy()
-        sums = kernel(
-            ew,
-            wbar,
-            h,
-            index.order_t,
-            index.new_group_t,
-            index.parity_offset,
-            np.array([0, 1]),
-            eps,
-            keys,
-            rho,
-        )
-        np.testing.assert_allclose(sums, ref[:4], rtol=1e-12)
-        np.testing.assert_allclose(ew, ref[4], rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(h, ref[5], rtol=1e-12, atol=1e-14)
+    ew, h = ew0.copy(), h0.copy()
+    sums = _margin_sweep(
+        ew,
+        wbar,
+        h,
+        index.order_t,
+        index.new_group_t,
+        index.parity_offset,
+        np.array([0, 1]),
+        eps,
+        keys,
+        rho,
+    )
+    np.testing.assert_allclose(sums, ref[:4], rtol=1e-12)
+    np.testing.assert_allclose(ew, ref[4], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h, ref[5], rtol=1e-12, atol=1e-14)
     ew = ew0.copy()  # without a running average (Gibbs): h untouched, the cross sum 0
     sums = _margin_sweep(
         ew,

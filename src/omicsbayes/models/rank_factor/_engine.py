@@ -23,11 +23,13 @@ from ...inference.stick_breaking import (
 )
 from ...inference.tpbn import TPBNShrinkage
 from ...inference.truncnorm import sample_truncnorm, truncnorm_moments
+from .._base import map_blocks
 from ._kernels import _add_outer, _gaussian_block, _margin_sweep
 from ._ranks import _RankIndex
 
 _LOG2PI = np.log(2 * np.pi)
 _BLOCK = 1 << 23  # entries of a^T z held at once by the latent max-margin step
+_SWEEP_TASK = 512  # features per call of the margin sweep on the worker threads (map_blocks)
 _PARITIES = np.array([0, 1])  # both half-sweeps of the latent max-margin w, in this order
 _SHRINKS = 6  # quarterings of a Newton step for new samples' scores before the EM step
 _START_SAMPLES = 128  # new samples solved first to map the others' starts (_newton_scores)
@@ -311,20 +313,21 @@ class _Engine:
         # and the scale of w contracts to zero over the iterations (observed on simulated data).
         # Blocks of features keep a^T z (computed once per block) to a few million entries at
         # once; features are independent given A and Z, so each block does both half-sweeps and
-        # its part of the average.  The random numbers come from a counter-based stream inside
-        # the compiled sweep, one uint64 key per half-sweep drawn from the estimator's Generator.
+        # its part of the average, and the blocks run on the worker threads (map_blocks; at most
+        # _SWEEP_TASK features each, fixed by the shape).  The random numbers come from a
+        # counter-based stream inside the compiled sweep, one uint64 key per half-sweep drawn
+        # from the estimator's Generator, so neither blocks nor threads change them.
         ix = self.index
-        rows = max(1, _BLOCK // self.n)
+        rows = max(1, min(_BLOCK // self.n, _SWEEP_TASK))
         keys = self.rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
         if self.gibbs:
             rho, average = 0.0, np.empty((0, 0))  # no running average
         else:
             self.n_draws += 1
             rho, average = 10.0 / (self.n_draws + 9), self.H_t
-        ll = resid2 = sum_w2 = cross = 0.0
-        for i in range(0, self.d, rows):
-            block = slice(i, i + rows)
-            b_ll, b_w2, b_cross, b_resid2 = _margin_sweep(
+
+        def sweep(block):
+            return _margin_sweep(
                 self.Ew_t[block],
                 self.Ea[block] @ self.Ez.T,
                 average[block],
@@ -336,6 +339,10 @@ class _Engine:
                 keys,
                 rho,
             )
+
+        blocks = [slice(i, i + rows) for i in range(0, self.d, rows)]
+        ll = resid2 = sum_w2 = cross = 0.0
+        for b_ll, b_w2, b_cross, b_resid2 in map_blocks(sweep, blocks):
             ll += b_ll
             sum_w2 += b_w2
             cross += b_cross

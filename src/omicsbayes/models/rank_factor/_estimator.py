@@ -204,6 +204,8 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return cls(**fixed, **kwargs)
 
     # ----------------------------------------------------------------- validation
+    _worker_blocks = True
+
     _parameter_constraints = {
         "likelihood": [StrOptions({"gaussian", "rank", "maxmargin_rank"})],
         "classifier": [StrOptions({"probit", "bsvm"})],

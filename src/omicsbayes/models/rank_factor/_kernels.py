@@ -524,15 +524,15 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
     are spread over threads or blocks.  Per feature, w is gathered into sorted order once; per
     parity a backward and a forward pass collect each entry's neighbours, then one pass draws
     them; w is scattered back once, and when ``h`` has the shape of ``ew`` it becomes ``(1 -
-    rho) h + rho w`` in the same pass.  Features go in blocks of 64 (threads take blocks).
-    Returns the log pseudo-likelihood (eq. 6) at the w before each half-sweep, ``sum w^2``,
-    ``sum h wbar`` (0 without h) and ``sum (w - wbar)^2``, w the final draw.
+    rho) h + rho w`` in the same pass.  Features go in blocks of 64 (buffers allocated once a
+    block); the caller spreads groups of features over threads (``_base.map_blocks``; compiled
+    ``nogil``).  Returns the log pseudo-likelihood (eq. 6) at the w before each half-sweep,
+    ``sum w^2``, ``sum h wbar`` (0 without h) and ``sum (w - wbar)^2``, w the final draw.
     """
     d, n = ew.shape
     average = h.shape[0] == d
-    n_blocks = -(-d // _SWEEP_BLOCK)
-    sums = np.zeros((n_blocks, 4))
-    for blk in prange(n_blocks):
+    ll = sq = cross = resid2 = 0.0
+    for blk in range(-(-d // _SWEEP_BLOCK)):
         ws = np.empty(n)
         ms = np.empty(n)
         above = np.empty(n)
@@ -546,7 +546,6 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
         ll_up = np.empty(n)
         r = np.empty((5, n))
         slow = np.empty(n, np.bool_)
-        ll = sq = cross = resid2 = 0.0
         for i in range(blk * _SWEEP_BLOCK, min(d, (blk + 1) * _SWEEP_BLOCK)):
             for p in range(n):
                 ws[p] = ew[i, order[i, p]]
@@ -608,18 +607,10 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
                     v = (1.0 - rho) * h[i, j] + rho * e
                     h[i, j] = v
                     cross += v * ms[p]
-        sums[blk, 0] = ll
-        sums[blk, 1] = sq
-        sums[blk, 2] = cross
-        sums[blk, 3] = resid2
-    total = np.zeros(4)  # a plain loop: the threaded copy would split a sum over threads
-    for blk in range(n_blocks):
-        for c in range(4):
-            total[c] += sums[blk, c]
-    return total[0], total[1], total[2], total[3]
+    return ll, sq, cross, resid2
 
 
-_margin_sweep = _serial_and_threaded(_margin_sweep_py)
+_margin_sweep = njit(cache=True, error_model="numpy", nogil=True)(_margin_sweep_py)
 
 
 @njit(cache=True)
