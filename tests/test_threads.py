@@ -100,20 +100,6 @@ def test_limit_blas_one_thread_at_every_size_for_sequential_estimators():
         assert _blas_threads() == outer
 
 
-def test_blas_limit_holds_numba_within_the_openmp_limit():
-    """threadpoolctl does not reach numba's thread count: on a large problem (the process's
-    threads) the rank factor model's parallel sweeps follow a caller's OpenMP limit."""
-    numba = pytest.importorskip("numba")
-    large = (_base.SMALL_PROBLEM, 1)
-    outer = numba.get_num_threads()
-    with _base.blas_limit(large):
-        assert numba.get_num_threads() == outer
-    with threadpool_limits(limits=1):
-        with _base.blas_limit(large):
-            assert numba.get_num_threads() == 1
-        assert numba.get_num_threads() == outer  # restored
-
-
 class _WorkerProbe(_SequentialProbe):
     """Records the worker threads map_blocks would use, and the threads it ran its blocks on."""
 
@@ -278,28 +264,25 @@ def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
 
 # ---------------------------------------------------------------- a workflow job's threads
 def test_run_job_runs_main_on_the_jobs_threads(tmp_path):
-    """In process, with a stand-in for Snakemake's object: BLAS and numba on ``threads``."""
-
-    import numba
-
+    """In process, with a stand-in for Snakemake's object: BLAS, and the worker threads of an
+    estimator's blocks (``_base.map_blocks``), on ``threads``."""
     from omicsbayes.jobs import run_job
 
     seen = {}
 
     def main(smk):
-        seen.update(blas=_blas_threads(), numba=numba.get_num_threads())
+        seen.update(blas=_blas_threads(), workers=_base._allowed_threads())
 
     smk = types.SimpleNamespace(threads=1, log=[str(tmp_path / "job.log")], input=[])
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     try:
         with threadpool_limits(limits=2, user_api="blas"):
-            if _blas_threads() < 2 or numba.config.NUMBA_NUM_THREADS < 2:
+            if _blas_threads() < 2:
                 pytest.skip("one thread here whatever the limit")
-            numba_before = numba.get_num_threads()
             run_job(smk, main)
-            assert seen == {"blas": 1, "numba": 1}
-            assert (_blas_threads(), numba.get_num_threads()) == (2, numba_before)  # restored
+            assert seen == {"blas": 1, "workers": 1}
+            assert _blas_threads() == 2  # restored
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
@@ -320,14 +303,14 @@ import json, os
 from omicsbayes.jobs import run_job
 
 def main(smk):
-    import numba
-    import numpy  # noqa: F401
     from threadpoolctl import threadpool_info
+
+    from omicsbayes.models._base import _allowed_threads
 
     blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     with open(smk.output[0], "w") as f:
-        json.dump(dict(env, blas=blas, numba=numba.get_num_threads()), f)
+        json.dump(dict(env, blas=blas, workers=_allowed_threads()), f)
 
 run_job(snakemake, main)  # noqa: F821
 """
@@ -336,8 +319,8 @@ run_job(snakemake, main)  # noqa: F821
 @pytest.mark.workflow
 def test_workflow_jobs_run_on_their_threads(tmp_path, snakemake_run):
     """A real Snakemake run: a ``threads: 1`` job and a ``threads: 2`` job (``--cores 2``) see
-    exactly their threads in the BLAS variables, in BLAS and in numba (Snakemake exports the
-    variables; numba's comes from ``run_job``)."""
+    exactly their threads in the BLAS variables, in BLAS and as the worker threads of an
+    estimator's blocks (``_base.map_blocks``)."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: a two-thread job is scaled down to one")
     (tmp_path / "Snakefile").write_text(_THREADS_SNAKEFILE)
@@ -351,5 +334,5 @@ def test_workflow_jobs_run_on_their_threads(tmp_path, snakemake_run):
             "OMP_NUM_THREADS": want,
             "OPENBLAS_NUM_THREADS": want,
             "blas": threads,
-            "numba": threads,
+            "workers": threads,
         }, name

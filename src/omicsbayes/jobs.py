@@ -24,32 +24,15 @@ os.umask(_UMASK)
 
 @contextlib.contextmanager
 def job_threads(threads):
-    """Run the block on ``threads`` threads: BLAS and OpenMP pools (threadpoolctl) and numba.
+    """Run the block on ``threads`` threads: the BLAS and OpenMP pools already loaded
+    (threadpoolctl), and so the worker threads of ``models._base.map_blocks``.
 
     Snakemake 9 exports OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, ... = the job's
-    ``threads`` to script jobs (``snakemake/shell.py``), but not NUMBA_NUM_THREADS: numba's
-    parallel loops (the rank factor model's on large matrices) would take every core. Here
-    numba gets ``threads`` too (at import through the variable, or ``numba.set_num_threads``
-    once imported), and the pools already loaded are limited as well.
+    ``threads`` to script jobs (``snakemake/shell.py``); this also holds when a job's pools were
+    loaded before, or run in a process Snakemake did not start.
     """
-    threads = max(int(threads), 1)
-    numba = sys.modules.get("numba")
-    saved = os.environ.get("NUMBA_NUM_THREADS")
-    if numba is None:
-        os.environ["NUMBA_NUM_THREADS"] = str(threads)
-    else:
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        if numba is not None:
-            numba.set_num_threads(before)
-        elif saved is None:
-            os.environ.pop("NUMBA_NUM_THREADS", None)
-        else:
-            os.environ["NUMBA_NUM_THREADS"] = saved
+    with threadpool_limits(limits=max(int(threads), 1)):
+        yield
 
 
 def usage_line(wall):

@@ -29,7 +29,6 @@ import contextvars
 import functools
 import importlib
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
@@ -135,33 +134,12 @@ def blas_limit(*shapes):
     The one place an estimator's thread policy is applied (:func:`limit_blas` wraps a method in
     it; code whose largest matrices are not its arguments' calls it with their shapes). OpenMP
     too, as scikit-learn does: its loss functions (``LogisticBaseline``) run OpenMP loops that
-    stall like BLAS on a small problem. On a large problem the process keeps its threads, and
-    numba's parallel loops are held within the OpenMP limit a caller or a job has set.
+    stall like BLAS on a small problem. On a large problem the process keeps its threads.
     """
     limit = blas_threads(*shapes)
     if limit is None:
-        return _numba_within_openmp()
+        return contextlib.nullcontext()
     return threadpool_limits(limits=limit)
-
-
-@contextlib.contextmanager
-def _numba_within_openmp():
-    """numba's parallel loops (the rank factor model's sweeps on large matrices) on at most as
-    many threads as the OpenMP pools are limited to for the block. threadpoolctl does not reach
-    numba's own thread count: without this a caller's ``threadpool_limits(1)`` held for BLAS
-    but the sweeps still took every core (issue 17). Below :data:`SMALL_PROBLEM` the sweeps run
-    serial anyway, and numba is not imported here if nothing else has."""
-    numba = sys.modules.get("numba")
-    if numba is None:
-        yield
-        return
-    before = numba.get_num_threads()
-    openmp = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
-    numba.set_num_threads(max(1, min([before, *openmp])))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
 
 
 # Python threads for independent blocks of work (map_blocks), set by limit_blas for the call

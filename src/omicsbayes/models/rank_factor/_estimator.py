@@ -14,9 +14,11 @@ from ...inference.bsvm import expected_inv_lambda
 from ...inference.chain import chains_to_idata, run_chain, run_vb, sample_chains
 from ...inference.convergence import check_finite
 from ...inference.truncnorm import _log_diff_cdf, truncnorm_moments
-from .._base import MCMC_CONSTRAINTS, POSITIVE, check_rng, limit_blas
+from .._base import MCMC_CONSTRAINTS, POSITIVE, check_rng, limit_blas, map_blocks
 from ._engine import _BLOCK, _Engine, _GibbsSampler, _newton_scores, _second, _Sym, _with_one
 from ._kernels import _gaussian_block, _margin_moments
+
+_MOMENT_TASK = 1 << 16  # entries of prediction's margin moments per call on the worker threads
 
 VARIANTS = {
     "G-L-Probit": ("gaussian", "probit", False),
@@ -408,8 +410,13 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                     if latent:  # the compiled kernel reads the rows of lo and up in place
                         mean, var = np.empty_like(mu), np.empty_like(mu)
                         at = np.arange(len(lo))[rows]
-                        log_z = _margin_moments(mu, lo, up, at, eps, mean, var)
-                        return mean, var, log_z
+                        step = max(1, _MOMENT_TASK // mu.shape[1])  # samples per worker call
+
+                        def block(b):
+                            return _margin_moments(mu[b], lo, up, at[b], eps, mean[b], var[b])
+
+                        blocks = [slice(i, i + step) for i in range(0, len(mu), step)]
+                        return mean, var, np.concatenate(map_blocks(block, blocks))
                     mean, var = truncnorm_moments(mu, 1.0, lo[rows], up[rows])
                     return mean, var, _log_diff_cdf(lo[rows] - mu, up[rows] - mu).sum(axis=1)
 

@@ -3,15 +3,11 @@ beta updates, the latent max-margin half-sweep (eq. 7 augmentation) and its draw
 moments of prediction, ranks and the placement of new values among training values."""
 
 import math
-import types
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numpy.polynomial import chebyshev
 from scipy import special
-
-from .._base import SMALL_PROBLEM
 
 _CHUNK = 32  # matrices per vector step of the batched Gaussian block (working set in cache)
 
@@ -209,28 +205,6 @@ def _gaussian_block(precision, rhs, rng=None, second=False):
     return mean.reshape(*lead, k), cov.reshape(*lead, k, k), logdet.reshape(lead)
 
 
-def _serial_and_threaded(py_func):
-    """Compile ``py_func`` twice, serial and threaded over its ``prange``, and pick by size as
-    for BLAS (``_base.SMALL_PROBLEM``): threads pay off only on large matrices (their start-up
-    costs milliseconds, and on a busy machine a thread that waits for a core stalls the rest),
-    and only when numba may use more than one thread (``_base.blas_limit`` keeps it within a
-    caller's OpenMP limit).
-    The threaded copy gets its own name, so that numba's on-disk cache (keyed by the
-    function's name) keeps the two apart."""
-    serial = njit(cache=True, error_model="numpy")(py_func)
-    clone = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_threads")
-    clone.__qualname__ = py_func.__qualname__ + "_threads"
-    threaded = njit(cache=True, parallel=True, error_model="numpy")(clone)
-
-    def dispatch(first, *args):
-        parallel = first.size >= SMALL_PROBLEM and numba.get_num_threads() > 1
-        return (threaded if parallel else serial)(first, *args)
-
-    dispatch.__doc__ = f":func:`{py_func.__name__}`, compiled, threaded for large matrices."
-    dispatch.serial, dispatch.threaded = serial, threaded
-    return dispatch
-
-
 def _mills_table(width=0.125, top=16.0, degree=8):
     """Coefficients of :func:`_mills_ratio` on ``[0, top)``: per interval of ``width``, the
     polynomial in ``x - centre`` that interpolates scipy's ``erfcx`` at Chebyshev points
@@ -274,11 +248,11 @@ def _mills_ratio(x):
     return out / x
 
 
-def _margin_moments_py(mu, lower, upper, rows, eps, mean, var):
+@njit(cache=True, error_model="numpy", nogil=True)  # on the worker threads (map_blocks)
+def _margin_moments(mu, lower, upper, rows, eps, mean, var):
     """Mean and variance of :func:`margin_conditional_moments`' density, elementwise into
-    ``mean`` and ``var`` (2-D arrays, rows in parallel in the threaded version), for means
-    ``mu[r]`` and neighbours ``lower[rows[r]]``, ``upper[rows[r]]``; returns the sum of its log
-    normaliser over each row.
+    ``mean`` and ``var`` (2-D arrays), for means ``mu[r]`` and neighbours ``lower[rows[r]]``,
+    ``upper[rows[r]]``; returns the sum of its log normaliser over each row.
 
     In ``t = w - mu`` the density is ``phi(t) exp(-2 max(0, al - t) - 2 max(0, t - be))``,
     ``al = w^l + eps - mu``, ``be = w^u - eps - mu`` (eq. 6 and 7): with ``a = min(al, be)``,
@@ -294,7 +268,7 @@ def _margin_moments_py(mu, lower, upper, rows, eps, mean, var):
     """
     n_rows, n_cols = mu.shape
     log_z = np.zeros(n_rows)
-    for row in prange(n_rows):
+    for row in range(n_rows):
         total_log_z = 0.0
         product = 1.0  # of the masses' sums, each in [0.08, 1]: one log per 64 entries
         for col in range(n_cols):
@@ -339,9 +313,6 @@ def _margin_moments_py(mu, lower, upper, rows, eps, mean, var):
                 product = 1.0
         log_z[row] = total_log_z + np.log(product)
     return log_z
-
-
-_margin_moments = _serial_and_threaded(_margin_moments_py)
 
 
 # Counter-based random numbers: output ``c`` of the stream ``key`` is the SplitMix64 output
@@ -482,7 +453,7 @@ def _inv_gauss(mu, chi2, uniform):
 
 @njit(cache=True, error_model="numpy")
 def _margin_draws(t, w, lo, up, mu, eps, key, j0, r, slow, new, ll_lo, ll_up):
-    """Draws of :func:`_margin_sweep_py` for entries ``j0, ..., j0 + t - 1`` of the half-sweep (the
+    """Draws of :func:`_margin_sweep` for entries ``j0, ..., j0 + t - 1`` of the half-sweep (the
     first t of each array) with current value ``w``, neighbours ``lo`` / ``up`` (+-inf: none) and
     mean ``mu = a^T z``: 1/lam^l, 1/lam^u ~ IG(1/|u|, 1), then ``new = m + N(0, 1) / sqrt(p)`` (eq.
     7), with the random numbers of :func:`_entry_randoms` (into ``r`` and ``slow``), drawn first so
@@ -508,7 +479,8 @@ def _margin_draws(t, w, lo, up, mu, eps, key, j0, r, slow, new, ll_lo, ll_up):
 _SWEEP_BLOCK = 64  # features per work item of the sweep (its buffers are allocated once)
 
 
-def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys, rho):
+@njit(cache=True, error_model="numpy", nogil=True)  # on the worker threads (map_blocks)
+def _margin_sweep(ew, wbar, h, order, new_group, offset, parities, eps, keys, rho):
     """Half-sweeps of the latent max-margin w (eq. 7 augmentation), feature by feature, and the
     Robbins-Monro average of ``_Engine._maxmargin_latent``.
 
@@ -610,9 +582,6 @@ def _margin_sweep_py(ew, wbar, h, order, new_group, offset, parities, eps, keys,
     return ll, sq, cross, resid2
 
 
-_margin_sweep = njit(cache=True, error_model="numpy", nogil=True)(_margin_sweep_py)
-
-
 @njit(cache=True)
 def _rank_fractions(order, new_group):
     """Average ranks over n + 1, (n_features, n_samples), from the sorted order and tie groups
@@ -651,7 +620,7 @@ def _count_below(row, x):
 _TILE = 8  # features whose new values are placed through a buffer: 64 bytes of a sample row
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # on the worker threads (new_neighbours)
 def _place(sorted_x, order, w, xnew, lo, up, typical):
     """Neighbours of new values among the training values, feature by feature (paper 000,
     section 3, predictions): for ``xnew[m, i]``, ``lo[m, i]`` is the maximum of the training

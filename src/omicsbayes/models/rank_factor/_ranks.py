@@ -8,7 +8,10 @@ import numpy as np
 from scipy import special
 
 from ...inference.truncnorm import truncnorm_moments
+from .._base import map_blocks
 from ._kernels import _place, _rank_fractions
+
+_PLACE_TASK = 512  # features per call of _place on the worker threads (a multiple of its tile)
 
 
 def margin_conditional_moments(mu, lower, upper, eps):
@@ -162,8 +165,22 @@ class _RankIndex:
         place (mean over the equal training values, see :func:`._kernels._place`), all
         (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values.  The
         work is done in the samples' own layout: for ``Xnew_t = X.T`` nothing is copied and
-        the outputs' transposes are contiguous."""
+        the outputs' transposes are contiguous.  Groups of features run on the worker threads
+        (``_base.map_blocks``)."""
         x = np.ascontiguousarray(Xnew_t.T)
         lo, up, typical = (np.empty(x.shape) for _ in range(3))
-        _place(self.sorted_t, self.order_t, W_t, x, lo, up, typical)
+
+        def place(f):
+            _place(
+                self.sorted_t[f],
+                self.order_t[f],
+                W_t[f],
+                x[:, f],
+                lo[:, f],
+                up[:, f],
+                typical[:, f],
+            )
+
+        d = x.shape[1]
+        map_blocks(place, [slice(i, i + _PLACE_TASK) for i in range(0, d, _PLACE_TASK)])
         return lo.T, up.T, typical.T
