@@ -76,7 +76,10 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     ordinary rank (Hoff) or max-margin rank likelihood (eqs. 1-7); labels through a probit or a
     Bayesian SVM (eq. 8) on the factor scores, optionally as a Dirichlet-process mixture of local
     linear classifiers (eq. 9).  TPBN shrinkage on loadings (global scale per column) and
-    coefficients (sections 3 and 6).
+    coefficients (sections 3 and 6).  The max-margin rank likelihood's sweeps and prediction run
+    in groups of features or samples on as many threads as the caller allows (a
+    ``threadpoolctl.threadpool_limits``, a job's ``threads``; otherwise every CPU), with the same
+    numbers on any number of threads (``models._base.map_blocks``).
 
     Parameters
     ----------
