@@ -61,35 +61,18 @@ def test_sweep_matches_brute_force_reference_with_ties():
     ew0, wbar, h0 = rng.normal(size=(3, d, n))
     eps, rho, keys = 0.3, 0.25, np.array([11, 2**63 + 5], dtype=np.uint64)
     ref = _reference_sweep(X, ew0, wbar, h0, index, eps, keys, rho)
+
+    def sweep(ew, h, rho):
+        ranks = (index.order_t, index.new_group_t, index.parity_offset, np.array([0, 1]))
+        return _margin_sweep(ew, wbar, h, *ranks, eps, keys, rho)
+
     ew, h = ew0.copy(), h0.copy()
-    sums = _margin_sweep(
-        ew,
-        wbar,
-        h,
-        index.order_t,
-        index.new_group_t,
-        index.parity_offset,
-        np.array([0, 1]),
-        eps,
-        keys,
-        rho,
-    )
+    sums = sweep(ew, h, rho)
     np.testing.assert_allclose(sums, ref[:4], rtol=1e-12)
     np.testing.assert_allclose(ew, ref[4], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(h, ref[5], rtol=1e-12, atol=1e-14)
     ew = ew0.copy()  # without a running average (Gibbs): h untouched, the cross sum 0
-    sums = _margin_sweep(
-        ew,
-        wbar,
-        np.empty((0, 0)),
-        index.order_t,
-        index.new_group_t,
-        index.parity_offset,
-        np.array([0, 1]),
-        eps,
-        keys,
-        0.0,
-    )
+    sums = sweep(ew, np.empty((0, 0)), 0.0)
     np.testing.assert_allclose(ew, ref[4], rtol=1e-12, atol=1e-14)
     assert sums[2] == 0.0 and np.isclose(sums[3], ref[3], rtol=1e-12)
 
