@@ -140,9 +140,9 @@ def sample_logistic_beta(Phi, psi, b, kappa, obs, rng, chunk=256):
     beta_j ~ N(P_j^{-1} Phi^T h_j, P_j^{-1}) with P_j = Phi^T diag(omega_j) Phi + I and
     h_j = kappa_j at the observed entries (paper 002, eq. (27) with B_0 = I, beta_0 = 0, and
     eq. (28): Bernoulli b = 1, kappa = y - 1/2; negative binomial b = y + r_j,
-    kappa = (y - r_j) / 2). The precisions are
-    formed from their upper triangles (N x p(p+1)/2 products by a J x N matrix), factorised in
-    a batch and solved by substitution (:func:`_chol_draw`). Blocks of ``chunk`` columns run
+    kappa = (y - r_j) / 2). The precisions are formed from their upper triangles (N x p(p+1)/2
+    products by a J x N matrix), factorised in a batch and solved by substitution
+    (:func:`_chol_draw`). Blocks of ``chunk`` columns run
     on the worker threads (:func:`~omicsbayes.models._base.map_blocks`), each with its own
     generator seeded from ``rng``, so the draws do not depend on the number of threads.
 

@@ -177,8 +177,9 @@ class RFLVM(BaseEstimator):
     # the matrices are small (N x 2M, 2M x 2M) and the sweeps are factorisations: extra BLAS
     # threads only contend (5x slower with two threads on Cambridge bars, docs/models.md)
     _blas_sequential = True
-    # the Polya-gamma beta step and the HMC gradient in feature blocks on Python threads, as many
-    # as the caller allows (map_blocks)
+    # count likelihoods: the Polya-gamma beta step and the HMC gradient in column blocks, the z
+    # step's ensemble likelihoods and the logistic-link likelihoods in row blocks, on as many
+    # Python threads as the caller allows (map_blocks)
     _worker_blocks = True
 
     # ------------------------------------------------------------------ validation
