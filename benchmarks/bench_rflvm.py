@@ -52,7 +52,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks.common import matmul_rate, row
 from omicsbayes.inference import sample_polyagamma
 from omicsbayes.models import RFLVM
-from omicsbayes.models._base import _allowed_threads
+from omicsbayes.models._threads import _allowed_threads
 from omicsbayes.models.rflvm._updates import logistic_rows
 
 # seconds per iteration of gwgundersen/rflvm (dense, MAP step for X) on Wisconsin, M = 50,
@@ -129,7 +129,7 @@ def _versus(
     (same data, mask and seed), over ``iters``: iterations after burn-in, with the HMC step size
     adapted and fixed as in a real fit, and without the set-up (PCA start, first beta draw).
     Wall time: the count likelihoods run their feature and row blocks on the process's threads
-    (``_base.map_blocks``; the Gaussian model on one); the note adds the CPU time.
+    (``_threads.map_blocks``; the Gaussian model on one); the note adds the CPU time.
     ``floor(model, Ytr, rng)``, when given, returns text for the note (:func:`_count_floor`)."""
     Ytr = np.where(rng.uniform(size=Y.shape) < 0.2, np.nan, Y)
     _, wall1, cpu1 = _fit_masked(Ytr, likelihood, burn_in + 1, burn_in, **params)

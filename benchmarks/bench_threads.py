@@ -1,5 +1,5 @@
 """BLAS threads and a busy machine (issue 17): no stall on small problems, and the size below
-which one BLAS thread is used (``models._base.SMALL_PROBLEM``).
+which one BLAS thread is used (``models._threads.SMALL_PROBLEM``).
 
 Every ratio is measured in one run, side by side, while a competing process keeps the other
 core busy (as on a workstation or a cluster node running several jobs):
@@ -12,7 +12,7 @@ core busy (as on a workstation or a cluster node running several jobs):
   (``threadpool_limits(1)``, which the estimators' policy extends to numba's parallel loops),
   the two alternated and each the best of 5 fits (3 on the large problems). Goal: the ratio is
   at most 1.5 (no stall). The note says what the policy chose (recorded from
-  ``_base.blas_threads`` during the fit): one thread, or the process's threads. Before
+  ``_threads.blas_threads`` during the fit): one thread, or the process's threads. Before
   ``limit_blas`` BPROBIT on a 129 x 129 kernel took 36x longer with two threads than with one.
 - **The threshold.** A matrix product and a Cholesky factorisation of n x n matrices, one thread
   against two, with the other core idle (what two threads can gain) and busy (what they can
@@ -36,9 +36,9 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks.common import row
 from omicsbayes import models
-from omicsbayes.inference.bsvm import BayesianSVM
-from omicsbayes.models import _base
-from omicsbayes.models._base import SMALL_PROBLEM
+from omicsbayes.models import _threads
+from omicsbayes.models._threads import SMALL_PROBLEM
+from omicsbayes.models.bsvm import BayesianSVM
 
 GOAL = 1.5
 CORES = os.cpu_count() or 1
@@ -166,18 +166,18 @@ def _fit_call(model, how, data):
 
 @contextlib.contextmanager
 def _recorded_policy(answers):
-    """Record what ``_base.blas_threads`` answers during the block (1, or None: no limit)."""
-    real = _base.blas_threads
+    """Record what ``_threads.blas_threads`` answers during the block (1, or None: no limit)."""
+    real = _threads.blas_threads
 
     def spy(*shapes):
         answers.append(real(*shapes))
         return answers[-1]
 
-    _base.blas_threads = spy
+    _threads.blas_threads = spy
     try:
         yield
     finally:
-        _base.blas_threads = real
+        _threads.blas_threads = real
 
 
 def _policy_note(answers, model):

@@ -15,7 +15,7 @@ from omicsbayes.models import (
     BM2PCARegressor,
     LinearSVMBaseline,
 )
-from omicsbayes.models._base import (
+from omicsbayes.models._validation import (
     check_count_X,
     check_fitted,
     check_rng,

@@ -5,13 +5,13 @@ import pytest
 from scipy import integrate, special, stats
 
 from omicsbayes.inference.bsvm import (
-    BayesianSVM,
     bsvm_coef_posterior,
     expected_hinge,
     expected_inv_lambda,
     sample_inv_lambda,
 )
 from omicsbayes.inference.tpbn import TPBNShrinkage
+from omicsbayes.models.bsvm import BayesianSVM
 
 
 def _mixture_density(lam, u):

@@ -1,6 +1,6 @@
 """The lists of models by capability are the estimators' own declarations (issue 15).
 
-Each model class declares ``capabilities`` (names from ``models._base.CAPABILITIES``); the
+Each model class declares ``capabilities`` (names from ``models._capabilities.CAPABILITIES``); the
 config schema's ``models.class`` enum must equal the union of ``models_with(capability)`` over the
 runnable capabilities (a list that disagrees fails here, naming the classes on each side), and
 every experiment kind (omicsbayes.protocols) asks for the capabilities in its ``REQUIRES``.
@@ -13,7 +13,7 @@ import yaml
 
 from omicsbayes import models, protocols
 from omicsbayes.models import rflvm
-from omicsbayes.models._base import CAPABILITIES, capabilities_of, models_with
+from omicsbayes.models._capabilities import CAPABILITIES, capabilities_of, models_with
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 # capabilities that make a model runnable by some experiment kind of the workflow

@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, Options
 
 from omicsbayes import models
-from omicsbayes.models._base import capabilities_of
+from omicsbayes.models._capabilities import capabilities_of
 
 TINY = {"n_iter": 4, "max_iter": 3}
 N_SAMPLES, N_FEATURES = 32, 24

@@ -629,8 +629,8 @@ def test_dense_model_keeps_its_dimension_and_reproduces_with_seed():
         ({"n_iter": 5, "burn_in": 5}, np.ones((4, 4)), "burn_in"),
         ({"likelihood": "bernoulli"}, np.full((4, 4), 2.0), "0/1"),
         ({"likelihood": "poisson"}, np.full((4, 4), -1.0), "non-negative integer"),
-        ({}, np.ones(4), "2-D"),
-        ({}, np.full((4, 4), np.nan), "no observed"),
+        ({}, np.ones(4), "2D array"),
+        ({}, np.full((4, 4), np.nan), "only NaN values"),
     ],
 )
 def test_bad_input_messages(kwargs, Y, match):

@@ -4,7 +4,7 @@
 Each model is fitted twice on the same data and seed, with BLAS limited to one thread and to two
 (the estimators' own one-thread policy for small problems switched off, so two threads really
 run); the outputs agree to a relative tolerance far below any statistical difference. Every
-public estimator's fit and predict-time method goes through the one policy (``_base``), and a
+public estimator's fit and predict-time method goes through the one policy (``_threads``), and a
 workflow job runs on exactly its rule's ``threads:`` (BLAS and numba).
 """
 
@@ -23,7 +23,7 @@ from omicsbayes.models import (
     BM2PCAClassifier,
     IBPFactorModel,
     RankFactorClassifier,
-    _base,
+    _threads,
 )
 
 
@@ -44,7 +44,7 @@ def _fit(name, X, y):
 
 @pytest.mark.parametrize("name", ["BAM_L", "BM2PCA", "IBP", "R-L-BSVM"])
 def test_one_and_two_threads_agree(name, monkeypatch):
-    monkeypatch.setattr(_base, "SMALL_PROBLEM", 0)
+    monkeypatch.setattr(_threads, "SMALL_PROBLEM", 0)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 40))
     y = (X[:, 0] + 0.5 * rng.standard_normal(120) > 0).astype(int)
@@ -62,19 +62,19 @@ def _blas_threads():
 class _Probe:
     """Records the BLAS threads its methods run with."""
 
-    @_base.limit_blas
+    @_threads.limit_blas
     def fit(self, X):
         self.threads = _blas_threads()
         self._fit_shape = np.shape(X)
         return self
 
-    @_base.limit_blas
+    @_threads.limit_blas
     def predict(self, X):
         return _blas_threads()
 
 
 def test_limit_blas_one_thread_below_small_problem_and_no_limit_above():
-    side = int(np.sqrt(_base.SMALL_PROBLEM))
+    side = int(np.sqrt(_threads.SMALL_PROBLEM))
     small, large = np.zeros((side - 1, side - 1)), np.zeros((side + 1, side + 1))
     with threadpool_limits(limits=2, user_api="blas"):
         outer = _blas_threads()
@@ -91,7 +91,7 @@ class _SequentialProbe(_Probe):
 
 
 def test_limit_blas_one_thread_at_every_size_for_sequential_estimators():
-    side = int(np.sqrt(_base.SMALL_PROBLEM))
+    side = int(np.sqrt(_threads.SMALL_PROBLEM))
     large = np.zeros((side + 1, side + 1))
     with threadpool_limits(limits=2, user_api="blas"):
         outer = _blas_threads()
@@ -105,14 +105,14 @@ class _WorkerProbe(_SequentialProbe):
 
     _worker_blocks = True
 
-    @_base.limit_blas
+    @_threads.limit_blas
     def fit(self, X):
         self.threads = _blas_threads()
-        self.workers = _base.worker_threads()
-        self.names = _base.map_blocks(lambda i: threading.current_thread().name, range(8))
+        self.workers = _threads.worker_threads()
+        self.names = _threads.map_blocks(lambda i: threading.current_thread().name, range(8))
         # a block that maps again runs its inner blocks on its own thread (no deadlock)
-        self.nested = _base.map_blocks(
-            lambda i: set(_base.map_blocks(lambda j: threading.current_thread().name, range(4))),
+        self.nested = _threads.map_blocks(
+            lambda i: set(_threads.map_blocks(lambda j: threading.current_thread().name, range(4))),
             range(4),
         )
         return self
@@ -134,8 +134,8 @@ def test_worker_threads_are_what_the_caller_allows():
             assert all(name.startswith("omicsbayes") for name in probe.names)
             assert all(len(names) == 1 for names in probe.nested)
         assert _SequentialProbe().fit(np.zeros((3, 3))).threads == 1
-        assert _base.worker_threads() == 1
-        assert _base.map_blocks(lambda a, b: a * b, [1, 2, 3], [4, 5, 6]) == [4, 10, 18]
+        assert _threads.worker_threads() == 1
+        assert _threads.map_blocks(lambda a, b: a * b, [1, 2, 3], [4, 5, 6]) == [4, 10, 18]
 
 
 def test_rflvm_count_draws_do_not_depend_on_the_worker_threads():
@@ -165,9 +165,9 @@ def test_rflvm_count_draws_do_not_depend_on_the_worker_threads():
 
 
 def test_blas_threads_of_shapes():
-    assert _base.blas_threads((10, 10), (3,)) == 1
-    assert _base.blas_threads((_base.SMALL_PROBLEM, 1)) is None
-    assert _base.blas_threads() == 1
+    assert _threads.blas_threads((10, 10), (3,)) == 1
+    assert _threads.blas_threads((_threads.SMALL_PROBLEM, 1)) is None
+    assert _threads.blas_threads() == 1
 
 
 # ---------------------------------------------------------------- every estimator, every path
@@ -189,9 +189,9 @@ def _entries():
 
 def _cases():
     """``(name, build, fit args, predict-time method or None)`` for every public estimator whose
-    methods go through ``_base``."""
+    methods go through ``_threads``."""
     from omicsbayes import models
-    from omicsbayes.inference.bsvm import BayesianSVM
+    from omicsbayes.models.bsvm import BayesianSVM
 
     Xy = _classification_data()
     X_counts = _counts()
@@ -239,7 +239,7 @@ _CASES = list(_cases())
 
 @pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
 def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
-    """fit and the predict-time method each ask ``_base.blas_threads`` (the one policy; that its
+    """fit and the predict-time method each ask ``_threads.blas_threads`` (the one policy; that its
     answer is applied is the test above), and the process's threads are restored after."""
     name, build, args, method = case
     asked = []
@@ -248,30 +248,30 @@ def test_every_estimator_path_applies_the_thread_policy(case, monkeypatch):
         asked.append(shapes)
         return 1
 
-    monkeypatch.setattr(_base, "blas_threads", spy)
+    monkeypatch.setattr(_threads, "blas_threads", spy)
     with threadpool_limits(limits=2, user_api="blas"):
         if _blas_threads() < 2:
             pytest.skip("BLAS runs one thread here whatever the limit")
         model = build()
         model.fit(*args)
-        assert asked, f"{name}.fit does not go through _base.blas_limit"
+        assert asked, f"{name}.fit does not go through _threads.blas_limit"
         if method is not None:
             asked.clear()
             getattr(model, method)(args[0])
-            assert asked, f"{name}.{method} does not go through _base.blas_limit"
+            assert asked, f"{name}.{method} does not go through _threads.blas_limit"
         assert _blas_threads() == 2
 
 
 # ---------------------------------------------------------------- a workflow job's threads
 def test_run_job_runs_main_on_the_jobs_threads(tmp_path):
     """In process, with a stand-in for Snakemake's object: BLAS, and the worker threads of an
-    estimator's blocks (``_base.map_blocks``), on ``threads``."""
+    estimator's blocks (``_threads.map_blocks``), on ``threads``."""
     from omicsbayes.jobs import run_job
 
     seen = {}
 
     def main(smk):
-        seen.update(blas=_blas_threads(), workers=_base._allowed_threads())
+        seen.update(blas=_blas_threads(), workers=_threads._allowed_threads())
 
     smk = types.SimpleNamespace(threads=1, log=[str(tmp_path / "job.log")], input=[])
     root = logging.getLogger()
@@ -305,7 +305,7 @@ from omicsbayes.jobs import run_job
 def main(smk):
     from threadpoolctl import threadpool_info
 
-    from omicsbayes.models._base import _allowed_threads
+    from omicsbayes.models._threads import _allowed_threads
 
     blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
@@ -320,7 +320,7 @@ run_job(snakemake, main)  # noqa: F821
 def test_workflow_jobs_run_on_their_threads(tmp_path, snakemake_run):
     """A real Snakemake run: a ``threads: 1`` job and a ``threads: 2`` job (``--cores 2``) see
     exactly their threads in the BLAS variables, in BLAS and as the worker threads of an
-    estimator's blocks (``_base.map_blocks``)."""
+    estimator's blocks (``_threads.map_blocks``)."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: a two-thread job is scaled down to one")
     (tmp_path / "Snakefile").write_text(_THREADS_SNAKEFILE)

@@ -13,9 +13,11 @@ module                 estimators
 ``baselines``          FullSVM, PCASVM, LDASVM, LogisticBaseline, LinearSVMBaseline
 =====================  ==========================================================
 
-Every class declares ``capabilities`` (:data:`omicsbayes.models._base.CAPABILITIES`);
-``_base.models_with(capability)`` lists the classes that have one, for the config schema and the
-experiment kinds.
+Every class subclasses :class:`omicsbayes.models._base.BaseOmicsEstimator` (or its VB / MCMC
+bases) and declares ``capabilities`` (:data:`omicsbayes.models._capabilities.CAPABILITIES`);
+an instance's capabilities are its scikit-learn tags, and
+``_capabilities.models_with(capability)`` lists the classes that have one, for the config schema
+and the experiment kinds.
 
 Names are imported lazily so that importing one family does not load the others.
 """

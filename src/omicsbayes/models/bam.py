@@ -42,22 +42,14 @@ from numbers import Real
 import numpy as np
 from scipy import linalg, special
 from scipy.linalg import blas, lapack
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..inference.chain import run_vb
 from ..inference.convergence import check_finite
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
-from ._base import (
-    POSITIVE,
-    VB_CONSTRAINTS,
-    check_fitted,
-    check_rng,
-    check_X,
-    limit_blas,
-    split_labels,
-)
+from ._base import VBEstimator
+from ._validation import POSITIVE, VB_CONSTRAINTS, check_rng, split_labels
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -323,11 +315,11 @@ def weights_bound(prior, posterior, e_bw2, logdet):
 # ----------------------------------------------------------------------------------------------
 
 
-class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
+class _BayesianLinearVB(ClassifierMixin, VBEstimator):
     """Shared fit loop: q(gamma), q(eta), q(b, w) (eqs. 4-7), then the model's q(f)."""
 
     capabilities = frozenset({"classifier", "vb"})
-    _blas_sequential = True  # a Cholesky of the N x N kernel each iteration (limit_blas)
+    _blas_sequential = True  # a Cholesky of the N x N kernel each iteration (thread policy)
     _parameter_constraints = {
         **{name: [POSITIVE] for name in ("alpha_gamma", "beta_gamma", "alpha_eta", "beta_eta")},
         **VB_CONSTRAINTS,
@@ -338,13 +330,9 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _validate_predict(self, X):
-        check_fitted(self, "coef_")
-        return check_X(self, X, reset=False)
-
     def _validate_fit(self, X, y):
         who = type(self).__name__
-        X = check_X(self, X, reset=True)
+        X = self._check_X(X, reset=True)
         y, labelled = split_labels(y, who, X.shape[0])
         if not labelled.all():
             raise ValueError(f"y has {int((~labelled).sum())} NaN labels; expected every label")
@@ -356,7 +344,6 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
             )
         return X, y, classes
 
-    @limit_blas
     def fit(self, X, y):
         """Run variational inference until the lower bound improves by less than ``tol``.
 
@@ -372,7 +359,6 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
         X, y, classes = self._validate_fit(X, y)
         self.classes_ = classes
         t = np.where(y == classes[1], 1.0, -1.0)
@@ -409,20 +395,14 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
                 logdet,
             ) + self._f_bound(f_state, m, v, t)
 
-        self.lower_bound_, self.n_iter_, self.converged_ = run_vb(
-            step,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            name=type(self).__name__,
-            verbose=self.verbose,
-        )
+        self._run_vb(step)
         mean, s_gamma, s_eta, f_state = state["mean"], state["s_gamma"], state["s_eta"], state["f"]
         self.intercept_ = float(sign * mean[0])
         self.coef_ = sign * mean[1:]
         self.gamma_shape_, self.gamma_scale_ = a_gamma, float(s_gamma)
         self.eta_shape_, self.eta_scale_ = a_eta, s_eta
         self._weights = weights
-        self._fit_shape = Z.shape  # predictive variances use the fit's matrices (limit_blas)
+        self._fit_shape = Z.shape  # predictive variances use the fit's matrices (thread policy)
         self._store_f(f_state, sign)
         return self
 
@@ -430,10 +410,9 @@ class _BayesianLinearVB(ClassifierMixin, BaseEstimator):
         return 1.0
 
     def _predictive(self, X):
-        X = self._validate_predict(X)
+        X = self._check_X(X, reset=False)
         return X @ self.coef_ + self.intercept_, X
 
-    @limit_blas
     def decision_function(self, X):
         """Predictive mean E[w^T x + b] under q(b, w); larger means ``classes_[1]``.
 
@@ -520,7 +499,6 @@ class BayesianProbitClassifier(_BayesianLinearVB):
     def _store_f(self, state, sign):
         self.f_mean_ = sign * state["e_f"]
 
-    @limit_blas
     def predict_proba(self, X):
         """Class probabilities from the predictive distribution.
 
@@ -539,7 +517,6 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         p = special.expit(log_pos - log_neg)
         return np.column_stack([1.0 - p, p])
 
-    @limit_blas
     def predict(self, X):
         """The class with predictive probability above one half."""
         positive = self.predict_proba(X)[:, 1] > 0.5
@@ -637,7 +614,6 @@ class BAMClassifier(_BayesianLinearVB):
         self.f_mean_ = sign * state["e_f"]
         self.f_var_ = state["var"]
 
-    @limit_blas
     def predict(self, X):
         """``classes_[1]`` where the decision function is positive, else ``classes_[0]``."""
         positive = self.decision_function(X) > 0

@@ -22,14 +22,15 @@ baseline, which sees the test samples), the others ignore them.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 from sklearn.utils._param_validation import Interval
 
-from ._base import check_fitted, check_X, limit_blas, split_labels
+from ._base import BaseOmicsEstimator
+from ._validation import split_labels
 
 __all__ = ["FullSVM", "PCASVM", "LDASVM", "LogisticBaseline", "LinearSVMBaseline"]
 
@@ -41,13 +42,13 @@ _CONSTRAINTS = {
 _N_COMPONENTS = {"n_components": [Interval(Integral, 1, None, closed="left")]}
 
 
-class _Baseline(ClassifierMixin, BaseEstimator):
+class _Baseline(ClassifierMixin, BaseOmicsEstimator):
     """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows; ``C``,
     ``max_iter`` and ``random_state`` are the classifier's."""
 
     uses_unlabelled = False
     capabilities = frozenset({"classifier"})
-    _blas_sequential = True  # scikit-learn's iterative solvers (limit_blas)
+    _blas_sequential = True  # scikit-learn's iterative solvers (thread policy)
     _parameter_constraints = _CONSTRAINTS
 
     def __init__(self, C=1.0, max_iter=5000, random_state=None):
@@ -60,7 +61,6 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         ``max_dim`` = min(rows it is fitted on, features) dimensions."""
         return None
 
-    @limit_blas
     def fit(self, X, y):
         """Fit the projection and the classifier; rows whose label is NaN / None are unlabelled.
 
@@ -69,9 +69,8 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         """
-        self._validate_params()
         who = type(self).__name__
-        X = check_X(self, X, reset=True)
+        X = self._check_X(X, reset=True)
         y, labelled = split_labels(y, who, len(X))
         self.classes_ = np.unique(y[labelled])
         if len(self.classes_) < 2:
@@ -93,17 +92,14 @@ class _Baseline(ClassifierMixin, BaseEstimator):
         return self
 
     def _features(self, X):
-        check_fitted(self, "classifier_")
-        X = check_X(self, X, reset=False)
+        X = self._check_X(X, reset=False)
         return X if self.projection_ is None else self.projection_.transform(X)
 
-    @limit_blas
     def decision_function(self, X):
         """The classifier's decision values on the (projected) features."""
         features = self._features(X)
         return self.classifier_.decision_function(features)
 
-    @limit_blas
     def predict(self, X):
         """The class with the largest decision value."""
         features = self._features(X)
@@ -169,7 +165,6 @@ class LogisticBaseline(_Baseline):
     def _classifier(self):
         return LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
 
-    @limit_blas
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes)."""
         features = self._features(X)

@@ -24,23 +24,15 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
+from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import column_or_1d
 
 from ..inference import gig_moments
-from ..inference.chain import run_vb
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
-from ._base import (
-    POSITIVE,
-    VB_CONSTRAINTS,
-    check_fitted,
-    check_rng,
-    check_X,
-    limit_blas,
-    split_labels,
-)
+from ._base import VBEstimator
+from ._validation import POSITIVE, VB_CONSTRAINTS, check_rng, split_labels
 
 logger = logging.getLogger("omicsbayes")
 
@@ -369,17 +361,16 @@ def _decision(fits, X):
     return dec[0] if len(dec) == 1 else np.column_stack(dec)
 
 
-def _run_vb(vb, max_iter, tol, verbose, label):
-    """Iterate ``vb.sweep`` until the relative bound change is below ``tol`` (the shared VB loop;
-    the history starts with the bound at the start)."""
+def _run_vb(est, vb, label):
+    """Iterate ``vb.sweep`` until the relative bound change is below ``est.tol`` (the VB loop of
+    :class:`~omicsbayes.models._base.VBEstimator`; the history starts with the bound at the
+    start). Returns the history and the sweeps run."""
 
     def step(it):
         vb.sweep()
         return vb.lower_bound()
 
-    bounds, n_iter, _ = run_vb(
-        step, max_iter=max_iter, tol=tol, name=label, verbose=verbose, initial=vb.lower_bound()
-    )
+    bounds, n_iter, _ = est._run_vb(step, name=label, initial=vb.lower_bound(), record=False)
     return bounds, n_iter
 
 
@@ -393,18 +384,17 @@ _CONSTRAINTS = {
 
 
 def _check_fit(est, X):
-    """Validate the parameters and the training matrix; return ``X`` and the prior dict.
+    """Check the training matrix; return ``X`` and the prior dict.
 
     Sets ``n_components_``, the latent dimension fitted: ``n_components`` capped at the number
     of features (an upper bound that ARD prunes, so a smaller matrix needs no other setting).
     """
-    est._validate_params()
-    X = check_X(est, X, reset=True)
+    X = est._check_X(X, reset=True)
     est.n_components_ = min(int(est.n_components), X.shape[1])
     return X, {name: float(getattr(est, name)) for name in _HYPER_NAMES}
 
 
-class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
     """Bayesian maximum-margin PCA classifier and transformer (paper 003).
 
     Bayesian PCA with ARD, ``x_n ~ N(W z_n + t, tau^-1 I)``, joined to a max-margin classifier
@@ -528,7 +518,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         for i, y in enumerate(targets):
             vb = _BinaryVB(X, y, k, C, self._hyper, start)
             tag = label if len(targets) == 1 else f"{label} class {i}"
-            b, n_it = _run_vb(vb, int(self.max_iter), float(self.tol), self.verbose, tag)
+            b, n_it = _run_vb(self, vb, tag)
             fits.append({**vb.summary(), "Z_mean": vb.Zm})
             bounds.append(b)
             iters.append(n_it)
@@ -564,7 +554,6 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         best = max(C_GRID, key=lambda c: (scores[c], -c))
         return float(best), scores
 
-    @limit_blas
     def fit(self, X, y=None):
         """Fit by mean-field VB.
 
@@ -609,28 +598,23 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self
 
     # -- prediction ---------------------------------------------------------------------------
-    @limit_blas
     def transform(self, X):
         """Latent means by the single-step variational projection.
 
         ``Sigma = (I + E[tau] E[W^T W])^{-1}``, ``mu = Sigma E[tau] E[W]^T (x - E[t])``; for
         several classes the per-class projections are concatenated, shape (n, n_classes * k).
         """
-        check_fitted(self, "fits_")
-        X = check_X(self, X, reset=False)
+        X = self._check_X(X, reset=False)
         return np.hstack([_project(f, X) for f in self.fits_])
 
-    @limit_blas
     def decision_function(self, X):
         """``E[eta]^T [mu_new; 1]``: shape (n,) for two classes (positive = classes_[1]),
         (n, n_classes) for more."""
-        check_fitted(self, "fits_")
         if len(self.classes_) == 0:
             raise ValueError("BM2PCAClassifier was fitted without labels; only transform works")
-        X = check_X(self, X, reset=False)
+        X = self._check_X(X, reset=False)
         return _decision(self.fits_, X)
 
-    @limit_blas
     def predict(self, X):
         dec = self.decision_function(X)
         if dec.ndim == 1:
@@ -638,7 +622,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self.classes_[np.argmax(dec, axis=1)]
 
 
-class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
+class BM2PCARegressor(RegressorMixin, TransformerMixin, VBEstimator):
     """Bayesian maximum-margin PCA for regression (paper 003, second future-work item).
 
     The hinge loss of :class:`BM2PCAClassifier` replaced by the epsilon-insensitive loss
@@ -697,7 +681,6 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @limit_blas
     def fit(self, X, y):
         """Fit by mean-field VB; NaN targets mark unlabelled samples (PCA part only)."""
         who = type(self).__name__
@@ -719,21 +702,15 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, BaseEstimator):
             _pca_start(X, self.n_components_, rng),
             epsilon=float(self.epsilon),
         )
-        self.lower_bound_, self.n_iter_ = _run_vb(
-            vb, int(self.max_iter), float(self.tol), self.verbose, "BM2PCA regression"
-        )
+        self.lower_bound_, self.n_iter_ = _run_vb(self, vb, "BM2PCA regression")
         self.fits_ = [vb.summary()]
         self.loadings_, self.scores_ = vb.W_mean, vb.Zm
         return self
 
-    @limit_blas
     def transform(self, X):
         """Latent means by the single-step variational projection, shape (n, k)."""
-        check_fitted(self, "fits_")
-        return _project(self.fits_[0], check_X(self, X, reset=False))
+        return _project(self.fits_[0], self._check_X(X, reset=False))
 
-    @limit_blas
     def predict(self, X):
         """``E[eta]^T [mu_new; 1]``."""
-        check_fitted(self, "fits_")
-        return _decision(self.fits_, check_X(self, X, reset=False))
+        return _decision(self.fits_, self._check_X(X, reset=False))

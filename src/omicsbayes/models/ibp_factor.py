@@ -32,20 +32,11 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 from scipy import special
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import (
-    MCMC_CONSTRAINTS,
-    POSITIVE,
-    check_fitted,
-    check_rng,
-    check_X,
-    heldout_values,
-    limit_blas,
-)
+from omicsbayes.models._base import MCMCEstimator
+from omicsbayes.models._validation import MCMC_CONSTRAINTS, POSITIVE, check_rng, heldout_values
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -308,7 +299,7 @@ class _IBPSampler:
         return {"ids": self.ibp.ids, "W": self.ibp.W}
 
 
-class IBPFactorModel(BaseEstimator):
+class IBPFactorModel(MCMCEstimator):
     """Linear sparse factor model with an IBP prior, Gibbs sampling (paper 002, equation 6).
 
     Parameters
@@ -365,6 +356,11 @@ class IBPFactorModel(BaseEstimator):
 
     capabilities = frozenset({"heldout_scoring", "mcmc"})
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN = missing
+        return tags
+
     def __init__(
         self,
         n_iter=200,
@@ -417,22 +413,18 @@ class IBPFactorModel(BaseEstimator):
                     f"pair of positive numbers. Got {value!r} instead."
                 )
 
-    @limit_blas
     def fit(self, Y, y=None):
         """Run ``n_chains`` Gibbs chains on Y (samples x features, NaN = missing)."""
-        self._validate_params()
-        burn = check_burn_in(self.burn_in, self.n_iter, "IBPFactorModel")
-        Y = check_X(self, Y, reset=True, allow_nan=True)
+        burn = self._burn_in()
+        Y = self._check_X(Y, reset=True)
         if Y.shape[0] < 2:
             raise ValueError(f"Y has {Y.shape[0]} sample; IBPFactorModel needs at least 2")
         missing = np.isnan(Y)
         key = fingerprint(self, Y)
-        chains = sample_estimator_chains(
-            self,
+        chains = self._sample_chains(
             partial(_IBPSampler, self, Y, missing),
             check_rng(self.random_state),
             burn_in=burn,
-            name="IBPFactorModel",
             fingerprint=key,
         )
         first = chains[0]  # features are identified only within a chain
@@ -447,8 +439,6 @@ class IBPFactorModel(BaseEstimator):
         self.loadings_ = first.final["W"]
         self.n_active_ = first.traces["n_active"]
         self.alpha_ = first.traces["alpha"]
-        self.log_likelihood_ = first.traces["log_likelihood"]
-        self.n_iter_ = self.n_iter
         self._n_samples = Y.shape[0]
         draws = [d for c in chains for d in c.draws]
         self._draws = {
@@ -456,7 +446,8 @@ class IBPFactorModel(BaseEstimator):
             "W": [d["W"] for d in draws],
             "lam": np.stack([d["lam"] for d in draws]),
         }
-        self.idata_ = chains_to_idata(
+        self._record_chains(
+            chains,
             posterior={
                 "alpha": [c.kept("alpha") for c in chains],
                 "n_active": [c.kept("n_active") for c in chains],
@@ -479,7 +470,6 @@ class IBPFactorModel(BaseEstimator):
         ``sum_ij log( (1/S) sum_s N(y_ij; (z_i x_i)^s w_j^s, 1/lambda_j^s) )`` over the S retained
         draws; ``Y`` is the full matrix with the true held-out values.
         """
-        check_fitted(self, "latent_")
         rows, cols, y = heldout_values(Y, mask, (self._n_samples, self.n_features_in_), "Y")
         logp = np.empty((len(self._draws["W"]), y.size))
         for s, (X, W) in enumerate(zip(self._draws["latent"], self._draws["W"])):

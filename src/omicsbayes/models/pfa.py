@@ -31,23 +31,21 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import special
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from omicsbayes.inference import NumericalError
-from omicsbayes.inference.bsvm import BayesianSVM
-from omicsbayes.inference.chain import chains_to_idata, check_burn_in, sample_estimator_chains
 from omicsbayes.inference.checkpoint import fingerprint
-from omicsbayes.models._base import (
+from omicsbayes.models._base import MCMCEstimator
+from omicsbayes.models._validation import (
     MCMC_CONSTRAINTS,
     POSITIVE,
     check_count_values,
-    check_count_X,
-    check_fitted,
     check_rng,
+    check_X,
     heldout_values,
-    limit_blas,
 )
+from omicsbayes.models.bsvm import BayesianSVM
 
 logger = logging.getLogger("omicsbayes")
 
@@ -275,7 +273,7 @@ class _PFASampler:
         return int(self.rng.integers(2**63 - 1))
 
 
-class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
+class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
     """Poisson factor analysis with a Gibbs sampler (Zhou et al. 2012; paper 002, equation 2).
 
     Parameters
@@ -333,6 +331,12 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
 
     capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN = missing
+        tags.input_tags.positive_only = True
+        return tags
+
     def __init__(
         self,
         n_factors=20,
@@ -375,27 +379,22 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         "n_transform_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
-    @limit_blas
     def fit(self, X, y=None):
         """Run ``n_chains`` Gibbs chains on a samples x features count matrix (NaN = missing)."""
-        self._validate_params()
-        burn = check_burn_in(self.burn_in, self.n_iter, "PoissonFactorAnalysis")
+        burn = self._burn_in()
         eps0 = min(1.0 / self.n_factors, 0.5) if self.eps0 is None else self.eps0
-        X, missing = check_count_X(self, X, reset=True)
+        X = self._check_X(X, reset=True)
+        missing = np.isnan(X)
         key = fingerprint(self, X)
-        chains = sample_estimator_chains(
-            self,
+        chains = self._sample_chains(
             partial(_PFASampler, self, X, missing, eps0),
             check_rng(self.random_state),
             burn_in=burn,
-            name="PoissonFactorAnalysis",
             fingerprint=key,
         )
         names = ("theta", "phi", "r", "p")
         per_chain = [{k: np.stack([d[k] for d in c.draws]) for k in names} for c in chains]
         first = per_chain[0]  # factors are identified only within a chain
-        self.log_likelihood_ = chains[0].traces["log_likelihood"]
-        self.n_iter_ = self.n_iter
         self.scores_ = first["theta"].mean(0)
         phi_mean = first["phi"].mean(0)
         self.components_ = (phi_mean / phi_mean.sum(0, keepdims=True)).T
@@ -403,7 +402,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         self.p_ = first["p"].mean(0)
         self._draws = {k: np.concatenate([c[k] for c in per_chain]) for k in names}
         self._transform_seed = chains[0].final
-        self.idata_ = chains_to_idata(
+        self._record_chains(
+            chains,
             posterior={k: [c[k] for c in per_chain] for k in names},
             sample_stats={
                 "log_likelihood_observed": [c.kept("log_likelihood") for c in chains],
@@ -425,7 +425,6 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         """Fit and return the posterior mean training scores ``scores_``."""
         return self.fit(X).scores_
 
-    @limit_blas
     def transform(self, X):
         """Factor scores of new samples with the loadings fixed at their posterior mean.
 
@@ -433,8 +432,8 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         (``r`` and ``p`` at their posterior means) and returns the mean of theta over the second
         half of the sweeps.  NaN entries are imputed as in :meth:`fit`.
         """
-        check_fitted(self, "components_")
-        X, missing = check_count_X(self, X, reset=False)
+        X = self._check_X(X, reset=False)
+        missing = np.isnan(X)
         rng = np.random.default_rng(self._transform_seed)
         phi = self.components_.T
         n = X.shape[0]
@@ -452,7 +451,6 @@ class PoissonFactorAnalysis(TransformerMixin, BaseEstimator):
         return total / (self.n_transform_iter - n_burn)
 
     def _heldout_pointwise(self, X, mask):
-        check_fitted(self, "components_")
         shape = (self.scores_.shape[0], self.n_features_in_)
         rows, cols, y = heldout_values(X, mask, shape)
         check_count_values(y, "the held-out evaluation of PoissonFactorAnalysis")
@@ -516,7 +514,7 @@ def _task_matrix(y, n_samples):
     return Y
 
 
-class PFAClassifier(ClassifierMixin, BaseEstimator):
+class PFAClassifier(ClassifierMixin, TransformerMixin, MCMCEstimator):
     """PFA-L-BSVM (paper 000, Tables 4-5): PFA on rounded counts, then a Bayesian SVM on its scores.
 
     Two steps, as in the paper: the input (intensities or counts) is rounded to the nearest
@@ -601,11 +599,15 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
         "svm_burn_in": [Interval(Integral, 0, None, closed="left")],
     }
 
-    @staticmethod
-    def _round(X):
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (samples x features); got shape {X.shape}")
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN = missing
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _round(self, X, *, reset):
+        """``X`` checked (NaN = missing) and rounded to counts."""
+        X = check_X(self, X, reset=reset, allow_nan=True)
         n_neg = int((X < 0).sum())
         if n_neg:
             raise ValueError(
@@ -617,15 +619,13 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
     def _features(self, theta):
         return (theta - self._score_mean) / self._score_sd
 
-    @limit_blas
     def fit(self, X, y):
         """Fit PFA on ``round(X)`` (NaN = missing), then one Bayesian SVM per task.
 
         ``y`` has shape (n_samples,) with two class labels, or (n_samples, n_tasks) with NaN or
         None where a sample has no label for that task.
         """
-        self._validate_params()
-        X = self._round(X)
+        X = self._round(X, reset=True)
         Y = _task_matrix(y, X.shape[0])
         rng = check_rng(self.random_state)
         self.pfa_ = PoissonFactorAnalysis(
@@ -654,18 +654,14 @@ class PFAClassifier(ClassifierMixin, BaseEstimator):
             self.svms_.append(svm.fit(Z[labelled], labels))
         self._multi = np.asarray(y, dtype=object).ndim == 2
         self.classes_ = [s.classes_ for s in self.svms_] if self._multi else self.svms_[0].classes_
-        self.n_features_in_ = X.shape[1]
         self.n_iter_ = self.pfa_.n_iter_
         self.idata_ = self.pfa_.idata_
         return self
 
-    @limit_blas
     def transform(self, X):
         """PFA factor scores of new samples (rounded to counts first), loadings fixed."""
-        check_fitted(self, "pfa_")
-        return self.pfa_.transform(self._round(X))
+        return self.pfa_.transform(self._round(X, reset=False))
 
-    @limit_blas
     def decision_function(self, X):
         """SVM score per task; shape (n_samples,) for one task, (n_samples, n_tasks) otherwise.
 

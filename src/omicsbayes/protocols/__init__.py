@@ -20,7 +20,7 @@ kind means one module here and its name in :data:`KINDS`, its rule file
 ``KIND`` : str
     The name a config's ``experiments.<name>.kind`` gives.
 ``REQUIRES`` : frozenset of str
-    Capabilities (:data:`omicsbayes.models._base.CAPABILITIES`) a model class must declare.
+    Capabilities (:data:`omicsbayes.models._capabilities.CAPABILITIES`) a model class must declare.
 ``SPLIT_COUNTS`` : dict
     Protocol type (``protocols.<name>.type``) -> (config key of its split count, default).
 ``TRANSFORMS`` : bool

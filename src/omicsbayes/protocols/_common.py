@@ -4,7 +4,7 @@ entry, the capability check and the split count of a protocol entry."""
 import inspect
 
 from .. import models
-from ..models._base import capabilities_of, models_with
+from ..models._capabilities import capabilities_of, models_with
 
 
 def per_split_tables(name, experiment, splits, folder):

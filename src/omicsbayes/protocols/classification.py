@@ -27,7 +27,7 @@ from sklearn.base import clone
 from .. import models
 from ..evaluate import metrics, splitters
 from ..evaluate.splitters import classification_splits
-from ..models._base import capabilities_of
+from ..models._capabilities import capabilities_of
 from ..preprocess import build_pipeline
 from ..preprocess.transforms import dense_matrix
 from ._common import ExperimentError, make_estimator

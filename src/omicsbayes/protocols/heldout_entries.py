@@ -14,7 +14,7 @@ import numpy as np
 
 from ..evaluate import splitters
 from ..evaluate.splitters import heldout_entry_splits
-from ..models._base import capabilities_of
+from ..models._capabilities import capabilities_of
 from ..preprocess.transforms import dense_matrix
 from ._common import check_model, make_estimator, per_split_tables, split_count
 

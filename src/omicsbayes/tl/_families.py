@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from ..models._base import models_with
+from ..models._capabilities import models_with
 from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}

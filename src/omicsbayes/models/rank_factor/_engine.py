@@ -23,7 +23,7 @@ from ...inference.stick_breaking import (
 )
 from ...inference.tpbn import TPBNShrinkage
 from ...inference.truncnorm import sample_truncnorm, truncnorm_moments
-from .._base import map_blocks
+from .._threads import map_blocks
 from ._kernels import _add_outer, _gaussian_block, _margin_sweep
 from ._ranks import _RankIndex
 

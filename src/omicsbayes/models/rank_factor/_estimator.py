@@ -5,16 +5,17 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import special
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
 
 from ...inference.bsvm import expected_inv_lambda
-from ...inference.chain import chains_to_idata, run_chain, run_vb, sample_chains
+from ...inference.chain import run_chain, sample_chains
 from ...inference.convergence import check_finite
 from ...inference.truncnorm import _log_diff_cdf, truncnorm_moments
-from .._base import MCMC_CONSTRAINTS, POSITIVE, check_rng, limit_blas, map_blocks
+from .._base import MCMCEstimator, VBEstimator
+from .._threads import map_blocks
+from .._validation import MCMC_CONSTRAINTS, POSITIVE, check_rng
 from ._engine import _BLOCK, _Engine, _GibbsSampler, _newton_scores, _second, _Sym, _with_one
 from ._kernels import _gaussian_block, _margin_moments
 
@@ -69,7 +70,7 @@ def _encode_targets(y, n):
 
 
 # --------------------------------------------------------------------------- estimator
-class RankFactorClassifier(ClassifierMixin, BaseEstimator):
+class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCEstimator):
     """Discriminative factor model of paper 000 (Yuan, Henao et al., ICML 2015).
 
     ``X`` (n_samples, n_features) is modelled through ``w_{n,i} = a_i^T z_n`` with a Gaussian,
@@ -79,7 +80,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
     coefficients (sections 3 and 6).  The max-margin rank likelihood's sweeps and prediction run
     in groups of features or samples on as many threads as the caller allows (a
     ``threadpoolctl.threadpool_limits``, a job's ``threads``; otherwise every CPU), with the same
-    numbers on any number of threads (``models._base.map_blocks``).
+    numbers on any number of threads (``models._threads.map_blocks``).
 
     Parameters
     ----------
@@ -243,33 +244,13 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         },
     }
 
-    def _check_X(self, X, fitting):
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-        n_nan = int(np.isnan(X).sum())
-        if n_nan:
-            raise ValueError(
-                f"X has {n_nan} NaN values; RankFactorClassifier needs a complete matrix"
-            )
-        if not np.all(np.isfinite(X)):
-            raise ValueError("X has infinite values; RankFactorClassifier needs finite values")
-        if fitting and X.shape[0] < 2:
-            raise ValueError(f"X has {X.shape[0]} sample(s); at least 2 are needed")
-        if not fitting and X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features; the model was fitted on {self.n_features_in_}"
-            )
-        return X
-
     # ----------------------------------------------------------------- fit
-    @limit_blas
     def fit(self, X, y):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (1-D, or 2-D with NaN)."""
-        self._validate_params()
-        X = self._check_X(X, fitting=True)
+        X = self._check_X(X, reset=True)
+        if X.shape[0] < 2:
+            raise ValueError(f"X has {X.shape[0]} sample(s); at least 2 are needed")
         self._mode, self.classes_, Y, O = _encode_targets(y, X.shape[0])
-        self.n_features_in_ = X.shape[1]
         self.n_tasks_ = Y.shape[1]
         rng = check_rng(self.random_state)
         if self.inference == "gibbs":
@@ -304,12 +285,9 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         # The Monte Carlo estimate of q(W) in the latent max-margin form makes the objective
         # fluctuate: there the change is taken over the last `lag` iterations, per iteration.
         lag = 20 if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent" else 1
-        self.lower_bound_, self.n_iter_, _ = run_vb(
+        self._run_vb(
             lambda it: self._iterate(eng, it),
-            max_iter=self.max_iter,
-            tol=self.tol,
             name="RankFactorClassifier VB",
-            verbose=self.verbose,
             lag=lag,
             min_iter=10 + lag,
         )
@@ -344,8 +322,6 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
 
         chains = sample_chains(run, rng, self.n_chains)
         first = chains[0]
-        self.n_iter_ = total
-        self.log_likelihood_ = first.traces["log_likelihood"]
         self._means = first.final["means"]
         names = [k for k in first.draws[0] if first.draws[0][k] is not None]
         posterior = {k: [np.stack([d[k] for d in c.draws]) for c in chains] for k in names}
@@ -353,17 +329,19 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
             for k in ("coef", "intercept"):
                 posterior[k] = [v[:, :, 0] for v in posterior[k]]
         keep = slice(burn, None, self.thin)
-        self.idata_ = chains_to_idata(
+        self._record_chains(
+            chains,
             posterior=posterior,
             sample_stats={
                 "log_pseudo_likelihood": [c.traces["log_likelihood"][keep] for c in chains]
             },
+            n_iter=total,
         )
         return first.final["engine"]
 
     def _finish(self, eng):
         means = self._means
-        self._fit_shape = (eng.n, eng.d)  # prediction multiplies n x d matrices (limit_blas)
+        self._fit_shape = (eng.n, eng.d)  # prediction multiplies n x d matrices (thread policy)
         k = self.n_factors
         self.loadings_ = means["Ea"]
         self.scores_ = means["Ez"]
@@ -387,8 +365,7 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         """Posterior moments of z_* for new samples with the loadings fixed (section 3,
         "Predictions"): ``(E[z], E[z z^T], responsibilities)``.  All samples are updated together,
         as matrix products and elementwise kernels over (samples, features) arrays."""
-        check_is_fitted(self, "loadings_")
-        X = self._check_X(X, fitting=False)
+        X = self._check_X(X, reset=False)
         means = self._means
         k = self.n_factors
         sym = _Sym(k)
@@ -488,7 +465,6 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
                 break
         return Ez, EZZ, R
 
-    @limit_blas
     def transform(self, X):
         """Posterior mean factor scores z_* (n_samples, n_factors) of new samples."""
         return self._infer_new(X)[0]
@@ -506,7 +482,6 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         var = np.maximum(f2 - f**2, 0.0)
         return f, var, R
 
-    @limit_blas
     def decision_function(self, X):
         """Score ``E[beta]^T z_* + b`` per task (mixture: weighted by the responsibilities of
         z_* under the components, without labels); positive favours the second class.
@@ -533,7 +508,6 @@ class RankFactorClassifier(ClassifierMixin, BaseEstimator):
         return self.classifier == "probit"
 
     @available_if(_has_proba)
-    @limit_blas
     def predict_proba(self, X):
         """Probit probabilities ``Phi(f / sqrt(1 + Var f))``: (n, 2) binary, (n, n_classes)
         multiclass (normalised one-versus-rest), (n, n_tasks) of the second class per task."""

@@ -497,7 +497,7 @@ def _margin_sweep(ew, wbar, h, order, new_group, offset, parities, eps, keys, rh
     parity a backward and a forward pass collect each entry's neighbours, then one pass draws
     them; w is scattered back once, and when ``h`` has the shape of ``ew`` it becomes ``(1 -
     rho) h + rho w`` in the same pass.  Features go in blocks of 64 (buffers allocated once a
-    block); the caller spreads groups of features over threads (``_base.map_blocks``; compiled
+    block); the caller spreads groups of features over threads (``_threads.map_blocks``; compiled
     ``nogil``).  Returns the log pseudo-likelihood (eq. 6) at the w before each half-sweep,
     ``sum w^2``, ``sum h wbar`` (0 without h) and ``sum (w - wbar)^2``, w the final draw.
     """

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import special
 
 from ...inference.truncnorm import truncnorm_moments
-from .._base import map_blocks
+from .._threads import map_blocks
 from ._kernels import _place, _rank_fractions
 
 _PLACE_TASK = 512  # features per call of _place on the worker threads (a multiple of its tile)
@@ -166,7 +166,7 @@ class _RankIndex:
         (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values.  The
         work is done in the samples' own layout: for ``Xnew_t = X.T`` nothing is copied and
         the outputs' transposes are contiguous.  Groups of features run on the worker threads
-        (``_base.map_blocks``)."""
+        (``_threads.map_blocks``)."""
         x = np.ascontiguousarray(Xnew_t.T)
         lo, up, typical = (np.empty(x.shape) for _ in range(3))
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
 from ...inference import sample_polyagamma
-from .._base import map_blocks
+from .._threads import map_blocks
 from ._kernels import _chol_draw, _crt_counts, _rff_map
 
 
@@ -46,7 +46,7 @@ def logistic_rows(Y, weight, psi, block=32, task=128):
     and ``weight`` zero at missing entries), in the precision of ``psi`` with the row sums in
     float64. numpy's vectorised exp and log1p over blocks of ``block`` rows that stay in cache
     (float64: twice as fast as session 7's scalar numba loop, the same values to rounding),
-    ``task`` rows to a call on the worker threads (:func:`~omicsbayes.models._base.map_blocks`;
+    ``task`` rows to a call on the worker threads (:func:`~omicsbayes.models._threads.map_blocks`;
     each row's sum is the same on any number of threads).
     In float32 (``Y``, ``weight`` and ``psi`` float32) it is a cheap deterministic
     approximation, the first stage of the delayed-acceptance W and z steps."""
@@ -143,7 +143,7 @@ def sample_logistic_beta(Phi, psi, b, kappa, obs, rng, chunk=256):
     kappa = (y - r_j) / 2). The precisions are formed from their upper triangles (N x p(p+1)/2
     products by a J x N matrix), factorised in a batch and solved by substitution
     (:func:`_chol_draw`). Blocks of ``chunk`` columns run
-    on the worker threads (:func:`~omicsbayes.models._base.map_blocks`), each with its own
+    on the worker threads (:func:`~omicsbayes.models._threads.map_blocks`), each with its own
     generator seeded from ``rng``, so the draws do not depend on the number of threads.
 
     Parameters

@@ -5,25 +5,18 @@ from numbers import Integral
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ...inference.chain import (
-    chain_checkpoint,
-    chains_to_idata,
-    check_burn_in,
-    run_chain,
-    sample_chains,
-)
 from ...inference.checkpoint import fingerprint
-from .._base import MCMC_CONSTRAINTS, check_fitted, check_rng, limit_blas
+from .._base import MCMCEstimator
+from .._validation import MCMC_CONSTRAINTS, check_rng
 from ._chain import COUNT_LIKELIHOODS, LIKELIHOODS, _Chain
 from ._updates import _softplus, rff
 
 PRIORS = ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "beta_scale_prior", "dispersion_prior")
 
 
-class RFLVM(BaseEstimator):
+class RFLVM(MCMCEstimator):
     """Random feature latent variable model, sparse (IBP RFLVM) or dense, fitted by MCMC.
 
     BLAS runs on one thread. With the Bernoulli and negative-binomial likelihoods the fit spreads
@@ -126,6 +119,17 @@ class RFLVM(BaseEstimator):
 
     capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
 
+    def _instance_capabilities(self):
+        """``counts`` only with a count likelihood (:data:`COUNT_LIKELIHOODS`)."""
+        if self.likelihood in COUNT_LIKELIHOODS:
+            return self.capabilities
+        return self.capabilities - {"counts"}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN = missing
+        return tags
+
     def __init__(
         self,
         likelihood="gaussian",
@@ -226,12 +230,10 @@ class RFLVM(BaseEstimator):
         lo, hi = np.log10(self.beta_scale_prior)
         return np.logspace(lo, hi, max(2, int(round(10 * (hi - lo))) + 1))
 
-    def _check_Y(self, Y, what="Y"):
-        Y = np.asarray(Y, dtype=float)
-        if Y.ndim != 2 or Y.shape[0] < 2 or Y.shape[1] < 2:
+    def _check_Y(self, Y, *, reset, what="Y"):
+        Y = self._check_X(Y, reset=reset)
+        if Y.shape[0] < 2 or Y.shape[1] < 2:
             raise ValueError(f"{what} has shape {Y.shape}; RFLVM needs a 2-D matrix, at least 2x2")
-        if np.isinf(Y).any():
-            raise ValueError(f"{what} has {int(np.isinf(Y).sum())} infinite values")
         vals = Y[~np.isnan(Y)]
         if self.likelihood == "bernoulli" and not np.all((vals == 0) | (vals == 1)):
             raise ValueError(f"{what} must hold 0/1 values (or NaN) for likelihood='bernoulli'")
@@ -245,7 +247,6 @@ class RFLVM(BaseEstimator):
         return Y
 
     # ------------------------------------------------------------------ fit
-    @limit_blas
     def fit(self, Y, y=None):
         """Run the sampler on ``Y`` (samples x features); NaN entries are treated as missing.
 
@@ -258,33 +259,19 @@ class RFLVM(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        burn = check_burn_in(self.burn_in, self.n_iter, "RFLVM")
-        Y = self._check_Y(Y)
+        burn = self._burn_in()
+        Y = self._check_Y(Y, reset=True)
         obs = ~np.isnan(Y)
-        if not obs.any():
-            raise ValueError("Y has no observed entries; RFLVM needs some non-NaN values")
         key = fingerprint(self, Y)
-
-        def run(rng, chain):
-            return run_chain(
-                lambda state: _Chain.start(self, Y, obs, rng, state),
-                rng,
-                n_iter=self.n_iter,
-                burn_in=burn,
-                thin=self.thin,
-                name=f"RFLVM ({self.likelihood})",
-                verbose=self.verbose,
-                checkpoint=chain_checkpoint(self.checkpoint, chain, self.n_chains),
-                checkpoint_every=self.checkpoint_every,
-                fingerprint=key,
-            )
-
-        chains = sample_chains(run, check_rng(self.random_state), self.n_chains)
+        chains = self._sample_chains(
+            lambda rng, state: _Chain.start(self, Y, obs, rng, state),
+            check_rng(self.random_state),
+            burn_in=burn,
+            fingerprint=key,
+            name=f"RFLVM ({self.likelihood})",
+        )
         first = chains[0]
-        self.n_iter_ = self.n_iter
         self.n_active_ = first.traces["n_active"]
-        self.log_likelihood_ = first.traces["log_likelihood"]
         self.draws_ = [snap for c in chains for snap, _, _ in c.draws]
         self.acceptance_rate_ = first.final["acceptance_rate"]
         self.hmc_acceptance_ = first.final["hmc_acceptance"]
@@ -292,7 +279,6 @@ class RFLVM(BaseEstimator):
         self.step_seconds_ = first.final["step_seconds"]
         self.ess_evals_ = first.final["ess_evals"]
         self.row_totals_ = first.final["row_totals"]
-        self.n_features_in_ = Y.shape[1]
         self.n_samples_fit_ = Y.shape[0]
         d_max = max(max(snap["XZ"].shape[1] for snap, _, _ in c.draws) for c in chains)
         d_max = max(d_max, 1)
@@ -313,7 +299,8 @@ class RFLVM(BaseEstimator):
         }
         if not self.sparse:
             del post["alpha"]
-        self.idata_ = chains_to_idata(
+        self._record_chains(
+            chains,
             posterior=post,
             sample_stats={
                 "log_likelihood_observed": [st[:, 4] for st in stats],
@@ -329,8 +316,7 @@ class RFLVM(BaseEstimator):
 
     # ------------------------------------------------------------------ evaluation
     def _check_heldout(self, Y, mask):
-        check_fitted(self, "draws_")
-        Y = self._check_Y(Y)
+        Y = self._check_Y(Y, reset=False)
         mask = np.asarray(mask, bool)
         if Y.shape != (self.n_samples_fit_, self.n_features_in_) or mask.shape != Y.shape:
             raise ValueError(
@@ -363,7 +349,6 @@ class RFLVM(BaseEstimator):
             )
         return y * psi - np.exp(psi) - gammaln(y + 1)
 
-    @limit_blas
     def log_likelihood(self, Y, mask):
         """Held-out log posterior predictive, sum over entries with ``mask`` True.
 
@@ -396,7 +381,6 @@ class RFLVM(BaseEstimator):
                 per_draw[s] = self._entry_logpdf(psi[rows, cols], th, y)
         return float(np.sum(logsumexp(per_draw, axis=0) - np.log(len(self.draws_))))
 
-    @limit_blas
     def perplexity(self, Y, mask):
         """Held-out perplexity exp(-sum y_ij log f_ij / sum y_ij) over entries with mask True.
 
