@@ -1,36 +1,144 @@
-"""Fitted estimators saved to a file and loaded back, to predict on new samples later.
+"""Fitted estimators saved to a file that is data, and loaded back to predict on new samples.
 
-A fit file is a small header (a pickled dict of plain values: format, omicsbayes version, class,
-library versions) followed by the estimator pickled by joblib (compressed). :func:`load_fit`
-reads the header first, so a file from another omicsbayes version is refused with a message
-naming both versions before any class is unpickled. Pickles run code when loaded: load only
-files you trust.
+A fit file is a zip archive holding ``fit.json`` and ``.npy`` arrays. ``fit.json`` says what the
+file is (format, format version, the omicsbayes and library versions that wrote it), which
+estimator it holds (a class name from :data:`ESTIMATORS`), its constructor parameters, the
+feature names it was fitted on and, for a fit made by an :mod:`omicsbayes.tl` function, the
+genes, gene selection (``mask_var``) and layer it used. Every fitted attribute is written as
+JSON (numbers, strings, lists, dicts, the objects of :data:`TRUSTED` with their attributes) or as
+an array in the archive (``numpy.save`` without pickle); an ArviZ ``idata_`` is stored as its
+groups' variables and coordinates the same way.
 
-The draws of an MCMC fit (its ArviZ ``idata_``) are inside the fit file; :func:`save_draws` also
-writes them to netCDF, for ArviZ and other tools.
+Why not pickle, joblib or skops: loading a pickle runs code chosen by the file. skops would
+need every internal type of ArviZ, xarray and pandas trusted one by one; a format of our own
+with a short list of trusted classes, whose objects are rebuilt by calling their constructors
+with JSON parameters and setting array / JSON attributes, is small enough to check by reading.
+
+:func:`load_fit` never imports a module or calls a function named by the file: classes are looked
+up in :data:`TRUSTED`, arrays are read with ``allow_pickle=False``, anything else (another
+member in the archive, bytes after its end, a type not listed) refuses the file with one
+message. A file written by any release of the same major version loads; a newer format version
+or another major version is refused with a message naming both.
+
+:func:`save_draws` writes the MCMC draws (``idata_``) to netCDF for ArviZ and other tools.
 """
 
 from __future__ import annotations
 
-import pickle
+import io
+import json
+import math
 import platform
+import re
+import zipfile
 from pathlib import Path
 
-import joblib
-from sklearn.utils.validation import check_is_fitted
+import numpy as np
 
 from .. import __version__
+from .._attributes import ANNDATA_FIT, IDATA, fitted
 from ..jobs import atomic_write
-from ..tl._anndata import IDATA, fitted
 
 FORMAT = "omicsbayes-fit"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1 was the pickle (joblib) format, never loaded
+DOCUMENT = "fit.json"
 
-__all__ = ["FitFileError", "load_fit", "read_header", "save_draws", "save_fit"]
+#: Classes a fit file may hold at its top: every omicsbayes model and the scikit-learn composites
+#: the ``tl`` functions return (``tl.bam``: a kernel-map Pipeline, one-vs-rest for several classes).
+ESTIMATORS = (
+    *(
+        f"omicsbayes.models.{name}"
+        for name in (
+            "BAMClassifier",
+            "BM2PCAClassifier",
+            "BM2PCARegressor",
+            "BayesianProbitClassifier",
+            "ConstrainedMVGP",
+            "FullSVM",
+            "IBPFactorModel",
+            "KPMF",
+            "LDASVM",
+            "LinearSVMBaseline",
+            "LogisticBaseline",
+            "MVGP",
+            "PCASVM",
+            "PFAClassifier",
+            "PMF",
+            "PoissonFactorAnalysis",
+            "RFLVM",
+            "RankFactorClassifier",
+            "TraceGP",
+        )
+    ),
+    "sklearn.pipeline.Pipeline",
+    "sklearn.multiclass.OneVsRestClassifier",
+)
+
+#: Every class a fit file may hold (name in the file -> "module:attribute"): the estimators, the
+#: omicsbayes preprocessing steps a Pipeline may put before them, the scikit-learn estimators the
+#: baselines wrap and the helper objects models keep as fitted attributes.
+TRUSTED = {
+    **{name: f"omicsbayes.models:{name.rsplit('.', 1)[1]}" for name in ESTIMATORS[:-2]},
+    "sklearn.pipeline.Pipeline": "sklearn.pipeline:Pipeline",
+    "sklearn.multiclass.OneVsRestClassifier": "sklearn.multiclass:OneVsRestClassifier",
+    **{
+        f"omicsbayes.preprocess.{name}": f"omicsbayes.preprocess:{name}"
+        for name in (
+            "BackgroundCorrect",
+            "EmpiricalKernelMap",
+            "Log",
+            "MaxZeroFraction",
+            "MedianOfRatios",
+            "NormalizeTotal",
+            "QuantileNormalize",
+            "RankTransform",
+            "RoundCounts",
+            "TopGenes",
+            "UnitLength",
+            "ZScore",
+        )
+    },
+    "omicsbayes.preprocess.LowRankKernel": "omicsbayes.preprocess.graph:LowRankKernel",
+    "omicsbayes.inference.BayesianSVM": "omicsbayes.inference.bsvm:BayesianSVM",
+    "omicsbayes.models.bam._GaussianWeights": "omicsbayes.models.bam:_GaussianWeights",
+    "omicsbayes.models.rank_factor._RankIndex": "omicsbayes.models.rank_factor._ranks:_RankIndex",
+    "sklearn.linear_model.LogisticRegression": "sklearn.linear_model:LogisticRegression",
+    "sklearn.svm.LinearSVC": "sklearn.svm:LinearSVC",
+    "sklearn.decomposition.PCA": "sklearn.decomposition:PCA",
+    "sklearn.discriminant_analysis.LinearDiscriminantAnalysis": (
+        "sklearn.discriminant_analysis:LinearDiscriminantAnalysis"
+    ),
+    "sklearn.preprocessing.LabelBinarizer": "sklearn.preprocessing:LabelBinarizer",
+    "sklearn.preprocessing.StandardScaler": "sklearn.preprocessing:StandardScaler",
+}
+
+_ARRAY_ENTRY = re.compile(r"arrays/\d+\.npy")
+_ATTRIBUTE = re.compile(r"(?!__)[A-Za-z_]\w*")
+
+__all__ = [
+    "ESTIMATORS",
+    "FitFileError",
+    "TRUSTED",
+    "load_fit",
+    "read_header",
+    "save_draws",
+    "save_fit",
+]
 
 
 class FitFileError(ValueError):
-    """A fit file that is not one, or was written by another omicsbayes version."""
+    """A file that is not a valid omicsbayes fit file, or one from an incompatible version."""
+
+
+def _classes():
+    """``{name: class}`` of :data:`TRUSTED` (imported here, from this module's list only)."""
+    import importlib
+
+    out = {}
+    for name, where in TRUSTED.items():
+        module, attribute = where.split(":")
+        out[name] = getattr(importlib.import_module(module), attribute)
+    return out
 
 
 def _versions():
@@ -41,79 +149,483 @@ def _versions():
             "scikit-learn": sklearn.__version__}  # fmt: skip
 
 
+# ---------------------------------------------------------------------------------------------
+# Writing: Python values -> JSON nodes and .npy entries
+
+
+class _Encoder:
+    """Turns an estimator into JSON nodes; arrays go to ``self.entries`` (name -> bytes)."""
+
+    def __init__(self):
+        self.entries = {}
+        self.memo = {}  # id -> node, so an array or InferenceData held twice is stored once
+        self.keep = []  # keeps memoised objects alive while ids are in use
+        self.names = {cls: name for name, cls in _classes().items()}
+
+    def node(self, value, where):
+        if value is None or isinstance(value, bool | str):
+            return value
+        if isinstance(value, int) and not isinstance(value, np.integer):
+            return value
+        if isinstance(value, float) and not isinstance(value, np.floating):
+            return value if math.isfinite(value) else {"$": "float", "value": repr(value)}
+        if isinstance(value, list):
+            return [self.node(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, tuple):
+            return {
+                "$": "tuple",
+                "items": [self.node(v, f"{where}[{i}]") for i, v in enumerate(value)],
+            }
+        if isinstance(value, dict):
+            return {
+                "$": "dict",
+                "items": [
+                    [self.node(k, where), self.node(v, f"{where}[{k!r}]")] for k, v in value.items()
+                ],
+            }
+        if isinstance(value, np.generic):
+            return self.scalar(value, where)
+        if isinstance(value, np.ndarray):
+            return self.memoised(value, self.array, where)
+        if isinstance(value, np.dtype):
+            return self.dtype(value, where)
+        return self.other(value, where)
+
+    def scalar(self, value, where):
+        if value.dtype.kind not in "biufUS":
+            raise TypeError(
+                f"{where} is a numpy {value.dtype} scalar, which a fit file cannot hold"
+            )
+        return {"$": "scalar", "dtype": value.dtype.str, "value": self.node(value.item(), where)}
+
+    def dtype(self, value, where):
+        if value.hasobject or value.fields is not None:
+            raise TypeError(f"{where} is the dtype {value}, which a fit file cannot hold")
+        return {"$": "dtype", "value": value.str}
+
+    def memoised(self, value, encode, where):
+        if id(value) not in self.memo:
+            self.keep.append(value)
+            self.memo[id(value)] = encode(value, where)
+        return self.memo[id(value)]
+
+    def array(self, value, where):
+        if value.dtype.hasobject:
+            return {
+                "$": "object_array",
+                "shape": list(value.shape),
+                "items": [self.node(v, f"{where}[{i}]") for i, v in enumerate(value.ravel())],
+            }
+        if value.dtype.kind not in "biufcUSmM" or value.dtype.fields is not None:
+            raise TypeError(
+                f"{where} is an array of dtype {value.dtype}, which a fit file cannot hold"
+            )
+        name = f"arrays/{len(self.entries)}.npy"
+        buffer = io.BytesIO()
+        np.save(buffer, value, allow_pickle=False)
+        self.entries[name] = buffer.getvalue()
+        return {"$": "array", "entry": name}
+
+    def other(self, value, where):
+        import pandas as pd
+        import scipy.sparse as sp
+
+        kind = type(value)
+        if kind.__name__ == "InferenceData" and kind.__module__.startswith("arviz"):
+            return self.memoised(value, self.inference_data, where)
+        if isinstance(value, pd.DataFrame):
+            columns = list(value.columns)
+            return {
+                "$": "dataframe",
+                "columns": self.node(columns, where),
+                "index": self.node(value.index.to_numpy(), where),
+                "index_name": self.node(value.index.name, where),
+                "data": [self.node(value[c].to_numpy(), f"{where}[{c!r}]") for c in columns],
+            }
+        if sp.issparse(value) and value.format in ("csr", "csc"):
+            return {
+                "$": "sparse",
+                "format": value.format,
+                "array": isinstance(value, sp.sparray),
+                "shape": list(value.shape),
+                "parts": [
+                    self.node(np.asarray(getattr(value, p)), where)
+                    for p in ("data", "indices", "indptr")
+                ],
+            }
+        if kind in self.names:
+            return self.instance(value, where)
+        raise TypeError(
+            f"{where} holds a {kind.__module__}.{kind.__qualname__}, which a fit file cannot hold "
+            "(it holds numbers, strings, arrays, data frames, ArviZ draws and the classes of "
+            "omicsbayes.io.fits.TRUSTED)"
+        )
+
+    def instance(self, value, where):
+        from sklearn.base import BaseEstimator
+
+        name = self.names[type(value)]
+        state = dict(vars(value))
+        node = {"$": "object", "class": name}
+        if isinstance(value, BaseEstimator):
+            params = value.get_params(deep=False)
+            for key in params:
+                state.pop(key, None)
+            node["params"] = {k: self.node(v, f"{where}.{k}") for k, v in params.items()}
+        node["attributes"] = {k: self.node(v, f"{where}.{k}") for k, v in state.items()}
+        return node
+
+    def inference_data(self, value, where):
+        groups = {}
+        for group in value.groups():
+            content = getattr(value, group).to_dict(data="array")
+            groups[group] = self.node(content, f"{where}.{group}")
+        return {"$": "inference_data", "groups": groups}
+
+
+def _training(estimator):
+    """``(feature names or None, the tl record or None)`` of a fitted estimator."""
+    record = getattr(estimator, ANNDATA_FIT, None)
+    if record is not None:
+        return [str(v) for v in record["var_names"]], record
+    names = getattr(estimator, "feature_names_in_", None)
+    return (None if names is None else [str(v) for v in names]), None
+
+
 def save_fit(estimator, path):
-    """Save a fitted estimator (any omicsbayes or scikit-learn estimator) to ``path``.
+    """Save a fitted estimator to ``path`` as a fit file (data only; see the module docstring).
 
     Parameters
     ----------
     estimator : fitted estimator
+        One of :data:`ESTIMATORS` (an omicsbayes model, or the Pipeline / OneVsRestClassifier a
+        ``tl`` function returns).
     path : str or Path
-        The file (by convention ``.joblib``); written atomically.
+        The file (by convention ``.obfit``); written atomically, its folder created.
 
     Returns
     -------
     Path
+
+    Raises
+    ------
+    TypeError
+        When the estimator is not one of :data:`ESTIMATORS`, or an attribute holds a value a fit
+        file cannot hold (the message names the attribute).
     """
+    from sklearn.utils.validation import check_is_fitted
+
     check_is_fitted(estimator)
-    path = Path(path)
-    cls = type(estimator)
-    header = {
+    encoder = _Encoder()
+    name = encoder.names.get(type(estimator))
+    if name not in ESTIMATORS:
+        known = ", ".join(e.rsplit(".", 1)[1] for e in ESTIMATORS)
+        raise TypeError(
+            f"save_fit: {type(estimator).__module__}.{type(estimator).__qualname__} is not an "
+            f"estimator a fit file can hold; expected one of {known}"
+        )
+    tree = encoder.node(estimator, type(estimator).__name__)
+    feature_names, record = _training(estimator)
+    document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "omicsbayes": __version__,
-        "class": f"{cls.__module__}.{cls.__qualname__}",
-        **_versions(),
+        "libraries": _versions(),
+        "class": name,
+        "params": tree["params"],
+        "n_features_in": tree["attributes"].get("n_features_in_"),
+        "feature_names": feature_names,
+        "mask_var": None if record is None else record.get("mask_var"),
+        "layer": None if record is None else record.get("layer"),
+        "estimator": tree,
     }
+    text = json.dumps(document, allow_nan=False, indent=1)
+    path = Path(path)
 
     def write(tmp):
-        with open(tmp, "wb") as f:
-            pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
-            joblib.dump(estimator, f, compress=3)
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(DOCUMENT, text)
+            for entry, data in encoder.entries.items():
+                archive.writestr(entry, data)
 
     atomic_write(path, write)
     return path
 
 
-def read_header(path):
-    """The header of a fit file (a dict); raises :class:`FitFileError` if it is not one."""
-    with open(path, "rb") as f:
-        return _header(f, path)
+# ---------------------------------------------------------------------------------------------
+# Reading
 
 
-def _header(f, path):
+class _Refused(Exception):
+    """Internal: the reason a file is refused (turned into one FitFileError naming the file)."""
+
+
+def _refuse(path, reason):
+    return FitFileError(
+        f"{path}: not a valid omicsbayes fit file ({reason}); expected a file written by "
+        "omicsbayes.io.save_fit. Nothing from it was run"
+    )
+
+
+def _archive(path):
+    """``(zip archive, document dict)`` after the container checks."""
     try:
-        header = pickle.load(f)
-    except Exception as exc:  # any unpickling failure means: not a fit file
-        raise FitFileError(
-            f"{path}: not an omicsbayes fit file ({type(exc).__name__}); expected a file written "
-            "by omicsbayes.io.save_fit"
-        ) from exc
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise FitFileError(
-            f"{path}: not an omicsbayes fit file; expected a file written by omicsbayes.io.save_fit"
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise FitFileError(f"{path}: cannot read the fit file ({exc.strerror or exc})") from exc
+    if data[:1] == b"\x80":
+        raise _Refused(
+            "a pickle, as omicsbayes wrote fit files before format 2; pickles run code when "
+            "loaded, so it is not read: refit the model and save it again"
         )
-    return header
+    if data[:4] != b"PK\x03\x04":
+        raise _Refused("it does not start as a zip archive")
+    # the end-of-archive record, without a comment, must be the file's last 22 bytes
+    if len(data) < 22 or data[-22:-18] != b"PK\x05\x06" or data[-2:] != b"\x00\x00":
+        raise _Refused("truncated, or bytes after the end of the archive")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise _Refused(f"corrupt archive: {exc}") from exc
+    names = [info.filename for info in infos]
+    if len(set(names)) != len(names) or not names or names[0] != DOCUMENT:
+        raise _Refused(f"the archive must start with {DOCUMENT} and name each member once")
+    for info in infos:
+        if info.flag_bits & 0x1 or info.compress_type not in (
+            zipfile.ZIP_STORED,
+            zipfile.ZIP_DEFLATED,
+        ):
+            raise _Refused(f"member {info.filename} is encrypted or in an unknown compression")
+        if info.filename != DOCUMENT and not _ARRAY_ENTRY.fullmatch(info.filename):
+            raise _Refused(f"unexpected member {info.filename!r}")
+    document = json.loads(_member(archive, DOCUMENT).decode("utf-8"))
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise _Refused(f"{DOCUMENT} does not say format {FORMAT!r}")
+    return archive, document
+
+
+def _member(archive, name):
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        raise _Refused(f"member {name}: {exc}") from exc
+
+
+def _check_version(path, document):
+    saved, fmt = document.get("omicsbayes"), document.get("format_version")
+    if not isinstance(saved, str) or not isinstance(fmt, int) or isinstance(fmt, bool):
+        raise _Refused("no omicsbayes version or format version")
+    major = saved.split(".")[0]
+    if fmt > FORMAT_VERSION or major != __version__.split(".")[0]:
+        raise FitFileError(
+            f"{path}: {document.get('class')} saved by omicsbayes {saved} (fit file format {fmt}); "
+            f"this is omicsbayes {__version__} (format {FORMAT_VERSION}), which reads formats up "
+            f"to {FORMAT_VERSION} from omicsbayes {__version__.split('.')[0]}.x. Load it with "
+            f"omicsbayes=={saved}, or refit the model"
+        )
+    if fmt < FORMAT_VERSION:
+        raise _Refused(f"format version {fmt}, which this release does not read")
+
+
+class _Decoder:
+    """JSON nodes and archive entries back to Python values; every node kind is checked."""
+
+    def __init__(self, archive):
+        self.archive = archive
+        self.classes = _classes()
+        self.used = set()
+        self.memo = {}  # entry -> array, so an array held twice comes back shared
+
+    def value(self, node):
+        if node is None or isinstance(node, bool | int | float | str):
+            return node
+        if isinstance(node, list):
+            return [self.value(v) for v in node]
+        if not isinstance(node, dict) or not isinstance(node.get("$"), str):
+            raise _Refused(f"unexpected JSON value {str(node)[:60]!r}")
+        method = getattr(self, f"kind_{node['$']}", None)
+        if method is None:
+            raise _Refused(f"unknown value kind {node['$'][:40]!r}")
+        return method(node)
+
+    def kind_float(self, node):
+        if node.get("value") not in ("nan", "inf", "-inf"):
+            raise _Refused("a float that is not nan / inf / -inf")
+        return float(node["value"])
+
+    def kind_tuple(self, node):
+        return tuple(self.value(v) for v in self._list(node, "items"))
+
+    def kind_dict(self, node):
+        out = {}
+        for pair in self._list(node, "items"):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise _Refused("a dict item that is not a key, value pair")
+            key = self.value(pair[0])
+            if not isinstance(key, str | int | float | bool | tuple) and key is not None:
+                raise _Refused("a dict key that is not a plain value")
+            out[key] = self.value(pair[1])
+        return out
+
+    def kind_scalar(self, node):
+        dtype = self._dtype(node.get("dtype"))
+        if dtype.kind not in "biufUS":
+            raise _Refused(f"a scalar of dtype {dtype}")
+        return dtype.type(self.value(node.get("value")))
+
+    def kind_dtype(self, node):
+        return self._dtype(node.get("value"))
+
+    def kind_array(self, node):
+        entry = node.get("entry")
+        if not isinstance(entry, str) or not _ARRAY_ENTRY.fullmatch(entry):
+            raise _Refused("an array entry with an unexpected name")
+        if entry not in self.memo:
+            raw = _member(self.archive, entry)
+            buffer = io.BytesIO(raw)
+            try:
+                array = np.load(buffer, allow_pickle=False)
+            except (ValueError, OSError, EOFError, MemoryError) as exc:
+                raise _Refused(f"{entry}: {exc}") from exc
+            if not isinstance(array, np.ndarray) or buffer.tell() != len(raw):
+                raise _Refused(f"{entry}: bytes after the array")
+            self.memo[entry] = array
+            self.used.add(entry)
+        return self.memo[entry]
+
+    def kind_object_array(self, node):
+        shape = self._list(node, "shape")
+        items = [self.value(v) for v in self._list(node, "items")]
+        if not all(isinstance(s, int) and s >= 0 for s in shape) or math.prod(shape) != len(items):
+            raise _Refused("an object array whose shape does not match its items")
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out.reshape(shape)
+
+    def kind_dataframe(self, node):
+        import pandas as pd
+
+        columns = self.value(node.get("columns"))
+        data = [self.value(v) for v in self._list(node, "data")]
+        index = self.value(node.get("index"))
+        if not isinstance(columns, list) or len(columns) != len(data):
+            raise _Refused("a data frame whose columns do not match its data")
+        frame = pd.DataFrame(dict(zip(range(len(data)), data)), index=pd.Index(index))
+        frame.columns = pd.Index(columns)
+        frame.index.name = self.value(node.get("index_name"))
+        return frame
+
+    def kind_sparse(self, node):
+        import scipy.sparse as sp
+
+        parts = [self.value(v) for v in self._list(node, "parts")]
+        shape = tuple(self._list(node, "shape"))
+        fmt = node.get("format")
+        if fmt not in ("csr", "csc") or len(parts) != 3 or len(shape) != 2:
+            raise _Refused("a sparse matrix with an unexpected layout")
+        classes = {"csr": (sp.csr_matrix, sp.csr_array), "csc": (sp.csc_matrix, sp.csc_array)}
+        cls = classes[fmt][bool(node.get("array"))]
+        try:
+            return cls(tuple(parts), shape=shape)
+        except (ValueError, TypeError) as exc:
+            raise _Refused(f"a sparse matrix: {exc}") from exc
+
+    def kind_inference_data(self, node):
+        import arviz as az
+        import xarray as xr
+
+        groups = node.get("groups")
+        if not isinstance(groups, dict):
+            raise _Refused("ArviZ draws without groups")
+        datasets = {}
+        for group, content in groups.items():
+            try:
+                datasets[group] = xr.Dataset.from_dict(self.value(content))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise _Refused(f"ArviZ group {group!r}: {exc}") from exc
+        return az.InferenceData(**datasets)
+
+    def kind_object(self, node):
+        name = node.get("class")
+        cls = self.classes.get(name) if isinstance(name, str) else None
+        if cls is None:
+            raise _Refused(f"class {str(name)[:80]!r} is not one a fit file may hold")
+        attributes = node.get("attributes")
+        if not isinstance(attributes, dict) or not all(map(_ATTRIBUTE.fullmatch, attributes)):
+            raise _Refused(f"{name}: attributes that are not plain names")
+        if "params" in node:
+            params = node["params"]
+            if not isinstance(params, dict):
+                raise _Refused(f"{name}: parameters that are not a JSON object")
+            try:
+                obj = cls(**{k: self.value(v) for k, v in params.items()})
+            except TypeError as exc:
+                raise _Refused(f"{name}: {exc}") from exc
+        else:
+            obj = object.__new__(cls)
+        vars(obj).update({k: self.value(v) for k, v in attributes.items()})
+        return obj
+
+    def _list(self, node, key):
+        value = node.get(key)
+        if not isinstance(value, list):
+            raise _Refused(f"a {node['$']} without its {key!r} list")
+        return value
+
+    def _dtype(self, text):
+        if not isinstance(text, str) or not re.fullmatch(r"[<>|=]?[biufcUSmM]\d*(\[\w+\])?", text):
+            raise _Refused(f"an unexpected dtype {str(text)[:40]!r}")
+        return np.dtype(text)
+
+
+def read_header(path):
+    """The document of a fit file without the estimator's attributes (a dict): format, versions,
+    class, parameters, feature names, gene selection and layer.
+
+    Raises :class:`FitFileError` when ``path`` is not a fit file.
+    """
+    try:
+        _, document = _archive(path)
+    except (_Refused, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _refuse(path, _reason(exc)) from exc
+    return {k: v for k, v in document.items() if k != "estimator"}
+
+
+def _reason(exc):
+    if isinstance(exc, _Refused):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError | json.JSONDecodeError):
+        return f"{DOCUMENT} is not JSON"
+    return f"{DOCUMENT} is nested too deeply"
 
 
 def load_fit(path):
-    """Load an estimator saved by :func:`save_fit`.
+    """Load an estimator saved by :func:`save_fit`; no code from the file is run.
 
     Raises
     ------
     FitFileError
-        When ``path`` is not a fit file, or was saved by another omicsbayes version (the message
-        names both; refit, or install the version that saved it).
+        When ``path`` is not a valid fit file (corrupt, truncated, with bytes after its end, a
+        member or class that is not allowed), or was saved by another major version of omicsbayes
+        or in a newer fit file format (the message names both versions).
     """
-    with open(path, "rb") as f:
-        header = _header(f, path)
-        saved = header.get("omicsbayes")
-        if saved != __version__ or header.get("format_version") != FORMAT_VERSION:
-            raise FitFileError(
-                f"{path}: {header.get('class')} saved by omicsbayes {saved} (fit file format "
-                f"{header.get('format_version')}); this is omicsbayes {__version__} (format "
-                f"{FORMAT_VERSION}). Refit the model, or load it with omicsbayes=={saved}"
-            )
-        return joblib.load(f)
+    try:
+        archive, document = _archive(path)
+        _check_version(path, document)
+        tree = document.get("estimator")
+        if not isinstance(tree, dict) or document.get("class") not in ESTIMATORS:
+            raise _Refused(f"class {str(document.get('class'))[:80]!r} is not an estimator")
+        if tree.get("$") != "object" or tree.get("class") != document["class"]:
+            raise _Refused("the estimator does not match the class the document names")
+        decoder = _Decoder(archive)
+        estimator = decoder.value(tree)
+        unused = {i.filename for i in archive.infolist()} - decoder.used - {DOCUMENT}
+        if unused:
+            raise _Refused(f"members no value refers to: {sorted(unused)[:3]}")
+    except (_Refused, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _refuse(path, _reason(exc)) from exc
+    return estimator
 
 
 def save_draws(estimator, path):

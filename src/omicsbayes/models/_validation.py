@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ..preprocess.transforms import check_matrix
+from ..preprocess.transforms import check_matrix, refuse_anndata
 
 __all__ = [
     "MCMC_CONSTRAINTS",
@@ -94,6 +94,7 @@ def check_X(estimator, X, *, reset, allow_nan=False):
     every value must be finite (``allow_nan``: NaN marks a missing entry, infinity is refused).
     """
     who = type(estimator).__name__
+    refuse_anndata(X, who)
     X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
     if not allow_nan:
         return check_matrix(X, who)

@@ -71,6 +71,17 @@ def _first(X, bad):
     return int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
 
 
+def refuse_anndata(X, who):
+    """Raise TypeError when ``X`` is an AnnData: estimators take a samples x genes matrix or
+    DataFrame; :func:`omicsbayes.tl.predict` scores an AnnData, matching genes by name."""
+    if type(X).__module__.split(".")[0] == "anndata":
+        raise TypeError(
+            f"{who} got an AnnData; it takes a samples x genes matrix or DataFrame. Score an "
+            "AnnData with omicsbayes.tl.predict(adata, fit), which matches its genes to the fit's "
+            "genes by name"
+        )
+
+
 def check_matrix(X, who, name="X", accept_sparse=False):
     """Return ``X`` as a 2-D float matrix, or raise ValueError naming what is wrong.
 
@@ -137,6 +148,7 @@ class _Transform(TransformerMixin, BaseEstimator):
 
     def _check(self, X, reset=False):
         who = type(self).__name__
+        refuse_anndata(X, who)
         if sp.issparse(X) and not self.keeps_sparse:
             X = dense_matrix(X, who)
         X = validate_data(

@@ -13,11 +13,13 @@ Each function fits one model family on ``adata.X`` (or ``adata.layers[layer]``, 
 ==============================  =========================================================
 
 and returns the fitted estimator (``copy=True``: the new AnnData instead, as in scanpy). Save
-the estimator with :func:`omicsbayes.io.save_fit` to predict on new samples later.
+the estimator with :func:`omicsbayes.io.save_fit`; :func:`predict` scores a new cohort with it
+(or with the estimator itself), matching genes by name.
 """
 
 from ._anndata import mcmc_diagnostics
 from ._families import bam, bm2pca, ibp_factor, mvgp, pfa, rank_factor, rflvm
+from ._predict import predict
 
 __all__ = [
     "bam",
@@ -26,6 +28,7 @@ __all__ = [
     "mcmc_diagnostics",
     "mvgp",
     "pfa",
+    "predict",
     "rank_factor",
     "rflvm",
 ]

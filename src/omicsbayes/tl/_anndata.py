@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from omicsbayes._attributes import ANNDATA_FIT, IDATA, SCORES, TRACES, fitted
 from omicsbayes.preprocess.transforms import dense_matrix
 
 __all__ = [
@@ -31,14 +32,6 @@ __all__ = [
     "write_results",
 ]
 
-# Attribute names read from fitted estimators, the issue-15 vocabulary first.
-SCORES = ("scores_", "latent_", "row_factors_")
-TRACES = (
-    ("lower_bound_", "lower_bound"),
-    ("log_likelihood_", "log_likelihood"),
-    ("objective_", "objective"),
-)
-IDATA = ("idata_",)
 # Without a trace attribute, the log likelihood of the retained draws (chains x draws) in idata_.
 DRAW_TRACES = (
     ("sample_stats", "log_likelihood"),
@@ -50,19 +43,6 @@ DRAW_TRACES = (
 IDENTIFIABLE = ("train_decision", "decision", "predictive_mean", "log_likelihood")
 NOT_IDENTIFIABLE = ("theta", "phi", "X", "scores", "loadings", "coef", "intercept", "r", "p")
 RHAT_LIMIT = 1.05  # a variable whose R-hat exceeds this is flagged (not hidden)
-
-
-def fitted(estimator, *names, default=None):
-    """The first fitted attribute of ``estimator`` among ``names`` (``default`` if none).
-
-    Looks into a nested ``pfa_`` (PFAClassifier) when the estimator lacks them all.
-    """
-    for name in names:
-        value = getattr(estimator, name, None)
-        if value is not None:
-            return value
-    inner = getattr(estimator, "pfa_", None)
-    return default if inner is None else fitted(inner, *names, default=default)
 
 
 def loadings_of(estimator, n_vars):
@@ -288,7 +268,9 @@ def mcmc_diagnostics(idata):
 
 
 def _h5ad_safe(value):
-    """A value ``anndata.write_h5ad`` can store (None and other objects become strings)."""
+    """A value ``anndata.write_h5ad`` can store (None stays None; other objects become strings)."""
+    if value is None:
+        return None
     if isinstance(value, dict):
         return {str(k): _h5ad_safe(v) for k, v in value.items()}
     if isinstance(value, pd.DataFrame):
@@ -352,6 +334,11 @@ def write_results(
         uns["diagnostics"] = mcmc_diagnostics(idata)
     uns.update(extra or {})
     adata.uns[key] = {k: _h5ad_safe(v) for k, v in uns.items() if v is not None}
+    # what tl.predict needs to score a new cohort with this fit (kept in its fit file)
+    setattr(estimator, ANNDATA_FIT, {
+        "key_added": key, "layer": (extra or {}).get("layer"), "n_vars": int(adata.n_vars),
+        "var_names": [str(v) for v in adata.var_names[mask]], "tasks": [str(t) for t in tasks],
+    })  # fmt: skip
 
 
 def run(adata, copy, fit):
