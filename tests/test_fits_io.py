@@ -1,15 +1,21 @@
-"""save_fit / load_fit round-trip every estimator: predictions on new samples are identical."""
+"""Fit files: every estimator round-trips with identical outputs; crafted, corrupt, truncated or
+padded files and other major versions are refused with one message, and nothing in them runs."""
 
+import io
+import json
 import pickle
+import zipfile
+from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pytest
 
 from omicsbayes import models
-from omicsbayes.io import FitFileError, load_fit, save_draws, save_fit
+from omicsbayes.io import FitFileError, load_fit, read_header, save_draws, save_fit
 from omicsbayes.io import fits as fits_module
 
+FIXTURES = Path(__file__).parent / "fixtures" / "fits"
 RNG = np.random.default_rng(0)
 X_TRAIN, X_NEW = RNG.normal(size=(30, 6)), RNG.normal(size=(7, 6))
 Y_TRAIN = (X_TRAIN[:, 0] + 0.3 * RNG.normal(size=30) > 0).astype(int)
@@ -103,7 +109,7 @@ def test_round_trip_gives_identical_outputs(name, tmp_path):
     estimator, fit_args, calls = CASES[name]
     estimator.fit(*fit_args)
     before = {method: getattr(estimator, method)(*args) for method, args in calls}
-    path = save_fit(estimator, tmp_path / f"{name}.joblib")
+    path = save_fit(estimator, tmp_path / f"{name}.obfit")
     loaded = load_fit(path)
     assert type(loaded) is type(estimator)
     assert loaded.get_params() == estimator.get_params()
@@ -121,22 +127,158 @@ def test_draws_go_to_netcdf(tmp_path):
         save_draws(models.BAMClassifier(max_iter=5).fit(X_TRAIN, Y_TRAIN), tmp_path / "x.nc")
 
 
-def test_version_mismatch_and_foreign_files_are_refused(tmp_path, monkeypatch):
+def _rewrite(path, out, replace=None, drop=(), add=None, document=None):
+    """Copy the fit file ``path`` to ``out`` with members replaced, dropped or added."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if info.filename in drop:
+                continue
+            data = (replace or {}).get(info.filename, src.read(info.filename))
+            if info.filename == "fit.json" and document is not None:
+                data = json.dumps(document(json.loads(data)))
+            dst.writestr(info.filename, data)
+        for name, data in (add or {}).items():
+            dst.writestr(name, data)
+    return out
+
+
+class _Touch:
+    """Unpickling this creates ``path``: the marker a malicious pickle would leave."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+@pytest.fixture(scope="module")
+def bam_fit(tmp_path_factory):
     est = models.BAMClassifier(max_iter=5).fit(X_TRAIN, Y_TRAIN)
-    monkeypatch.setattr(fits_module, "__version__", "0.0.1")
-    path = save_fit(est, tmp_path / "old.joblib")
-    monkeypatch.undo()
-    with pytest.raises(FitFileError, match=r"saved by omicsbayes 0\.0\.1.*this is omicsbayes"):
-        load_fit(path)
-    (tmp_path / "table.tsv").write_text("a\tb\n1\t2\n")
-    with pytest.raises(FitFileError, match="not an omicsbayes fit file"):
-        load_fit(tmp_path / "table.tsv")
-    with open(tmp_path / "other.pkl", "wb") as f:
-        pickle.dump({"some": "dict"}, f)
-    with pytest.raises(FitFileError, match="not an omicsbayes fit file"):
-        load_fit(tmp_path / "other.pkl")
+    return est, save_fit(est, tmp_path_factory.mktemp("fits") / "bam.obfit")
+
+
+def test_the_file_is_json_and_arrays_only(bam_fit):
+    est, path = bam_fit
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        document = json.loads(archive.read("fit.json"))
+    assert names[0] == "fit.json" and all(n.endswith(".npy") for n in names[1:])
+    assert document["class"] == "omicsbayes.models.BAMClassifier"
+    assert document["params"]["max_iter"] == 5 and document["n_features_in"] == 6
+    header = read_header(path)
+    assert header["omicsbayes"] == fits_module.__version__ and "estimator" not in header
+
+
+def test_a_crafted_file_runs_nothing_and_is_refused(bam_fit, tmp_path):
+    _, path = bam_fit
+    marker = tmp_path / "marker"
+    evil = io.BytesIO()
+    np.save(evil, np.array([_Touch(marker)], dtype=object), allow_pickle=True)
+    crafted = {
+        "pickled array": _rewrite(
+            path, tmp_path / "a.obfit", replace={"arrays/0.npy": evil.getvalue()}
+        ),
+        "class outside the list": _rewrite(
+            path,
+            tmp_path / "b.obfit",
+            document=lambda d: dict(
+                d,
+                estimator=dict(
+                    d["estimator"],
+                    attributes={"x": {"$": "object", "class": "posix.system", "attributes": {}}},
+                ),
+            ),
+        ),
+        "extra member": _rewrite(
+            path, tmp_path / "c.obfit", add={"payload.pkl": pickle.dumps(_Touch(marker))}
+        ),
+    }
+    old = tmp_path / "old.joblib"  # the pickle format omicsbayes wrote before format 2
+    old.write_bytes(pickle.dumps({"format": "omicsbayes-fit"}) + pickle.dumps(_Touch(marker)))
+    crafted["old pickle format"] = old
+    for what, file in crafted.items():
+        with pytest.raises(
+            FitFileError, match=rf"{file.name}: not a valid omicsbayes fit file"
+        ) as err:
+            load_fit(file)
+        assert "Nothing from it was run" in str(err.value), what
+    assert not marker.exists()
+    pickle.loads(pickle.dumps(_Touch(marker)))  # the payload works: loading it would have run it
+    assert marker.exists()
+
+
+def test_corrupt_truncated_and_padded_files_are_refused_naming_the_file(bam_fit, tmp_path):
+    _, path = bam_fit
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("arrays/0.npy")
+    middle = info.header_offset + 60  # inside the first array's compressed bytes
+    flipped = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+    files = {
+        "truncated": data[: len(data) // 2],
+        "junk after the end": data + pickle.dumps([1, 2, 3]),
+        "junk before": b"junk" + data,
+        "corrupt": flipped,
+        "empty": b"",
+        "text": b"a\tb\n1\t2\n",
+    }
+    for what, content in files.items():
+        file = tmp_path / f"{what.replace(' ', '_')}.obfit"
+        file.write_bytes(content)
+        with pytest.raises(FitFileError, match=rf"{file.name}: not a valid omicsbayes fit file"):
+            load_fit(file)
+    with pytest.raises(FitFileError, match="cannot read the fit file"):
+        load_fit(tmp_path / "missing.obfit")
+    dropped = _rewrite(path, tmp_path / "dropped.obfit", drop={"arrays/0.npy"})
+    with pytest.raises(FitFileError, match="arrays/0.npy"):
+        load_fit(dropped)
+
+
+def test_same_major_loads_another_major_or_newer_format_is_refused(bam_fit, tmp_path):
+    est, path = bam_fit
+    later = _rewrite(path, tmp_path / "later.obfit", document=lambda d: dict(d, omicsbayes="0.9.3"))
+    np.testing.assert_array_equal(
+        load_fit(later).decision_function(X_NEW), est.decision_function(X_NEW)
+    )
+    major = _rewrite(path, tmp_path / "major.obfit", document=lambda d: dict(d, omicsbayes="1.0.0"))
+    with pytest.raises(FitFileError, match=r"saved by omicsbayes 1\.0\.0 .*this is omicsbayes 0\."):
+        load_fit(major)
+    newer = _rewrite(path, tmp_path / "newer.obfit", document=lambda d: dict(d, format_version=99))
+    with pytest.raises(FitFileError, match=r"fit file format 99\); this is .*\(format 2\)"):
+        load_fit(newer)
+
+
+def test_a_fit_file_of_this_release_keeps_loading():
+    """The file in tests/fixtures/fits was written by omicsbayes 0.1.0; every 0.x must read it
+    and predict the decision values stored beside it."""
+    est = load_fit(FIXTURES / "rank_factor_0.1.0.obfit")
+    expected = np.load(FIXTURES / "rank_factor_0.1.0.decision.npy")
+    np.testing.assert_array_equal(est.decision_function(X_NEW[:, :5]), expected)
+    assert read_header(FIXTURES / "rank_factor_0.1.0.obfit")["feature_names"] == [
+        f"g{j}" for j in range(5)
+    ]
+
+
+def test_draws_come_back_identical(tmp_path):
+    est = models.PoissonFactorAnalysis(n_factors=2, n_iter=8, burn_in=4, random_state=0).fit(COUNTS)
+    back = load_fit(save_fit(est, tmp_path / "pfa.obfit"))
+    for group in est.idata_.groups():
+        assert getattr(back.idata_, group).identical(getattr(est.idata_, group)), group
+
+
+def test_refuses_what_it_cannot_save(tmp_path):
     with pytest.raises(ValueError, match="not fitted"):
-        save_fit(models.BAMClassifier(), tmp_path / "unfitted.joblib")
+        save_fit(models.BAMClassifier(), tmp_path / "unfitted.obfit")
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(TypeError, match="Ridge is not an estimator a fit file can hold"):
+        save_fit(Ridge().fit(X_TRAIN, Y_TRAIN), tmp_path / "ridge.obfit")
+    est = models.BAMClassifier(max_iter=5).fit(X_TRAIN, Y_TRAIN)
+    est.extra_ = lambda: None
+    with pytest.raises(TypeError, match=r"BAMClassifier\.extra_ holds a builtins\.function"):
+        save_fit(est, tmp_path / "lambda.obfit")
+    assert not (tmp_path / "lambda.obfit").exists()
 
 
 @pytest.mark.workflow

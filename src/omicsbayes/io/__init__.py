@@ -1,7 +1,8 @@
 """Cohort readers: files to AnnData (samples x features).
 
-Fits: ``save_fit`` / ``load_fit`` round-trip a fitted estimator, ``save_draws`` writes MCMC
-draws to netCDF (:mod:`.fits`).
+Fits: ``save_fit`` / ``load_fit`` round-trip a fitted estimator through a fit file that is data
+(JSON and arrays; loading runs no code from the file), ``read_header`` shows what a fit file
+holds, ``save_draws`` writes MCMC draws to netCDF (:mod:`.fits`).
 
 Every reader returns ``.obs`` indexed by sample ID, ``.var`` indexed by feature ID, X as
 float64 and the raw values in ``.layers["intensity"]`` or ``.layers["counts"]`` (int64). Every
@@ -14,7 +15,7 @@ from .cohort import read_cohort
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
 from .demo import load_demo
-from .fits import FitFileError, load_fit, save_draws, save_fit
+from .fits import FitFileError, load_fit, read_header, save_draws, save_fit
 from .geo import collapse_probes, read_geo_platform, read_geo_series_matrix
 from .h5ad import read_h5ad
 from .hiv import read_hivdb_phenosense
@@ -38,6 +39,7 @@ __all__ = [
     "read_edge_list",
     "read_geo_platform",
     "read_geo_series_matrix",
+    "read_header",
     "read_h5ad",
     "read_hivdb_phenosense",
     "load_omim_associations",
