@@ -398,7 +398,10 @@ class IBPFactorModel(MCMCEstimator):
     _parameter_constraints = {
         **MCMC_CONSTRAINTS,
         **{name: [POSITIVE] for name in ("alpha", "sigma_x", "sigma_a")},
-        **{name: [None, tuple, list] for name in ("alpha_prior", "noise_prior", "loading_prior")},
+        **{
+            name: [None, tuple, list, np.ndarray]  # arrays: params read back from an h5ad file
+            for name in ("alpha_prior", "noise_prior", "loading_prior")
+        },
         "n_init_features": [Interval(Integral, 0, None, closed="left")],
     }
 

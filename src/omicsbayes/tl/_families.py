@@ -177,6 +177,7 @@ def bam(
             trace[i, : c.n_iter_] = c.lower_bound_
         extra = _classes_extra(key, classes, [str(c) for c in classes[-coef.shape[1] :]], layer)
         extra.update(
+            model=type(core).__name__,
             params=core.get_params(),
             kernel=str(kernel),
             variant=variant,

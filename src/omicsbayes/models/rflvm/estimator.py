@@ -205,7 +205,7 @@ class RFLVM(MCMCEstimator):
         # an elliptical slice step shrinks its bracket geometrically; a few shrinks are not
         # enough for every row of a chain (1 fails on the sweep's tiny problem)
         "max_shrink": [Interval(Integral, 20, None, closed="left")],
-        **{name: [tuple, list] for name in PRIORS},
+        **{name: [tuple, list, np.ndarray] for name in PRIORS},  # arrays: params read from h5ad
     }
 
     def _validate_params(self):
