@@ -1,4 +1,5 @@
-"""The omicsbayes command: help, fit on small files (log lines or a bar), run on a tiny config."""
+"""The omicsbayes command: help, fit on small files (log lines or a bar), predict on a new cohort
+from a fit file, every command-line fault as one line before any fit, run on a tiny config."""
 
 import fcntl
 import io
@@ -48,6 +49,7 @@ def cohort(tmp_path_factory):
         var=pd.DataFrame(index=[f"g{j}" for j in range(12)]),
     )
     adata.layers["counts"] = rng.poisson(np.exp(1 + 0.4 * X))
+    adata.var["hv"] = np.arange(12) % 4 != 3
     path = tmp_path_factory.mktemp("cli") / "cohort.h5ad"
     adata.write_h5ad(path)
     return path
@@ -63,7 +65,7 @@ def test_help_lists_every_model_and_the_formats():
 
 
 def test_fit_writes_the_cohort_and_a_fit_that_reloads(cohort, tmp_path):
-    out, fit = tmp_path / "fit.h5ad", tmp_path / "fit.joblib"
+    out, fit = tmp_path / "fit.h5ad", tmp_path / "fit.obfit"
     result = omicsbayes(
         "fit",
         cohort,
@@ -133,6 +135,137 @@ def test_fit_refuses_with_one_clear_message(cohort, tmp_path, args, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "x.h5ad").exists()
+
+
+FIT = ["fit", "--label", "disease"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--model", "G-L-BSVM", "--param", "n_factor=2"],
+            "RankFactorClassifier has no parameter 'n_factor'; did you mean 'n_factors'?",
+        ),
+        (
+            ["--model", "BAM_L", "--param", "n_factors=2"],
+            "BAMClassifier has no parameter 'n_factors'",
+        ),
+        (
+            ["--model", "G-L-BSVM", "--param", "n_factors=0"],
+            "The 'n_factors' parameter of RankFactorClassifier must be an int",
+        ),
+        (["--model", "G-L-BSVM", "--param", "layer=counts"], "set layer with --layer, not --param"),
+        (["--model", "RankFactorClassifier", "--param", "variant=G-X"], "unknown variant 'G-X'"),
+        (
+            ["--model", "G-L-BSVM", "--draws", "{tmp}/d.nc"],
+            "--draws: --model G-L-BSVM with these parameters is not an MCMC fit",
+        ),
+        (
+            ["--model", "BAM_L", "--draws", "{tmp}/d.nc"],
+            "--model BAM_L with these parameters is not an MCMC fit",
+        ),
+        (["--model", "G-L-BSVM", "--save-fit", "{tmp}/x.h5ad"], "-o and --save-fit both write"),
+        (["--model", "G-L-BSVM", "--save-fit", "{tmp}"], "--save-fit {tmp}: is a folder"),
+        (
+            ["--model", "G-L-BSVM", "--save-fit", "{tmp}/a_file/fit.obfit"],
+            "a_file is a file, not a folder",
+        ),
+    ],
+)
+def test_command_line_faults_are_one_line_before_any_fit(
+    cohort, tmp_path, monkeypatch, args, message
+):
+    (tmp_path / "a_file").write_text("x")
+    fitted = []
+    monkeypatch.setattr(cli, "read_input", lambda *a: fitted.append(a))  # never reached
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    with pytest.raises(SystemExit) as exit:
+        cli.main([*FIT[:1], str(cohort), *FIT[1:], *args, "-o", str(tmp_path / "x.h5ad")])
+    assert message.replace("{tmp}", str(tmp_path)) in str(exit.value.code)
+    assert "\n" not in str(exit.value.code) and not fitted
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_mask_var_on_an_association_model_is_refused(cohort, tmp_path):
+    with pytest.raises(SystemExit, match="--mask-var does not apply to --model PMF"):
+        cli.main(
+            [
+                "fit",
+                str(cohort),
+                "--model",
+                "PMF",
+                "--mask-var",
+                "hv",
+                "-o",
+                str(tmp_path / "x.h5ad"),
+            ]
+        )
+
+
+def test_help_says_how_to_get_the_dense_rflvm():
+    result = omicsbayes("fit", "--help")
+    assert "dense RFLVM: --model RFLVM --param sparse=false" in " ".join(result.stdout.split())
+
+
+def test_outputs_go_into_new_folders_together(cohort, tmp_path):
+    out = tmp_path / "new" / "deeper"
+    result = omicsbayes(
+        "fit", cohort, "--model", "PFA", "--layer", "counts", "--param", "n_factors=2", "--param",
+        "n_iter=6", "--param", "burn_in=3", "-o", out / "pfa.h5ad", "--save-fit",
+        tmp_path / "fits" / "pfa.obfit", "--draws", tmp_path / "draws" / "pfa.nc",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (out / "pfa.h5ad").is_file() and (tmp_path / "draws" / "pfa.nc").is_file()
+    assert load_fit(tmp_path / "fits" / "pfa.obfit").idata_.posterior.sizes["draw"] == 3
+
+
+def test_a_failing_output_leaves_none_of_them(tmp_path):
+    def fail(tmp):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        cli.write_outputs(
+            [
+                (tmp_path / "a" / "one.h5ad", lambda t: Path(t).write_text("1")),
+                (tmp_path / "two.obfit", fail),
+            ]
+        )
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_predict_scores_a_new_cohort_by_gene_name(cohort, tmp_path):
+    fit = tmp_path / "fit.obfit"
+    result = omicsbayes(
+        "fit", cohort, "--model", "BPROBIT", "--label", "disease", "--mask-var", "hv", "--param",
+        "max_iter=20", "-o", tmp_path / "train.h5ad", "--save-fit", fit,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    train = ad.read_h5ad(cohort)
+    new = train[5:25, ::-1].copy()  # other samples, genes in reverse order
+    new.write_h5ad(tmp_path / "new.h5ad")
+    result = omicsbayes(
+        "predict", tmp_path / "new.h5ad", "--fit", fit, "-o", tmp_path / "out" / "scored.h5ad"
+    )
+    assert result.returncode == 0, result.stderr
+    scored = ad.read_h5ad(tmp_path / "out" / "scored.h5ad")
+    X = train[5:25, train.var["hv"].to_numpy()].X
+    np.testing.assert_allclose(scored.obs["bam_decision"], load_fit(fit).decision_function(X))
+    assert scored.uns["bam"]["fit"] == str(fit) and scored.uns["bam"]["n_genes_used"] == 9
+    new[:, :4].copy().write_h5ad(tmp_path / "few.h5ad")
+    truncated = tmp_path / "truncated.obfit"
+    truncated.write_bytes(fit.read_bytes()[:-40])
+    for args, message in (
+        (
+            ["few.h5ad", "--fit", fit],
+            "tl.predict: 6 of the fit's 9 genes are not in adata.var_names",
+        ),
+        (["new.h5ad", "--fit", truncated], "truncated.obfit: not a valid omicsbayes fit file"),
+    ):
+        result = omicsbayes("predict", *args, "-o", tmp_path / "never.h5ad", cwd=tmp_path)
+        assert result.returncode != 0 and message in result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "never.h5ad").exists()
 
 
 def test_fit_shows_a_bar_on_a_terminal(cohort, tmp_path):

@@ -1,15 +1,24 @@
 """The ``omicsbayes`` command: fit one model on a cohort file, or run the whole workflow.
 
 ``omicsbayes fit COHORT --model NAME [--label COLUMN] [--layer LAYER] [--param KEY=VALUE ...]
--o fit.h5ad`` calls the :mod:`omicsbayes.tl` function of the model and writes the cohort with its
-outputs; ``omicsbayes run --config my.yaml --cores N [--profile DIR]`` runs the Snakemake
-workflow. Progress: a bar when stderr is a terminal, log lines when it is not (a cluster log).
+-o fit.h5ad [--save-fit FIT.obfit]`` calls the :mod:`omicsbayes.tl` function of the model and
+writes the cohort with its outputs; ``omicsbayes predict NEW.h5ad --fit FIT.obfit -o OUT.h5ad``
+scores a new cohort with a saved fit (:func:`omicsbayes.tl.predict`, genes matched by name);
+``omicsbayes run --config my.yaml --cores N [--profile DIR]`` runs the Snakemake workflow.
+Progress: a bar when stderr is a terminal, log lines when it is not (a cluster log).
+
+Every fault of the command line (an unknown or invalid ``--param``, an option that does not apply
+to the model, an output that cannot be written) is one line on stderr and a non-zero exit, found
+before the cohort is read or the model fitted; outputs are written only when everything succeeded
+(each output's folder is created as needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -51,16 +60,31 @@ MODELS = {
     **{m: ("mvgp", {"model": m}, "none") for m in _MVGP},
 }
 
+# parameters of the tl function (not of the estimator) that --param may set
+TL_PARAMS = {
+    "rank_factor": {"variant"},
+    "bam": {"kernel", "variant"},
+    "mvgp": {"model", "row_kernel", "col_kernel", "negative_ratio"},
+}
+# tl arguments that have their own option
+OPTIONS = {"label_key": "--label", "layer": "--layer", "mask_var": "--mask-var",
+           "key_added": "--key", "random_state": "--seed"}  # fmt: skip
+
 FORMATS = """\
-cohort formats (COHORT):
+cohort formats (COHORT, NEW):
   *.h5ad                         AnnData, samples x features (omicsbayes.io.read_h5ad)
   *.tsv, *.csv, *.txt (.gz too)  delimited matrix, samples as rows (--orientation to turn),
                                  labels from --sample-sheet (omicsbayes.io.read_matrix)
   demo:NAME                      a bundled demo cohort (omicsbayes.io.load_demo)
-outputs:
-  -o FIT.h5ad                    the cohort with the model's .obsm/.varm/.obs/.uns outputs
-  --save-fit FIT.joblib          the fitted estimator (omicsbayes.io.load_fit reads it back)
+outputs (folders are created; nothing is written when a step fails):
+  -o OUT.h5ad                    the cohort with the model's .obsm/.varm/.obs/.uns outputs
+  --save-fit FIT.obfit           the fit as a data file (omicsbayes.io.load_fit, omicsbayes
+                                 predict and omicsbayes.tl.predict read it back)
   --draws DRAWS.nc               MCMC draws as ArviZ netCDF (MCMC models only)"""
+
+RFLVM_NOTE = """\
+RFLVM and IBP-RFLVM are the IBP (sparse) RFLVM; the dense RFLVM of paper 002:
+  --model RFLVM --param sparse=false"""
 
 
 def _models_help():
@@ -70,7 +94,7 @@ def _models_help():
     lines = ["models (--model), by omicsbayes.tl function:"]
     for (func, labels), names in groups.items():
         lines.append(f"  tl.{func:<12} labels {labels:<9} {', '.join(names)}")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + RFLVM_NOTE
 
 
 def parse_param(text):
@@ -83,7 +107,7 @@ def parse_param(text):
     return key, yaml.safe_load(value)
 
 
-def read_input(path, sample_sheet=None, orientation="samples_as_rows"):
+def read_input(path, sample_sheet=None, orientation="samples_as_rows", prog="omicsbayes fit"):
     """Read a cohort named on the command line (see :data:`FORMATS`)."""
     from . import io
 
@@ -97,7 +121,7 @@ def read_input(path, sample_sheet=None, orientation="samples_as_rows"):
         return io.read_h5ad(text)
     if suffixes[-1:] and suffixes[-1] in (".tsv", ".csv", ".txt"):
         return io.read_matrix(text, sample_sheet=sample_sheet, orientation=orientation)
-    raise SystemExit(f"omicsbayes fit: {text}: unknown cohort format; expected\n{FORMATS}")
+    raise SystemExit(f"{prog}: {text}: unknown cohort format; expected\n{FORMATS}")
 
 
 def _progress_setup(verbose_bar):
@@ -110,30 +134,158 @@ def _progress_setup(verbose_bar):
     logger.setLevel(logging.WARNING if verbose_bar else logging.INFO)
 
 
+def _estimator(func, tl_args, params, labelled):
+    """The estimator ``tl.<func>(**tl_args, **params)`` would fit (for checks before any fit)."""
+    from . import models
+
+    if func == "rank_factor":
+        variant = tl_args.get("variant", "R-L-BSVM")  # tl.rank_factor's default
+        if variant is None:
+            return models.RankFactorClassifier(**params)
+        return models.RankFactorClassifier.from_variant(variant, **params)
+    if func == "bam":
+        if tl_args["variant"] == "BPROBIT":
+            return models.BayesianProbitClassifier(**params)
+        ranking = "listwise" if tl_args["variant"] == "BAM_L" else "pairwise"
+        return models.BAMClassifier(ranking=ranking, **params)
+    if func == "mvgp":
+        return getattr(models, tl_args["model"])(**params)
+    if func == "pfa":
+        cls = models.PFAClassifier if labelled else models.PoissonFactorAnalysis
+        return cls(**params)
+    cls = {"bm2pca": models.BM2PCAClassifier, "rflvm": models.RFLVM,
+           "ibp_factor": models.IBPFactorModel}[func]  # fmt: skip
+    return cls(**params)
+
+
+def _checked_estimator(args, func, params):
+    """Check every ``--param`` against the estimator before anything is read or fitted.
+
+    Returns the estimator; raises SystemExit with one line naming the parameter otherwise.
+    """
+    prog = f"omicsbayes fit: --model {args.model}"
+    for key in params:
+        if key in OPTIONS:
+            raise SystemExit(f"{prog}: set {key} with {OPTIONS[key]}, not --param")
+    tl_keys = TL_PARAMS.get(func, set())
+    tl_args = {k: v for k, v in params.items() if k in tl_keys}
+    own = {k: v for k, v in params.items() if k not in tl_keys}
+    labelled = args.label is not None
+    try:
+        probe = _estimator(func, tl_args, {}, labelled)
+    except ValueError as exc:  # an unknown variant
+        raise SystemExit(f"{prog}: {_one_line(exc)}") from exc
+    known = sorted(set(probe.get_params(deep=False)) | tl_keys)
+    for key in own:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SystemExit(
+                f"{prog}: --param {key}: {type(probe).__name__} has no parameter {key!r}; "
+                f"{hint}its parameters are {', '.join(known)}"
+            )
+    try:
+        estimator = _estimator(func, tl_args, own, labelled)
+        if "random_state" in known:
+            estimator.set_params(random_state=args.seed)
+        estimator._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise SystemExit(f"{prog}: {_one_line(exc)}") from exc
+    return estimator
+
+
+def _keeps_draws(estimator):
+    """Whether a fit of ``estimator`` keeps MCMC draws (``idata_``)."""
+    capabilities = getattr(type(estimator), "capabilities", frozenset())
+    if "mcmc" not in capabilities:
+        return False
+    return "vb" not in capabilities or getattr(estimator, "inference", None) == "gibbs"
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())
+
+
+def check_outputs(prog, outputs):
+    """Refuse, before any work, outputs that cannot be written: the same path twice, a folder in
+    the way, or a folder that cannot be created or written. ``outputs``: option -> path."""
+    given = {opt: Path(path) for opt, path in outputs.items() if path}
+    seen = {}
+    for opt, path in given.items():
+        resolved = path.resolve()
+        if resolved in seen:
+            raise SystemExit(f"{prog}: {seen[resolved]} and {opt} both write {path}")
+        seen[resolved] = opt
+        if path.is_dir():
+            raise SystemExit(f"{prog}: {opt} {path}: is a folder; expected a file path")
+        ancestor = resolved.parent
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise SystemExit(f"{prog}: {opt} {path}: {ancestor} is a file, not a folder")
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise SystemExit(f"{prog}: {opt} {path}: cannot write in {ancestor}")
+
+
+def write_outputs(writers):
+    """Write every ``(path, write(tmp))`` to a temporary file beside it (folders created), then
+    move them all into place; on any failure none of them is left behind."""
+    import tempfile
+
+    done = []
+    try:
+        for path, write in writers:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+            os.close(fd)
+            done.append((tmp, path))
+            write(tmp)
+            os.chmod(tmp, 0o644)
+    except BaseException:
+        for tmp, _ in done:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        raise
+    for tmp, path in done:
+        os.replace(tmp, path)
+
+
 def cmd_fit(args):
     from . import io, tl
 
+    prog = "omicsbayes fit"
     func, fixed, labels = MODELS[args.model]
     if labels == "required" and args.label is None:
-        raise SystemExit(
-            f"omicsbayes fit: --model {args.model} needs --label COLUMN (an .obs column)"
-        )
+        raise SystemExit(f"{prog}: --model {args.model} needs --label COLUMN (an .obs column)")
     if labels == "none" and args.label is not None:
-        raise SystemExit(f"omicsbayes fit: --model {args.model} takes no labels; drop --label")
+        raise SystemExit(f"{prog}: --model {args.model} takes no labels; drop --label")
+    if args.mask_var is not None and func == "mvgp":
+        raise SystemExit(
+            f"{prog}: --mask-var does not apply to --model {args.model} (tl.mvgp fits every "
+            "column of the association matrix); drop --mask-var or subset the cohort first"
+        )
     params = dict(fixed)
     for key, value in args.param:
         if key in params and params[key] != value:
-            raise SystemExit(f"omicsbayes fit: --model {args.model} fixes {key}={params[key]!r}")
+            raise SystemExit(f"{prog}: --model {args.model} fixes {key}={params[key]!r}")
         params[key] = value
     bar = sys.stderr.isatty()
-    _progress_setup(bar)
     params.setdefault("verbose", bar)
+    estimator = _checked_estimator(args, func, params)
+    if args.draws and not _keeps_draws(estimator):
+        raise SystemExit(
+            f"{prog}: --draws: --model {args.model} with these parameters is not an MCMC fit and "
+            "keeps no draws; drop --draws (RankFactorClassifier variants: --param inference=gibbs)"
+        )
+    check_outputs(prog, {"-o": args.output, "--save-fit": args.save_fit, "--draws": args.draws})
+    _progress_setup(bar)
     call = {"random_state": args.seed, **params}
     if labels != "none":
         call["label_key"] = args.label
     if args.layer is not None:
         call["layer"] = args.layer
-    if args.mask_var is not None and func != "mvgp":
+    if args.mask_var is not None:
         call["mask_var"] = args.mask_var
     if args.key is not None:
         call["key_added"] = args.key
@@ -150,14 +302,67 @@ def cmd_fit(args):
         )
         estimator = getattr(tl, func)(adata, **call)
     except ValueError as exc:
-        raise SystemExit(f"omicsbayes fit: {exc}") from exc
-    adata.write_h5ad(args.output)
-    logger.log(logging.WARNING if bar else logging.INFO, "wrote %s", args.output)
+        raise SystemExit(f"{prog}: {exc}") from exc
+    writers = [(args.output, adata.write_h5ad)]
     if args.save_fit:
-        io.save_fit(estimator, args.save_fit)
+        writers.append((args.save_fit, lambda tmp: io.save_fit(estimator, tmp)))
     if args.draws:
-        io.save_draws(estimator, args.draws)
+        writers.append((args.draws, lambda tmp: io.save_draws(estimator, tmp)))
+    write_outputs(writers)
+    written = ", ".join(str(path) for path, _ in writers)
+    logger.log(logging.WARNING if bar else logging.INFO, "wrote %s", written)
     return 0
+
+
+def cmd_predict(args):
+    from . import io, tl
+
+    prog = "omicsbayes predict"
+    check_outputs(prog, {"-o": args.output})
+    _progress_setup(sys.stderr.isatty())
+    try:
+        header = io.read_header(args.fit)
+        adata = read_input(args.cohort, args.sample_sheet, args.orientation, prog)
+        kwargs = {} if args.layer is None else {"layer": args.layer}
+        tl.predict(adata, args.fit, key_added=args.key, **kwargs)
+    except ValueError as exc:
+        raise SystemExit(f"{prog}: {_one_line(exc)}") from exc
+    write_outputs([(args.output, adata.write_h5ad)])
+    logger.info(
+        "scored %d samples of %s with %s (omicsbayes %s) from %s; wrote %s",
+        adata.n_obs,
+        args.cohort,
+        header["class"].rsplit(".", 1)[1],
+        header["omicsbayes"],
+        args.fit,
+        args.output,
+    )
+    return 0
+
+
+def _add_predict_parser(sub):
+    predict = sub.add_parser(
+        "predict",
+        help="score a new cohort with a saved fit (genes matched by name)",
+        description="Score the samples of a new cohort with a fit saved by omicsbayes fit "
+        "--save-fit (or omicsbayes.io.save_fit): the fit's genes are taken from the cohort by "
+        "name (extra genes are ignored, a missing gene is an error), from the layer the fit was "
+        "made on, and the scores and decision values are written as omicsbayes fit writes them.",
+        epilog=FORMATS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    predict.add_argument("cohort", metavar="NEW", help="the new cohort (see the formats below)")
+    predict.add_argument("--fit", required=True, help="fit file written by --save-fit")
+    predict.add_argument("-o", "--output", required=True, help="output .h5ad")
+    predict.add_argument("--key", help="key_added (default: the fit's)")
+    predict.add_argument("--layer", help="score this layer (default: the layer of the fit)")
+    predict.add_argument("--sample-sheet", help="sample sheet of a delimited matrix")
+    predict.add_argument(
+        "--orientation",
+        default="samples_as_rows",
+        choices=["samples_as_rows", "samples_as_columns"],
+    )
+    predict.set_defaults(func=cmd_predict)
 
 
 def find_snakefile(given=None):
@@ -248,13 +453,14 @@ def build_parser():
         epilog=f"{_models_help()}\n\n{FORMATS}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_predict_parser(sub)
     fit.add_argument("cohort", help="cohort file (see the formats below)")
     fit.add_argument(
         "--model",
         required=True,
         choices=list(MODELS),
         metavar="NAME",
-        help="model name (listed below)",
+        help="model name (listed below; the dense RFLVM: --model RFLVM --param sparse=false)",
     )
     fit.add_argument("--label", help=".obs column of the labels")
     fit.add_argument("--layer", help="fit on this layer instead of X (e.g. counts)")
@@ -276,7 +482,7 @@ def build_parser():
         choices=["samples_as_rows", "samples_as_columns"],
     )
     fit.add_argument("-o", "--output", required=True, help="output .h5ad")
-    fit.add_argument("--save-fit", help="also save the estimator (.joblib)")
+    fit.add_argument("--save-fit", help="also save the fit as a data file (.obfit)")
     fit.add_argument("--draws", help="also save the MCMC draws (.nc)")
     fit.set_defaults(func=cmd_fit)
     run = sub.add_parser(

@@ -21,6 +21,7 @@ Every class is a scikit-learn transformer with a class attribute ``learns_from_s
 """
 
 import logging
+import sys
 from numbers import Integral, Real
 
 import numpy as np
@@ -74,7 +75,8 @@ def _first(X, bad):
 def refuse_anndata(X, who):
     """Raise TypeError when ``X`` is an AnnData: estimators take a samples x genes matrix or
     DataFrame; :func:`omicsbayes.tl.predict` scores an AnnData, matching genes by name."""
-    if type(X).__module__.split(".")[0] == "anndata":
+    anndata = sys.modules.get("anndata")  # an AnnData exists only once anndata is imported
+    if anndata is not None and isinstance(X, anndata.AnnData):
         raise TypeError(
             f"{who} got an AnnData; it takes a samples x genes matrix or DataFrame. Score an "
             "AnnData with omicsbayes.tl.predict(adata, fit), which matches its genes to the fit's "
