@@ -97,6 +97,16 @@ def test_h5ad_round_trip(tmp_path):
     assert a.var_names.tolist() == ["g1", "g2", "g3"]
 
 
+def test_h5ad_float_x_is_kept_once(tmp_path):
+    values = np.random.default_rng(0).normal(size=(20, 50))
+    ad.AnnData(X=values.astype(np.float32)).write_h5ad(tmp_path / "f.h5ad")
+    a = read_h5ad(tmp_path / "f.h5ad")
+    assert a.X.dtype == np.float64 and list(a.layers) == []  # no copy of X as a layer
+    np.testing.assert_array_equal(a.X, values.astype(np.float32))
+    a.write_h5ad(tmp_path / "again.h5ad")
+    assert list(ad.read_h5ad(tmp_path / "again.h5ad").layers) == []
+
+
 def test_geo_series_matrix():
     g = read_geo_series_matrix(FIX / "GSE99999_series_matrix.txt.gz")
     assert g.obs_names.tolist() == ["GSM1000001", "GSM1000002", "GSM1000003"]

@@ -14,8 +14,9 @@ def read_h5ad(path):
 
     X becomes float64 and keeps its storage: a dense X stays a dense array, a sparse X (single-cell
     counts) becomes a CSR matrix and is never expanded; layers are kept as stored, sparse or
-    dense. When the file has neither a ``"counts"`` nor an ``"intensity"`` layer, a copy of X as
-    stored is kept as ``"counts"`` if X has an integer dtype and as ``"intensity"`` otherwise.
+    dense. An X stored as integers, in a file without a ``"counts"`` layer, is also kept as
+    ``.layers["counts"]`` (the integers as read, for the count models); a float X is kept once,
+    as X.
 
     Parameters
     ----------
@@ -44,8 +45,8 @@ def read_h5ad(path):
     check_unique(adata.obs_names.tolist(), str(path), "sample")
     check_unique(adata.var_names.tolist(), str(path), "feature")
     X = adata.X
-    if "counts" not in adata.layers and "intensity" not in adata.layers:
-        adata.layers["counts" if np.issubdtype(X.dtype, np.integer) else "intensity"] = X.copy()
+    if np.issubdtype(X.dtype, np.integer) and "counts" not in adata.layers:
+        adata.layers["counts"] = X  # the array as read; X below is a new float64 one
     if sp.issparse(X):
         adata.X = X.tocsr().astype(np.float64, copy=False)
     else:
