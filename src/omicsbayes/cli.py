@@ -121,7 +121,10 @@ def read_input(path, sample_sheet=None, orientation="samples_as_rows", prog="omi
         return io.read_h5ad(text)
     if suffixes[-1:] and suffixes[-1] in (".tsv", ".csv", ".txt"):
         return io.read_matrix(text, sample_sheet=sample_sheet, orientation=orientation)
-    raise SystemExit(f"{prog}: {text}: unknown cohort format; expected\n{FORMATS}")
+    raise SystemExit(
+        f"{prog}: {text}: unknown cohort format; expected .h5ad, a .tsv / .csv / .txt matrix "
+        "(.gz too) or demo:NAME (the formats: omicsbayes fit --help)"
+    )
 
 
 def _progress_setup(verbose_bar):
