@@ -142,6 +142,15 @@ def _rewrite(path, out, replace=None, drop=(), add=None, document=None):
     return out
 
 
+def _with_attribute(path, out, node):
+    """A copy of the fit file whose estimator has one attribute ``x``, the JSON ``node``."""
+
+    def document(d):
+        return dict(d, estimator=dict(d["estimator"], attributes={"x": node}))
+
+    return _rewrite(path, out, document=document)
+
+
 class _Touch:
     """Unpickling this creates ``path``: the marker a malicious pickle would leave."""
 
@@ -179,17 +188,18 @@ def test_a_crafted_file_runs_nothing_and_is_refused(bam_fit, tmp_path):
         "pickled array": _rewrite(
             path, tmp_path / "a.obfit", replace={"arrays/0.npy": evil.getvalue()}
         ),
-        "class outside the list": _rewrite(
-            path,
-            tmp_path / "b.obfit",
-            document=lambda d: dict(
-                d,
-                estimator=dict(
-                    d["estimator"],
-                    attributes={"x": {"$": "object", "class": "posix.system", "attributes": {}}},
-                ),
-            ),
+        "class outside the list": _with_attribute(
+            path, tmp_path / "b.obfit", {"$": "object", "class": "posix.system", "attributes": {}}
         ),
+        "unhashable key": _with_attribute(
+            path,
+            tmp_path / "d.obfit",
+            {"$": "dict", "items": [[{"$": "tuple", "items": [[1]]}, 2]]},
+        ),
+        "bad scalar": _with_attribute(
+            path, tmp_path / "e.obfit", {"$": "scalar", "dtype": "<f8", "value": "abc"}
+        ),
+        "unknown kind": _with_attribute(path, tmp_path / "f.obfit", {"$": "eval", "value": "1"}),
         "extra member": _rewrite(
             path, tmp_path / "c.obfit", add={"payload.pkl": pickle.dumps(_Touch(marker))}
         ),

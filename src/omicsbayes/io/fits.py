@@ -538,6 +538,8 @@ class _Decoder:
         groups = node.get("groups")
         if not isinstance(groups, dict):
             raise _Refused("ArviZ draws without groups")
+        if not all(map(_ATTRIBUTE.fullmatch, groups)):
+            raise _Refused("ArviZ groups that are not plain names")
         datasets = {}
         for group, content in groups.items():
             try:
@@ -592,6 +594,10 @@ def read_header(path):
     return {k: v for k, v in document.items() if k != "estimator"}
 
 
+def _one_line(exc):
+    return " ".join(str(exc).split())[:200]
+
+
 def _reason(exc):
     if isinstance(exc, _Refused):
         return str(exc)
@@ -619,7 +625,12 @@ def load_fit(path):
         if tree.get("$") != "object" or tree.get("class") != document["class"]:
             raise _Refused("the estimator does not match the class the document names")
         decoder = _Decoder(archive)
-        estimator = decoder.value(tree)
+        try:
+            estimator = decoder.value(tree)
+        except (_Refused, RecursionError):
+            raise
+        except Exception as exc:  # any other failure to rebuild a value: the file is not valid
+            raise _Refused(f"{type(exc).__name__}: {_one_line(exc)}") from exc
         unused = {i.filename for i in archive.infolist()} - decoder.used - {DOCUMENT}
         if unused:
             raise _Refused(f"members no value refers to: {sorted(unused)[:3]}")
