@@ -198,8 +198,11 @@ def _checked_estimator(args, func, params):
 
 
 def _keeps_draws(estimator):
-    """Whether a fit of ``estimator`` keeps MCMC draws (``idata_``)."""
-    capabilities = getattr(type(estimator), "capabilities", frozenset())
+    """Whether a fit of ``estimator`` keeps MCMC draws (``idata_``): an MCMC model, or one that
+    does both VB and MCMC (RankFactorClassifier) with ``inference="gibbs"``."""
+    from .models._capabilities import capabilities_of
+
+    capabilities = capabilities_of(estimator)
     if "mcmc" not in capabilities:
         return False
     return "vb" not in capabilities or getattr(estimator, "inference", None) == "gibbs"

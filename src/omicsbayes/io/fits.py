@@ -99,7 +99,7 @@ TRUSTED = {
         )
     },
     "omicsbayes.preprocess.LowRankKernel": "omicsbayes.preprocess.graph:LowRankKernel",
-    "omicsbayes.inference.BayesianSVM": "omicsbayes.inference.bsvm:BayesianSVM",
+    "omicsbayes.models.bsvm.BayesianSVM": "omicsbayes.models.bsvm:BayesianSVM",
     "omicsbayes.models.bam._GaussianWeights": "omicsbayes.models.bam:_GaussianWeights",
     "omicsbayes.models.rank_factor._RankIndex": "omicsbayes.models.rank_factor._ranks:_RankIndex",
     "sklearn.linear_model.LogisticRegression": "sklearn.linear_model:LogisticRegression",
