@@ -196,6 +196,8 @@ def test_the_file_is_json_and_arrays_only(bam_fit):
     assert document["params"]["max_iter"] == 5 and document["n_features_in"] == 6
     header = read_header(path)
     assert header["omicsbayes"] == fits_module.__version__ and "estimator" not in header
+    again = save_fit(est, path.with_name("again.obfit"))
+    assert again.read_bytes() == path.read_bytes()  # the same fit, the same bytes
 
 
 def test_a_crafted_file_runs_nothing_and_is_refused(bam_fit, tmp_path):

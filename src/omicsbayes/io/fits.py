@@ -343,10 +343,11 @@ def save_fit(estimator, path):
     path = Path(path)
 
     def write(tmp):
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr(DOCUMENT, text)
-            for entry, data in encoder.entries.items():
-                archive.writestr(entry, data)
+        with zipfile.ZipFile(tmp, "w") as archive:
+            for entry, data in [(DOCUMENT, text), *encoder.entries.items()]:
+                # a fixed time stamp: the same fit gives the same bytes
+                info = zipfile.ZipInfo(entry, date_time=(1980, 1, 1, 0, 0, 0))
+                archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
 
     atomic_write(path, write)
     return path
