@@ -8,8 +8,8 @@ shared vocabulary first, older names after) and :func:`mcmc_diagnostics` compute
 of the identifiable quantities of ``idata_``. Writing: :func:`write_results` puts scores in
 ``.obsm["X_<key>"]``, loadings in ``.varm["<key>_loadings"]``, decision values in
 ``.obs["<key>_decision[_<task>]"]`` and the rest in ``.uns[key]``, and leaves on the estimator
-the genes, layer and key it was fitted with (``anndata_fit_``, :data:`omicsbayes._attributes.
-ANNDATA_FIT`), which a fit file keeps and :func:`omicsbayes.tl.predict` reads.
+the genes, layer and key it was fitted with (``anndata_fit_``), which a fit file keeps and
+:func:`omicsbayes.tl.predict` reads.
 """
 
 from __future__ import annotations
