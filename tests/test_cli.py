@@ -350,3 +350,12 @@ def test_run_tiny_config_end_to_end(tmp_path, tiny_config):
     assert "steps (100%) done" in result.stderr  # log lines: stderr is not a terminal
     metrics = pd.read_csv(tmp_path / "work/results/malignant/metrics.tsv", sep="\t")
     assert sorted(metrics["split"].unique()) == [0, 1]
+
+
+def test_draws_are_kept_by_mcmc_fits_only():
+    from omicsbayes import models
+
+    assert cli._keeps_draws(models.RankFactorClassifier(inference="gibbs"))
+    assert not cli._keeps_draws(models.RankFactorClassifier(inference="vb"))
+    assert cli._keeps_draws(models.PoissonFactorAnalysis()) and cli._keeps_draws(models.RFLVM())
+    assert not cli._keeps_draws(models.BAMClassifier()) and not cli._keeps_draws(models.PMF())
