@@ -369,3 +369,18 @@ def test_workflow_saves_the_whole_cohort_fit_draws_and_diagnostics(tmp_path, sna
     assert (table["model"] == "R-L-BSVM").all() and (table["n_draws"] == 20).all()
     assert table["r_hat"].isna().all()  # one chain: no R-hat, never a made-up one
     assert (out / "trace.png").stat().st_size > 5000
+
+
+def test_fit_files_sit_below_tl():
+    """io.fits reads and writes fits without importing omicsbayes.tl (tl imports io, not back)."""
+    code = (
+        "import sys, omicsbayes.io as io; "
+        "io.load_fit(sys.argv[1]); "
+        "assert not [m for m in sys.modules if m.startswith('omicsbayes.tl')]"
+    )
+    import subprocess
+    import sys
+
+    fit = FIXTURES / "rank_factor_0.1.0.obfit"
+    result = subprocess.run([sys.executable, "-c", code, str(fit)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
