@@ -4,6 +4,8 @@ padded files and other major versions are refused with one message, and nothing 
 import io
 import json
 import pickle
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -378,9 +380,6 @@ def test_fit_files_sit_below_tl():
         "io.load_fit(sys.argv[1]); "
         "assert not [m for m in sys.modules if m.startswith('omicsbayes.tl')]"
     )
-    import subprocess
-    import sys
-
     fit = FIXTURES / "rank_factor_0.1.0.obfit"
     result = subprocess.run([sys.executable, "-c", code, str(fit)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
