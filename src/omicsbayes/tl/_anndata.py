@@ -36,7 +36,6 @@ SCORES = ("scores_", "latent_", "row_factors_")
 TRACES = (
     ("lower_bound_", "lower_bound"),
     ("log_likelihood_", "log_likelihood"),
-    ("objective_", "objective"),
 )
 IDATA = ("idata_",)
 # Without a trace attribute, the log likelihood of the retained draws (chains x draws) in idata_.
