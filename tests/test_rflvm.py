@@ -208,6 +208,44 @@ def _chain(likelihood, Y, seed=0, M=1):
     return _Chain(est, Y, obs, np.random.default_rng(seed))
 
 
+@pytest.mark.parametrize(
+    "name", ["gaussian", "bernoulli", "negative_binomial", "poisson", "multinomial"]
+)
+def test_likelihood_objects_heldout_density_and_rate_match_scipy(name):
+    """Each likelihood object (chosen once by name) scores held-out entries of a draw as scipy's
+    distribution does, and gives the log expected counts of the perplexity (counts only)."""
+    from omicsbayes.models.rflvm import COUNT_LIKELIHOODS, likelihood_of
+
+    rng = np.random.default_rng(21)
+    psi = rng.standard_normal((6, 4))
+    theta = rng.uniform(0.5, 3.0, size=4)
+    rows, cols = np.array([0, 2, 5, 5]), np.array([1, 3, 0, 2])
+    y = rng.integers(0, 2, size=4).astype(float) if name == "bernoulli" else rng.poisson(2.0, 4)
+    mu = psi[rows, cols]
+    ref = {
+        "gaussian": lambda: stats.norm.logpdf(y, mu, np.sqrt(theta[cols])),
+        "bernoulli": lambda: stats.bernoulli.logpmf(y, expit(mu)),
+        "negative_binomial": lambda: stats.nbinom.logpmf(y, theta[cols], 1 - expit(mu)),
+        "poisson": lambda: stats.poisson.logpmf(y, np.exp(mu)),
+        "multinomial": lambda: (
+            y * np.log(np.exp(psi) / np.exp(psi).sum(1, keepdims=True))[rows, cols]
+        ),
+    }[name]()
+    family = likelihood_of(name)
+    assert family.name == name and family.counts == (name in COUNT_LIKELIHOODS)
+    assert np.allclose(family.heldout_logpdf(psi, theta, rows, cols, y), ref, rtol=1e-12)
+    if (
+        family.counts
+    ):  # the mean of y_ij: exp(psi), r exp(psi) (NB), proportional to it (multinomial)
+        mean = np.exp(family.log_rate(psi, theta))
+        expected = {
+            "poisson": np.exp(psi),
+            "negative_binomial": stats.nbinom.mean(theta, 1 - expit(psi)),
+            "multinomial": np.exp(psi),
+        }[name]
+        assert np.allclose(mean, expected, rtol=1e-12)
+
+
 def test_gaussian_collapsed_likelihood_is_multivariate_t():
     """beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I) and sigma_j^-2 ~ Ga(a0, b0) integrated out:
     y_j ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)) (scipy, dense N x N scale), at several c."""
