@@ -385,13 +385,46 @@ def test_bad_inputs(tiny):
 
 
 @pytest.mark.parametrize("cls", [ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF])
-def test_every_estimator_raises_not_fitted_error_before_fit(cls):
-    """scikit-learn's NotFittedError (not a plain ValueError) from both prediction methods."""
+def test_every_estimator_sits_on_the_base_and_raises_not_fitted_error_before_fit(cls):
+    """Each estimator subclasses the library's estimator base (matrix_completion as its tag,
+    parameters validated before fit) and raises scikit-learn's NotFittedError (not a plain
+    ValueError) from both prediction methods."""
+    from sklearn.utils import get_tags
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from omicsbayes.models._base import BaseOmicsEstimator
+
+    assert issubclass(cls, BaseOmicsEstimator)
+    assert get_tags(cls()).capabilities == {"matrix_completion"}
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        cls(max_iter=0).fit([0, 1], [0, 1], [1.0, 0.0], (2, 2))
     model = cls()
     with pytest.raises(NotFittedError):
         model.predict([0], [0])
     with pytest.raises(NotFittedError):
         model.predict_rows([0])
+
+
+def test_fit_takes_its_blas_threads_from_the_kernels_not_from_the_entries(tiny, monkeypatch):
+    """The base's thread policy leaves MV-GP's fit to choose: one blas_limit, on the largest
+    products of the problem (rows x kernel rank, rows x rank), none on the entry arrays."""
+    import contextlib
+
+    from omicsbayes.models import _threads
+    from omicsbayes.models.mvgp import _estimator
+
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    calls = []
+
+    def record(*shapes):
+        calls.append(shapes)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(_threads, "blas_limit", record)
+    monkeypatch.setattr(_estimator, "blas_limit", record)
+    model = ConstrainedMVGP(lam=1.0, sigma2=0.5, max_rank=2).fit(rows, cols, y, (M, N), Km, Kn)
+    model.predict(rows, cols)
+    assert calls == [((M, M), (M, 2))]  # a dense M x M kernel keeps all M eigenvectors
 
 
 # ------------------------------------------------- lam="auto" / sigma2="auto" (issue 18)

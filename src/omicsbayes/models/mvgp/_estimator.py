@@ -5,11 +5,12 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import RANDOM_STATE, blas_limit, check_rng
+from .._base import BaseOmicsEstimator
+from .._threads import blas_limit
+from .._validation import RANDOM_STATE, check_rng
 from . import selection
 from ._problem import _check_index, _Problem
 
@@ -33,12 +34,14 @@ def _sigma2_path(sigma2s):
     return [({"sigma2": float(s2)}, None) for s2 in sigma2s]
 
 
-class _Estimator(BaseEstimator):
+class _Estimator(BaseOmicsEstimator):
     """``fit`` shared by the five estimators: checks, BLAS threads, ``"auto"`` selection, refit.
 
     Not a scikit-learn ``X`` estimator: ``fit(rows, cols, values, shape)`` takes the observed
     entries of one partly observed matrix, so these estimators do not go into a ``Pipeline``
-    (``omicsbayes.tl.mvgp`` fits them on an AnnData).
+    (``omicsbayes.tl.mvgp`` fits them on an AnnData). The estimator base validates the
+    parameters before ``fit`` and raises ``NotFittedError`` from ``predict`` before it; the BLAS
+    threads are chosen inside ``fit`` from the problem (the ranks of the kernels).
 
     A subclass implements ``_path()`` (the grid in visiting order, see
     :func:`omicsbayes.models.mvgp.selection.select`) and ``_fit_problem(problem, sigma2, rng,
@@ -46,6 +49,7 @@ class _Estimator(BaseEstimator):
     """
 
     capabilities = frozenset({"matrix_completion"})
+    _blas_limited_inside = True  # the largest products depend on the kernels' ranks (_blas_limit)
 
     def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):
         """Fit on the observed entries; ``"auto"`` hyperparameters are chosen first by inner
@@ -63,7 +67,6 @@ class _Estimator(BaseEstimator):
         row_kernel, col_kernel : ndarray, LowRankKernel or None
             Prior covariances over all rows / columns (None: identity).
         """
-        self._validate_params()
         candidates = self._candidates()
         search = any(v.size > 1 for v in candidates.values())
         if search:
