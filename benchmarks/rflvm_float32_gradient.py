@@ -28,7 +28,7 @@ def grad64(ch, X, W, chol_inv):
     Z = ch.Z
     XZ = X * Z
     Phi = rff(XZ, W)
-    if ch.lik == "gaussian":
+    if ch.family.name == "gaussian":
         b0 = ch.est.noise_prior[1]
         _, Ainv = chol_inverse(Phi.T @ Phi + np.eye(Phi.shape[1]) / ch.c)
         C = Phi.T @ ch.Yf

@@ -4,19 +4,13 @@ singular-value thresholding, and a planted low-rank problem with an informative 
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from omicsbayes.evaluate.ranking import ranking_curves
-from omicsbayes.models._mvgp_select import grid_params
-from omicsbayes.models.mvgp import (
-    KPMF,
-    MVGP,
-    PMF,
-    ConstrainedMVGP,
-    TraceGP,
-    _balanced,
-    _factor_objective,
-    _Problem,
-)
+from omicsbayes.models.mvgp import KPMF, MVGP, PMF, ConstrainedMVGP, TraceGP
+from omicsbayes.models.mvgp._problem import _Problem
+from omicsbayes.models.mvgp._solver import _balanced, _factor_objective
+from omicsbayes.models.mvgp.selection import grid_params
 from omicsbayes.preprocess.graph import LowRankKernel, diffusion_kernel
 from omicsbayes.protocols.disease_gene import averaged_scores, disease_gene_cv
 from omicsbayes.protocols.rating import rating_cv
@@ -104,7 +98,7 @@ def test_factored_solution_matches_dense_proximal_gradient(tiny, cls, lam):
     sv = np.linalg.svd(B, compute_uv=False)
     assert model.rank_ == int((sv > 1e-6 * sv[0]).sum())
     assert model.nuclear_norm_ == pytest.approx(sv.sum(), rel=1e-4)
-    assert np.all(np.diff(model.objective_) <= 1e-9)
+    assert np.all(np.diff(model.lower_bound_) <= 1e-9)
 
 
 def test_singular_kernel_matches_dense_proximal_gradient(tiny):
@@ -125,7 +119,7 @@ def test_singular_pair_search_retries_when_lanczos_does_not_converge(tiny, monke
     sigma2 = 0.002); the search then retries at 1e-7 with more Lanczos vectors, same fit."""
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
-    import omicsbayes.models.mvgp as mvgp
+    from omicsbayes.models.mvgp import _solver
 
     rng, M, N, rows, cols, y, Km, Kn = tiny
     model = ConstrainedMVGP(lam=1.0, sigma2=0.5, tol=1e-9, max_rank=8, random_state=0)
@@ -138,7 +132,7 @@ def test_singular_pair_search_retries_when_lanczos_does_not_converge(tiny, monke
             raise ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((op.shape[0], 0)))
         return eigsh(op, **kw)
 
-    monkeypatch.setattr(mvgp, "eigsh", stalls_at_1e10)
+    monkeypatch.setattr(_solver, "eigsh", stalls_at_1e10)
     got = clone(model).fit(rows, cols, y, (M, N), Km, Kn)
     assert 1e-7 in tols and got.converged_ and ref.converged_
     np.testing.assert_allclose(got.predict_rows(), ref.predict_rows(), atol=1e-6)
@@ -152,8 +146,8 @@ def test_rank_at_most_doubles_per_step_and_objective_never_rises():
     model = ConstrainedMVGP(lam=0.01, sigma2=0.1, max_rank=12, tol=1e-8, random_state=0)
     model.fit(rows, cols, y, (M, N), K)
     assert model.rank_ == 12 and not model.converged_
-    assert len(model.objective_) <= 1 + 5  # the start and steps to ranks 1, 2, 4, 8, 12
-    assert np.all(np.diff(model.objective_) < 0)
+    assert len(model.lower_bound_) <= 1 + 5  # the start and steps to ranks 1, 2, 4, 8, 12
+    assert np.all(np.diff(model.lower_bound_) < 0)
 
 
 def test_large_lambda_gives_zero_mean(tiny):
@@ -293,8 +287,8 @@ def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
         + np.trace(U.T @ np.linalg.solve(Km, U))
         + np.trace(V.T @ np.linalg.solve(Kn, V))
     )
-    assert k.objective_[-1] == pytest.approx(direct, rel=1e-8)
-    assert k.objective_[-1] < k.objective_[0]
+    assert k.lower_bound_[-1] == pytest.approx(direct, rel=1e-8)
+    assert k.lower_bound_[-1] < k.lower_bound_[0]
     p = PMF(rank=3, sigma2=0.5, random_state=1).fit(rows, cols, y, (M, N), Km, Kn)
     q = KPMF(rank=3, sigma2=0.5, random_state=1).fit(rows, cols, y, (M, N))
     np.testing.assert_allclose(p.predict(rows, cols), q.predict(rows, cols))
@@ -386,8 +380,51 @@ def test_bad_inputs(tiny):
         m.fit(rows, cols, y, (M, N), row_kernel=Kn)
     with pytest.raises(ValueError, match="one length"):
         m.fit(rows[:-1], cols, y, (M, N))
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(NotFittedError):
         m.predict(rows, cols)
+
+
+@pytest.mark.parametrize("cls", [ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF])
+def test_every_estimator_sits_on_the_base_and_raises_not_fitted_error_before_fit(cls):
+    """Each estimator subclasses the library's estimator base (matrix_completion as its tag,
+    parameters validated before fit) and raises scikit-learn's NotFittedError (not a plain
+    ValueError) from both prediction methods."""
+    from sklearn.utils import get_tags
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from omicsbayes.models._base import BaseOmicsEstimator
+
+    assert issubclass(cls, BaseOmicsEstimator)
+    assert get_tags(cls()).capabilities == {"matrix_completion"}
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        cls(max_iter=0).fit([0, 1], [0, 1], [1.0, 0.0], (2, 2))
+    model = cls()
+    with pytest.raises(NotFittedError):
+        model.predict([0], [0])
+    with pytest.raises(NotFittedError):
+        model.predict_rows([0])
+
+
+def test_fit_takes_its_blas_threads_from_the_kernels_not_from_the_entries(tiny, monkeypatch):
+    """The base's thread policy leaves MV-GP's fit to choose: one blas_limit, on the largest
+    products of the problem (rows x kernel rank, rows x rank), none on the entry arrays."""
+    import contextlib
+
+    from omicsbayes.models import _threads
+    from omicsbayes.models.mvgp import _estimator
+
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    calls = []
+
+    def record(*shapes):
+        calls.append(shapes)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(_threads, "blas_limit", record)
+    monkeypatch.setattr(_estimator, "blas_limit", record)
+    model = ConstrainedMVGP(lam=1.0, sigma2=0.5, max_rank=2).fit(rows, cols, y, (M, N), Km, Kn)
+    model.predict(rows, cols)
+    assert calls == [((M, M), (M, 2))]  # a dense M x M kernel keeps all M eigenvectors
 
 
 # ------------------------------------------------- lam="auto" / sigma2="auto" (issue 18)
@@ -403,17 +440,17 @@ def _planted_gaussian(seed=1, M=20, N=15, rank=2, n_obs=180, noise=0.5):
 @pytest.fixture
 def small_grid(monkeypatch):
     """Every third sigma2 of section 5's grid (the lambda grid in full) to keep the tests fast."""
-    import omicsbayes.models.mvgp as mvgp
+    from omicsbayes.models.mvgp import selection
 
-    monkeypatch.setattr(mvgp, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::3])
-    return mvgp.LAMBDA_GRID, mvgp.SIGMA2_GRID
+    monkeypatch.setattr(selection, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::3])
+    return selection.LAMBDA_GRID, selection.SIGMA2_GRID
 
 
 def test_auto_picks_the_brute_force_best_of_the_same_split(small_grid):
     """The warm-started path gives the cold fits' validation RMSE at every grid point where the
     rank cap is not reached (the problem is convex), so its choice is the brute-force choice
     (within one grid step)."""
-    from omicsbayes.models._mvgp_select import parse_metric, validation_score, validation_split
+    from omicsbayes.models.mvgp.selection import parse_metric, validation_score, validation_split
 
     lams, sigma2s = small_grid
     rows, cols, y, shape = _planted_gaussian()
@@ -496,7 +533,7 @@ def test_top_k_metric_is_ranking_curves():
     """The sort-free P@k / R@k of the selection equals ranking_curves, ties included."""
     from types import SimpleNamespace
 
-    from omicsbayes.models._mvgp_select import top_k_metric
+    from omicsbayes.models.mvgp.selection import top_k_metric
 
     rng = np.random.default_rng(0)
     M, N, L = 30, 25, 300

@@ -299,7 +299,7 @@ def test_workflow_grid_paper_is_the_estimators_auto_selection(monkeypatch):
     from omicsbayes.evaluate.splitters import sample_negatives
     from omicsbayes.protocols import disease_gene, entries
 
-    monkeypatch.setattr(mvgp, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::4])  # 5 x 5 points
+    monkeypatch.setattr(mvgp.selection, "SIGMA2_GRID", np.logspace(-3, 3, 20)[::4])  # 5 x 5 points
     rng = np.random.default_rng(3)
     truth = (rng.standard_normal((20, 2)) @ rng.standard_normal((2, 15))) > 0.8
     adata = ad.AnnData(sp.csr_matrix(truth.astype(float)))

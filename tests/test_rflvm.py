@@ -208,6 +208,44 @@ def _chain(likelihood, Y, seed=0, M=1):
     return _Chain(est, Y, obs, np.random.default_rng(seed))
 
 
+@pytest.mark.parametrize(
+    "name", ["gaussian", "bernoulli", "negative_binomial", "poisson", "multinomial"]
+)
+def test_likelihood_objects_heldout_density_and_rate_match_scipy(name):
+    """Each likelihood object (chosen once by name) scores held-out entries of a draw as scipy's
+    distribution does, and gives the log expected counts of the perplexity (counts only)."""
+    from omicsbayes.models.rflvm import COUNT_LIKELIHOODS, likelihood_of
+
+    rng = np.random.default_rng(21)
+    psi = rng.standard_normal((6, 4))
+    theta = rng.uniform(0.5, 3.0, size=4)
+    rows, cols = np.array([0, 2, 5, 5]), np.array([1, 3, 0, 2])
+    y = rng.integers(0, 2, size=4).astype(float) if name == "bernoulli" else rng.poisson(2.0, 4)
+    mu = psi[rows, cols]
+    ref = {
+        "gaussian": lambda: stats.norm.logpdf(y, mu, np.sqrt(theta[cols])),
+        "bernoulli": lambda: stats.bernoulli.logpmf(y, expit(mu)),
+        "negative_binomial": lambda: stats.nbinom.logpmf(y, theta[cols], 1 - expit(mu)),
+        "poisson": lambda: stats.poisson.logpmf(y, np.exp(mu)),
+        "multinomial": lambda: (
+            y * np.log(np.exp(psi) / np.exp(psi).sum(1, keepdims=True))[rows, cols]
+        ),
+    }[name]()
+    family = likelihood_of(name)
+    assert family.name == name and family.counts == (name in COUNT_LIKELIHOODS)
+    assert np.allclose(family.heldout_logpdf(psi, theta, rows, cols, y), ref, rtol=1e-12)
+    if (
+        family.counts
+    ):  # the mean of y_ij: exp(psi), r exp(psi) (NB), proportional to it (multinomial)
+        mean = np.exp(family.log_rate(psi, theta))
+        expected = {
+            "poisson": np.exp(psi),
+            "negative_binomial": stats.nbinom.mean(theta, 1 - expit(psi)),
+            "multinomial": np.exp(psi),
+        }[name]
+        assert np.allclose(mean, expected, rtol=1e-12)
+
+
 def test_gaussian_collapsed_likelihood_is_multivariate_t():
     """beta_j | sigma_j^2 ~ N(0, sigma_j^2 c I) and sigma_j^-2 ~ Ga(a0, b0) integrated out:
     y_j ~ t_{2 a0}(0, (b0 / a0)(I + c Phi Phi^T)) (scipy, dense N x N scale), at several c."""
@@ -218,7 +256,7 @@ def test_gaussian_collapsed_likelihood_is_multivariate_t():
     S = ch.Phi @ ch.Phi.T
     for c in (0.01, 1.0, 250.0):
         ch.c = c
-        ll = ch._gauss_collapsed(*ch._gauss_stats(ch.Phi))
+        ll = ch.family.collapsed(ch, *ch.family.stats(ch, ch.Phi))
         shape = (0.7 / 1.5) * (np.eye(8) + c * S)
         ref = sum(
             stats.multivariate_t.logpdf(Y[:, j], np.zeros(8), shape, df=3.0) for j in range(3)
@@ -234,8 +272,8 @@ def test_gaussian_collapsed_likelihood_matches_monte_carlo_over_prior():
     est = RFLVM(sparse=False, n_random_features=1, n_latent=1, noise_prior=(2.0, 1.0))
     ch = _Chain(est, Y, np.ones_like(Y, bool), np.random.default_rng(1))
     ch.c = 2.0
-    lam, _, Q = ch._gauss_eig(*ch._gauss_stats(ch.Phi))
-    exact = ch._gauss_marginal_cols(lam, Q * Q, [2.0])[0, 0]
+    lam, _, Q = ch.family.eig(*ch.family.stats(ch, ch.Phi))
+    exact = ch.family.marginal_cols(ch, lam, Q * Q, [2.0])[0, 0]
     S = 200_000
     s2 = 1.0 / rng.gamma(2.0, 1.0, size=S)
     beta = rng.standard_normal((S, 2)) * np.sqrt(2.0 * s2)[:, None]
@@ -267,11 +305,11 @@ def test_gaussian_scale_step_matches_exact_conditional_on_grid():
     )
     p = np.exp(lp - lp.max())
     p /= p.sum()
-    lam, _, Q = ch._gauss_eig(*ch._gauss_stats(ch.Phi))
+    lam, _, Q = ch.family.eig(*ch.family.stats(ch, ch.Phi))
     n = 20000
     idx = np.empty(n, int)
     for t in range(n):
-        ch._gauss_scale_step(lam, Q * Q)
+        ch.family.scale_step(ch, lam, Q * Q)
         idx[t] = np.argmin(np.abs(grid - ch.c))
     freq = np.bincount(idx, minlength=grid.size) / n
     assert 0.5 * np.abs(freq - p).sum() < 0.02
@@ -295,7 +333,7 @@ def test_gaussian_nig_posterior_draws_match_closed_form():
     n = 20000
     draws, s2 = np.empty((n, 4)), np.empty(n)
     for t in range(n):
-        ch._gauss_beta()
+        ch.family.draw_beta(ch)
         draws[t], s2[t] = ch.beta[:, 0], ch.sigma2[0]
     e_s2 = b_n / (a_n - 1)
     sd_s2 = e_s2 / np.sqrt(a_n - 2)
@@ -333,7 +371,7 @@ def test_collapsed_row_sweep_targets_x_posterior_on_grid():
     T = 20000
     draws = np.empty((T, 3))
     for t in range(T):
-        ch._collapsed_sweep(update_z=False)
+        ch.family.collapsed_sweep(ch, update_z=False)
         draws[t] = ch.X[:, 0]
     assert np.allclose((draws**2).mean(0), p @ G**2, atol=0.05)
     cross = (draws[:, pairs[0]] * draws[:, pairs[1]]).mean(0)
@@ -657,7 +695,7 @@ def test_hmc_target_gradient_matches_finite_differences(likelihood):
     """The (X, W) target of the HMC step: its gradient against central differences of the
     float64 target, with some z_ik off and missing entries (to float32 accuracy where the
     gradient is computed in float32: Gaussian, Bernoulli, negative binomial); for the Gaussian
-    its value against the collapsed marginal (:meth:`_gauss_collapsed`) plus the X and W
+    its value against the collapsed marginal (:meth:`Gaussian.collapsed`) plus the X and W
     priors, up to one constant."""
     rng = np.random.default_rng(11)
     Y, mask = _toy_matrix(likelihood, rng, 12, 7, gaussian_noise=0.3)
@@ -688,7 +726,7 @@ def test_hmc_target_gradient_matches_finite_differences(likelihood):
                 for m, k in enumerate(ch.labels)
             )
             prior_x = stats.norm.logpdf(X).sum()
-            return ch._gauss_collapsed(*ch._gauss_stats(Phi)) + prior_w + prior_x
+            return ch.family.collapsed(ch, *ch.family.stats(ch, Phi)) + prior_w + prior_x
 
         X2, W2 = ch.X + 0.3 * rng.standard_normal(ch.X.shape), ch.W * 1.2
         diff = ch._log_target_xw(X2, W2, chol_inv) - value

@@ -8,8 +8,7 @@ from scipy.special import expit
 
 from omicsbayes.inference import ibp, sample_polyagamma
 from omicsbayes.models import RFLVM
-from omicsbayes.models.rflvm import _Chain, rff
-from omicsbayes.models.rflvm import _chain as chain_module
+from omicsbayes.models.rflvm import _Chain, _likelihoods, rff
 
 
 @pytest.mark.parametrize("first_stage", ["float32", "distorted"])
@@ -35,13 +34,13 @@ def test_z_step_delayed_acceptance_matches_enumeration(first_stage, monkeypatch,
     ch._refresh_const()
     monkeypatch.setattr(ibp, "sample_slice_sticks", lambda *a: np.empty(0))
     if first_stage == "distorted":
-        exact_rows = chain_module.logistic_rows
+        exact_rows = _likelihoods.logistic_rows
 
         def distorted(Yc, weight, psi_c):
             out = exact_rows(Yc, weight, psi_c)
             return out + 2.0 * np.sin(3.0 * psi_c.sum(axis=1)) if psi_c.dtype == np.float32 else out
 
-        monkeypatch.setattr(chain_module, "logistic_rows", distorted)
+        monkeypatch.setattr(_likelihoods, "logistic_rows", distorted)
 
     def loglik(XZ):
         """sum_ij log NB(y_ij; r_j, psi_ij) for a stack of X * Z (G, N, D)."""

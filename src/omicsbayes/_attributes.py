@@ -14,7 +14,6 @@ SCORES = ("scores_", "latent_", "row_factors_")
 TRACES = (
     ("lower_bound_", "lower_bound"),
     ("log_likelihood_", "log_likelihood"),
-    ("objective_", "objective"),
 )
 IDATA = ("idata_",)
 #: Attribute a ``tl`` function sets on the estimator it fitted: a dict with ``function``,

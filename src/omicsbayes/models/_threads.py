@@ -125,11 +125,15 @@ def limit_blas(method):
     factorisation on two threads slower than on one at every size up to 2048^2 with the other
     core busy, and BAM / BPROBIT on a 2100 x 2100 kernel, the Bayesian SVM and the baselines
     2-5x slower. An estimator declaring ``_worker_blocks = True`` gets, for the call, the
-    threads its caller allowed for :func:`map_blocks` (:func:`worker_threads`).
+    threads its caller allowed for :func:`map_blocks` (:func:`worker_threads`). An estimator
+    whose largest products are known only inside the method (MV-GP: the ranks of the kernels it
+    decomposes) declares ``_blas_limited_inside = True`` and calls :func:`blas_limit` itself.
     """
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
+        if getattr(self, "_blas_limited_inside", False):
+            return method(self, *args, **kwargs)
         shapes = [np.shape(a) for a in args[:1] if hasattr(a, "shape")]
         shapes.append(getattr(self, "_fit_shape", ()))
         if hasattr(self, "_blas_shape"):

@@ -6,7 +6,7 @@ test rows ranked over every column; P@k and R@k, and the top candidates of every
 associations are all held out and which get no sampled negative (new diseases, scored through
 the row kernel only). A model's hyperparameters "auto" (or a config ``grid``, which is the same
 thing, :func:`estimator_of`) are chosen in every fold by the estimator's own inner validation
-(:mod:`omicsbayes.models._mvgp_select`), by its one ``selection_metric``: the P@k and R@k curves
+(:mod:`omicsbayes.models.mvgp.selection`), by its one ``selection_metric``: the P@k and R@k curves
 of a fold come from the same fit (section 5 chooses separately per metric).
 """
 
@@ -17,8 +17,8 @@ from sklearn.base import clone
 from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
-from ..models._mvgp_select import chosen_params, grid_params
-from ..models.mvgp import _as_kernel, _check_count, _check_shape
+from ..models.mvgp import as_kernel, check_shape
+from ..models.mvgp.selection import chosen_params, grid_params
 from . import entries
 from ._common import ExperimentError, check_model, make_estimator, split_count
 
@@ -66,7 +66,7 @@ def check(name, experiment, config):
 def estimator_of(spec, where="grid", random_state=None):
     """The estimator of a config model entry, its ``grid`` entry (if any) applied: the grid is
     the estimator's own selection (``"paper"``: ``lam`` / ``sigma2`` "auto"; a list of settings:
-    each parameter's values, see :func:`omicsbayes.models._mvgp_select.grid_params`)."""
+    each parameter's values, see :func:`omicsbayes.models.mvgp.selection.grid_params`)."""
     estimator = make_estimator(spec, random_state)
     if spec.get("grid") is None:
         return estimator
@@ -116,16 +116,17 @@ def averaged_scores(
     -------
     scores : ndarray, shape (len(score_rows), N)
     chosen : dict
-        Only with ``return_params``: :func:`omicsbayes.models._mvgp_select.chosen_params` of the
+        Only with ``return_params``: :func:`omicsbayes.models.mvgp.selection.chosen_params` of the
         first fit (empty when nothing was selected).
     """
-    _check_count("n_negative_sets", n_negative_sets)
+    if int(n_negative_sets) != n_negative_sets or n_negative_sets < 1:
+        raise ValueError(f"n_negative_sets must be a positive integer; got {n_negative_sets!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    M, N = _check_shape(shape)
+    M, N = check_shape(shape)
     kernels = dict(
-        row_kernel=None if row_kernel is None else _as_kernel(row_kernel, M, "row_kernel"),
-        col_kernel=None if col_kernel is None else _as_kernel(col_kernel, N, "col_kernel"),
+        row_kernel=None if row_kernel is None else as_kernel(row_kernel, M, "row_kernel"),
+        col_kernel=None if col_kernel is None else as_kernel(col_kernel, N, "col_kernel"),
     )
     rng = np.random.default_rng(random_state)
     sets = sample_negatives(
@@ -167,7 +168,7 @@ def fold_curves(estimator, train, test, fold, shape, kernels, n_negative_sets, k
     is fitted as given by :func:`averaged_scores`: with ``lam`` / ``sigma2`` "auto" (or lists)
     it chooses them by its own inner validation on the fold's training entries and first
     negative set, and the table gets the choice (``chosen_lam``, ``chosen_sigma2``,
-    ``selection_metric``, :func:`omicsbayes.models._mvgp_select.chosen_params`).
+    ``selection_metric``, :func:`omicsbayes.models.mvgp.selection.chosen_params`).
 
     Returns
     -------
@@ -314,7 +315,7 @@ def disease_gene_cv(
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    M, _ = _check_shape(shape)
+    M, _ = check_shape(shape)
     ks = list(ks)
     tables = []
     for split, fold in entries.folds(protocol, rows, cols, M, n_splits, random_state):

@@ -14,8 +14,8 @@ from sklearn.base import clone
 
 from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
-from ..models._mvgp_select import chosen_params
-from ..models.mvgp import _check_shape
+from ..models.mvgp import check_shape
+from ..models.mvgp.selection import chosen_params
 from . import entries
 from ._common import ExperimentError, check_model, split_count
 from .disease_gene import estimator_of
@@ -102,7 +102,7 @@ def rating_fold(
     dict
         ``rmse``, ``recall`` (at k), ``n_rows`` (users with a relevant test item), and the chosen
         parameters when the estimator selected them
-        (:func:`omicsbayes.models._mvgp_select.chosen_params`).
+        (:func:`omicsbayes.models.mvgp.selection.chosen_params`).
     """
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
@@ -118,7 +118,7 @@ def rating_fold(
             f"is_test marks {int(is_test.sum())} of {is_test.size} entries; expected a fold "
             "with both training and test entries"
         )
-    _check_shape(shape)
+    check_shape(shape)
     train = ~is_test
     offset = float(ratings[train].mean())
     model = clone(estimator).fit(
@@ -178,7 +178,7 @@ def rating_cv(
         raise ValueError(f"protocol must be 'known' or 'new'; got {protocol!r}")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    M, _ = _check_shape(shape)
+    M, _ = check_shape(shape)
     records = []
     for split, fold in entries.folds(protocol, rows, cols, M, n_splits, random_state):
         metrics = rating_fold(

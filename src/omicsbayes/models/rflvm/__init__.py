@@ -74,9 +74,10 @@ the collapsed steps condition on them, the row-wise steps, the slice sweep and e
 likelihood use the observed entries only.
 """
 
-from ._chain import COUNT_LIKELIHOODS, LIKELIHOODS, STEPS
+from ._chain import STEPS
 from ._chain import _Chain as _Chain  # the tests drive single steps of a chain
 from ._kernels import _collapsed_row_sweep as _collapsed_row_sweep
+from ._likelihoods import COUNT_LIKELIHOODS, LIKELIHOODS, likelihood_of
 from ._updates import rff, sample_crt, sample_nb_dispersion
 from .estimator import RFLVM
 
@@ -85,6 +86,7 @@ __all__ = [
     "LIKELIHOODS",
     "RFLVM",
     "STEPS",
+    "likelihood_of",
     "rff",
     "sample_crt",
     "sample_nb_dispersion",

@@ -1,7 +1,7 @@
 """Compiled (numba) kernels of the RFLVM sampler: the random Fourier feature map (vectorised
 sin and cos) and the chain rule from d/dPhi to X and W (one pass each), and the sequential
 collapsed row sweep of the Gaussian likelihood (see
-:meth:`omicsbayes.models.rflvm._chain._Chain._collapsed_sweep`)."""
+:meth:`omicsbayes.models.rflvm._likelihoods.Gaussian.collapsed_sweep`)."""
 
 import math
 
@@ -80,7 +80,7 @@ def _rff_map(G):
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _gauss_grad_rhs(L, C, yy, a_n, b0, J, rhs):
     """The right-hand side of the Gaussian HMC gradient d/dPhi = [Phi, Y] @ rhs (see
-    :meth:`_Chain._grad_xw`) from the lower Cholesky factor L of A = Phi^T Phi + I / c and
+    :meth:`Gaussian.grad_phi`) from the lower Cholesky factor L of A = Phi^T Phi + I / c and
     C = Phi^T Y: A^-1 = L^-T L^-1 (the triangular inverse row by row, then its Gram matrix;
     LAPACK's potri is slow at this size), m = A^-1 C, s_j = a_n / (b0 + q_j / 2) with
     q_j = y_j^T y_j - c_j^T m_j, and rhs = [-(m S m^T + J A^-1); S m^T] written into ``rhs``."""
@@ -219,7 +219,7 @@ def _collapsed_row_sweep(
     X, Z, W, Yf, Phi, Ainv, B, yy, pi, cand, gumb, unif, order, a0, b0, update_z
 ):
     """Sequential (numba) sweep over the rows with beta and sigma^2 integrated out; see
-    :meth:`_Chain._collapsed_sweep`. Row i's leave-one-out NIG posterior (``Ainv`` =
+    :meth:`Gaussian.collapsed_sweep`. Row i's leave-one-out NIG posterior (``Ainv`` =
     (Phi^T Phi + I / c)^-1, ``B`` = Phi^T Yf, ``yy`` and ``Phi`` of all rows) is formed by a
     rank-one downdate (its mean from the all-rows mean by Sherman-Morrison, O(p^2 + p J)
     rather than O(p^2 J)) and row i is put back with its new features by an update. The entries of

@@ -4,14 +4,15 @@ held-out predictive (log likelihood and perplexity)."""
 from numbers import Integral
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...inference.checkpoint import fingerprint
 from .._base import MCMCEstimator
 from .._validation import MCMC_CONSTRAINTS, check_rng
-from ._chain import COUNT_LIKELIHOODS, LIKELIHOODS, _Chain
-from ._updates import _softplus, rff
+from ._chain import _Chain
+from ._likelihoods import COUNT_LIKELIHOODS, LIKELIHOODS, likelihood_of
+from ._updates import rff
 
 PRIORS = ("ibp_alpha_prior", "dp_eta_prior", "noise_prior", "beta_scale_prior", "dispersion_prior")
 
@@ -234,16 +235,7 @@ class RFLVM(MCMCEstimator):
         Y = self._check_X(Y, reset=reset)
         if Y.shape[0] < 2 or Y.shape[1] < 2:
             raise ValueError(f"{what} has shape {Y.shape}; RFLVM needs a 2-D matrix, at least 2x2")
-        vals = Y[~np.isnan(Y)]
-        if self.likelihood == "bernoulli" and not np.all((vals == 0) | (vals == 1)):
-            raise ValueError(f"{what} must hold 0/1 values (or NaN) for likelihood='bernoulli'")
-        if self.likelihood in COUNT_LIKELIHOODS and (
-            np.any(vals < 0) or np.any(vals != np.round(vals))
-        ):
-            raise ValueError(
-                f"{what} must hold non-negative integer counts (or NaN) for "
-                f"likelihood={self.likelihood!r}"
-            )
+        likelihood_of(self.likelihood).check_values(Y[~np.isnan(Y)], what)
         return Y
 
     # ------------------------------------------------------------------ fit
@@ -332,23 +324,6 @@ class RFLVM(MCMCEstimator):
     def _draw_psi(self, d):
         return rff(d["XZ"], d["W"]) @ d["beta"]
 
-    def _entry_logpdf(self, psi, theta, y):
-        """log p(y_ij | draw) for held-out entries (vectors) of the draw."""
-        lik = self.likelihood
-        if lik == "gaussian":
-            return -0.5 * np.log(2 * np.pi * theta) - 0.5 * (y - psi) ** 2 / theta
-        if lik == "bernoulli":
-            return y * psi - _softplus(psi)
-        if lik == "negative_binomial":
-            return (
-                gammaln(y + theta)
-                - gammaln(theta)
-                - gammaln(y + 1)
-                + y * psi
-                - (y + theta) * _softplus(psi)
-            )
-        return y * psi - np.exp(psi) - gammaln(y + 1)
-
     def log_likelihood(self, Y, mask):
         """Held-out log posterior predictive, sum over entries with ``mask`` True.
 
@@ -370,15 +345,10 @@ class RFLVM(MCMCEstimator):
         Y, mask = self._check_heldout(Y, mask)
         rows, cols = np.nonzero(mask)
         y = Y[rows, cols]
+        family = likelihood_of(self.likelihood)
         per_draw = np.empty((len(self.draws_), y.size))
         for s, d in enumerate(self.draws_):
-            psi = self._draw_psi(d)
-            if self.likelihood == "multinomial":
-                logp = psi - logsumexp(psi, axis=1, keepdims=True)
-                per_draw[s] = y * logp[rows, cols]
-            else:
-                th = d["theta"][cols]
-                per_draw[s] = self._entry_logpdf(psi[rows, cols], th, y)
+            per_draw[s] = family.heldout_logpdf(self._draw_psi(d), d["theta"], rows, cols, y)
         return float(np.sum(logsumexp(per_draw, axis=0) - np.log(len(self.draws_))))
 
     def perplexity(self, Y, mask):
@@ -388,7 +358,8 @@ class RFLVM(MCMCEstimator):
         mu_ij, mu = exp(psi) (Poisson), r exp(psi) (negative binomial), softmax(psi)
         (multinomial): the per-word definition used for PFA and LDA (Zhou et al. 2012a).
         """
-        if self.likelihood not in COUNT_LIKELIHOODS:
+        family = likelihood_of(self.likelihood)
+        if not family.counts:
             raise ValueError(
                 f"perplexity needs a count likelihood {COUNT_LIKELIHOODS}; "
                 f"this RFLVM has likelihood={self.likelihood!r}"
@@ -396,9 +367,7 @@ class RFLVM(MCMCEstimator):
         Y, mask = self._check_heldout(Y, mask)
         f = np.zeros(Y.shape)
         for d in self.draws_:
-            psi = self._draw_psi(d)
-            if self.likelihood == "negative_binomial":
-                psi = psi + np.log(d["theta"])
+            psi = family.log_rate(self._draw_psi(d), d["theta"])
             f += np.exp(psi - logsumexp(psi, axis=1, keepdims=True))
         f /= len(self.draws_)
         y = Y[mask]
