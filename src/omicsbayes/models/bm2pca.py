@@ -20,6 +20,7 @@ Departures from the printed paper (ERRATA 003): the label term of ``mu_z^(n)`` i
 """
 
 import logging
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -387,10 +388,17 @@ def _check_fit(est, X):
     """Check the training matrix; return ``X`` and the prior dict.
 
     Sets ``n_components_``, the latent dimension fitted: ``n_components`` capped at the number
-    of features (an upper bound that ARD prunes, so a smaller matrix needs no other setting).
+    of features (an upper bound that ARD prunes), with a ``UserWarning`` naming the cap.
     """
     X = est._check_X(X, reset=True)
     est.n_components_ = min(int(est.n_components), X.shape[1])
+    if est.n_components_ < est.n_components:
+        warnings.warn(
+            f"{type(est).__name__}: n_components={est.n_components} is more than the "
+            f"{X.shape[1]} features of X allow; fitting n_components_={est.n_components_}",
+            UserWarning,
+            stacklevel=3,
+        )
     return X, {name: float(getattr(est, name)) for name in _HYPER_NAMES}
 
 

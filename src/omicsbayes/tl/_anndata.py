@@ -14,11 +14,15 @@ the genes, layer and key it was fitted with (``anndata_fit_``), which a fit file
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from omicsbayes._attributes import ANNDATA_FIT, IDATA, SCORES, TRACES, fitted
 from omicsbayes.preprocess.transforms import dense_matrix
+
+from ._checks import check_classes, missing_label_strings
 
 __all__ = [
     "fitted",
@@ -153,10 +157,14 @@ def _var_mask(adata, mask_var, who):
     return mask
 
 
-def labels_of(adata, label_key, who, allow_missing):
+def labels_of(adata, label_key, who, allow_missing, allow_many_classes=False):
     """``(labels as an object array with None where missing, sorted classes)``.
 
-    Refuses a missing column, fewer than two classes and, unless ``allow_missing``, missing labels.
+    Missing labels are NaN / None and the strings of :data:`._checks.MISSING_STRINGS` (what
+    ``astype(str)`` makes of NaN; a ``UserWarning`` says how many). Refuses a missing column,
+    fewer than two classes, unless ``allow_missing`` missing labels, and what
+    :func:`._checks.check_classes` refuses (continuous or mostly-unique columns unless
+    ``allow_many_classes``, classes with fewer than two samples).
     """
     if label_key is None:
         label_key = adata.uns.get("label_column")
@@ -171,11 +179,20 @@ def labels_of(adata, label_key, who, allow_missing):
             f"{list(adata.obs.columns)}"
         )
     column = adata.obs[label_key]
-    missing = column.isna().to_numpy()
+    as_strings = missing_label_strings(column)
+    if as_strings.any():
+        warnings.warn(
+            f"{who}: .obs[{label_key!r}] has {int(as_strings.sum())} labels that are strings "
+            "meaning missing ('nan', 'None', '<NA>' or ''); they are missing labels, like NaN",
+            UserWarning,
+            stacklevel=4,
+        )
+    missing = column.isna().to_numpy() | as_strings
     if missing.any() and not allow_missing:
         raise ValueError(
-            f"{who}: .obs[{label_key!r}] has {int(missing.sum())} missing labels (NaN) and this "
-            "model needs a label for every sample; subset adata to the labelled samples"
+            f"{who}: .obs[{label_key!r}] has {int(missing.sum())} missing labels (NaN, or the "
+            "strings 'nan' / 'None' / '') and this model needs a label for every sample; subset "
+            "adata to the labelled samples"
         )
     labels = column.astype(object).where(~missing, None).to_numpy()
     labels = np.array([None if v is None else str(v) for v in labels], dtype=object)
@@ -185,10 +202,11 @@ def labels_of(adata, label_key, who, allow_missing):
             f"{who}: .obs[{label_key!r}] has {len(classes)} class(es) {classes.tolist()}; "
             "at least two are needed"
         )
+    check_classes(column, labels, classes, label_key, who, allow_many_classes)
     return labels, classes, label_key
 
 
-def joint_targets(adata, label_key, who):
+def joint_targets(adata, label_key, who, allow_many_classes=False):
     """Targets of a model that learns several tasks jointly (shared factors).
 
     ``label_key`` is one ``.obs`` column (its classes: one task for two, one-vs-rest for more;
@@ -200,7 +218,9 @@ def joint_targets(adata, label_key, who):
     labels for a list) and the task names.
     """
     if not isinstance(label_key, list | tuple):
-        labels, classes, key = labels_of(adata, label_key, who, allow_missing=True)
+        labels, classes, key = labels_of(
+            adata, label_key, who, allow_missing=True, allow_many_classes=allow_many_classes
+        )
         Y, tasks = task_matrix(labels, classes)
         return labels, Y, classes, tasks, key
     columns, classes = [], {}

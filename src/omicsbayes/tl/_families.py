@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from ..models._capabilities import models_with
 from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
+from ._checks import check_estimator_memory, check_matrix, check_memory
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}
 MVGP_MODELS = tuple(sorted(models_with("matrix_completion")))
@@ -26,9 +27,24 @@ _COMMON = """
         Further parameters of the estimator."""
 
 
+_MANY_CLASSES = """
+    allow_many_classes : bool
+        Fit a label column that looks continuous (float values, more than 10 distinct) or mostly
+        unique (more classes than half the labelled samples) as classes, one per distinct value;
+        by default such a column is refused."""
+
+
 def _doc(func):
     func.__doc__ = func.__doc__.replace("    {common}", _COMMON.strip("\n"))
+    func.__doc__ = func.__doc__.replace("    {many_classes}", _MANY_CLASSES.strip("\n"))
     return func
+
+
+def _training_matrix(target, layer, mask_var, who):
+    """:func:`matrix_of` checked for a fit (:func:`check_matrix`)."""
+    X, mask = matrix_of(target, layer, mask_var, who)
+    check_matrix(X, who, "adata.X" if layer is None else f"adata.layers[{layer!r}]")
+    return X, mask
 
 
 def _build(cls, random_state, **params):
@@ -51,6 +67,7 @@ def rank_factor(
     key_added="rank_factor",
     *,
     mask_var=None,
+    allow_many_classes=False,
     random_state=0,
     copy=False,
     **params,
@@ -73,6 +90,7 @@ def rank_factor(
     layer : str or None
         Fit on ``adata.layers[layer]`` instead of ``adata.X``.
     key_added : str
+    {many_classes}
     {common}
 
     Returns
@@ -86,14 +104,15 @@ def rank_factor(
     who = "tl.rank_factor"
 
     def fit(target):
-        X, mask = matrix_of(target, layer, mask_var, who)
-        labels, Y, classes, tasks, key = joint_targets(target, label_key, who)
+        X, mask = _training_matrix(target, layer, mask_var, who)
+        labels, Y, classes, tasks, key = joint_targets(target, label_key, who, allow_many_classes)
         # 1-D labels keep the class names in classes_; missing labels need the task matrix
         y = Y if labels is None or np.isnan(Y).any() else labels
         if variant is None:
             est = _build(RankFactorClassifier, random_state, **params)
         else:
             est = RankFactorClassifier.from_variant(variant, random_state=random_state, **params)
+        check_estimator_memory(est, *X.shape, who)
         est.fit(X, y)
         extra = dict(_classes_extra(key, classes, tasks, layer), variant=str(variant))
         write_results(
@@ -120,6 +139,7 @@ def bam(
     key_added="bam",
     *,
     mask_var=None,
+    allow_many_classes=False,
     random_state=0,
     copy=False,
     **params,
@@ -140,6 +160,7 @@ def bam(
         Listwise BAM (eq. 2), pairwise BAM (eq. 1) or Bayesian probit regression (eq. 3).
     layer, key_added
         As for :func:`rank_factor`.
+    {many_classes}
     {common}
 
     Returns
@@ -164,8 +185,18 @@ def bam(
         core = _build(BAMClassifier, random_state, ranking=BAM_VARIANTS[variant], **params)
 
     def fit(target):
-        X, mask = matrix_of(target, layer, mask_var, who)
-        labels, classes, key = labels_of(target, label_key, who, allow_missing=False)
+        X, mask = _training_matrix(target, layer, mask_var, who)
+        labels, classes, key = labels_of(
+            target, label_key, who, allow_missing=False, allow_many_classes=allow_many_classes
+        )
+        n = X.shape[0] if kernel is not None else min(X.shape)
+        check_memory(
+            who,
+            16 * n * n,
+            f"kernel={kernel!r} on {X.shape[0]} samples x {X.shape[1]} genes",
+            f"two {n} x {n} matrices: the kernel map or Gram matrix and its Cholesky factor",
+            "fit on fewer samples",
+        )
         est = core if kernel is None else make_pipeline(EmpiricalKernelMap(kernel), core)
         est = OneVsRestClassifier(est) if len(classes) > 2 else est
         est.fit(X, labels.astype(str))
@@ -214,6 +245,7 @@ def bm2pca(
     key_added="bm2pca",
     *,
     mask_var=None,
+    allow_many_classes=False,
     random_state=0,
     copy=False,
     **params,
@@ -230,6 +262,7 @@ def bm2pca(
     label_key : str or None
     layer, key_added
         As for :func:`rank_factor`.
+    {many_classes}
     {common}
 
     Returns
@@ -243,13 +276,16 @@ def bm2pca(
     who = "tl.bm2pca"
 
     def fit(target):
-        X, mask = matrix_of(target, layer, mask_var, who)
+        X, mask = _training_matrix(target, layer, mask_var, who)
         est = _build(BM2PCAClassifier, random_state, **params)
+        check_estimator_memory(est, *X.shape, who)
         if label_key is None:
             est.fit(X)
             write_results(target, key_added, est, mask, scores=est.transform(X))
             return est
-        labels, classes, key = labels_of(target, label_key, who, allow_missing=True)
+        labels, classes, key = labels_of(
+            target, label_key, who, allow_missing=True, allow_many_classes=allow_many_classes
+        )
         est.fit(X, labels)
         tasks = [str(c) for c in (classes[1:] if len(classes) == 2 else classes)]
         write_results(
@@ -271,8 +307,10 @@ def _unsupervised(cls, who, adata, layer, key_added, mask_var, random_state, cop
     """Fit an unsupervised latent model on the matrix and write scores, loadings and traces."""
 
     def fit(target):
-        X, mask = matrix_of(target, layer, mask_var, who)
-        est = _build(cls, random_state, **params).fit(X)
+        X, mask = _training_matrix(target, layer, mask_var, who)
+        est = _build(cls, random_state, **params)
+        check_estimator_memory(est, *X.shape, who)
+        est.fit(X)
         more = {name: getattr(est, attr) for name, attr in extra if hasattr(est, attr)}
         write_results(target, key_added, est, mask, extra=dict(more, layer=layer))
         return est
@@ -373,6 +411,7 @@ def pfa(
     key_added="pfa",
     *,
     mask_var=None,
+    allow_many_classes=False,
     random_state=0,
     copy=False,
     **params,
@@ -390,6 +429,7 @@ def pfa(
         binary task columns, as in :func:`rank_factor`) fits
         :class:`~omicsbayes.models.PFAClassifier` (missing labels allowed).
     key_added : str
+    {many_classes}
     {common}
 
     Returns
@@ -416,10 +456,12 @@ def pfa(
         )
 
     def fit(target):
-        X, mask = matrix_of(target, layer, mask_var, who)
-        labels, Y, classes, tasks, key = joint_targets(target, label_key, who)
+        X, mask = _training_matrix(target, layer, mask_var, who)
+        labels, Y, classes, tasks, key = joint_targets(target, label_key, who, allow_many_classes)
         single = labels is not None and len(classes) == 2 and not np.isnan(Y).any()
-        est = _build(PFAClassifier, random_state, **params).fit(X, labels if single else Y)
+        est = _build(PFAClassifier, random_state, **params)
+        check_estimator_memory(est, *X.shape, who)
+        est.fit(X, labels if single else Y)
         write_results(
             target,
             key_added,
@@ -508,6 +550,14 @@ def mvgp(
             )
             rows, cols = np.concatenate([rows, neg_rows]), np.concatenate([cols, neg_cols])
             values = np.concatenate([values, np.zeros(len(neg_rows))])
+        n_rows, n_cols = target.shape
+        check_memory(
+            who,
+            8 * n_rows * n_cols,
+            f"{n_rows} rows x {n_cols} columns",
+            f"the dense posterior mean of every entry, layers[{key_added!r}]",
+            "fit on fewer rows or columns",
+        )
         est = _build(getattr(models, model), random_state, **params)
         est.fit(
             rows,
