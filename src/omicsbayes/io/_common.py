@@ -262,6 +262,7 @@ def check_counts(values, name, row_ids, col_ids, row_kind="sample", col_kind="fe
         (~finite, "a missing value", "counts cannot be missing"),
         (finite & (values < 0), "negative count", "non-negative integer counts"),
         (finite & (values != np.round(values)), "non-integer count", "non-negative integer counts"),
+        (finite & (values >= 2.0**63), "too large count", "counts below 2**63 (int64)"),
     )
     for mask, what, expected in checks:
         if mask.any():

@@ -16,7 +16,7 @@ def read_h5ad(path):
     counts) becomes a CSR matrix and is never expanded; layers are kept as stored, sparse or
     dense. An X stored as integers, in a file without a ``"counts"`` layer, is also kept as
     ``.layers["counts"]`` (the integers as read, for the count models); a float X is kept once,
-    as X.
+    as X. A non-numeric X or an infinite entry of X is refused; NaN entries are missing values.
 
     Parameters
     ----------
@@ -45,6 +45,7 @@ def read_h5ad(path):
     check_unique(adata.obs_names.tolist(), str(path), "sample")
     check_unique(adata.var_names.tolist(), str(path), "feature")
     X = adata.X
+    _check_values(X, adata, path)
     if np.issubdtype(X.dtype, np.integer) and "counts" not in adata.layers:
         adata.layers["counts"] = X  # the array as read; X below is a new float64 one
     if sp.issparse(X):
@@ -52,3 +53,25 @@ def read_h5ad(path):
     else:
         adata.X = np.asarray(X, dtype=np.float64)
     return adata
+
+
+def _check_values(X, adata, path):
+    """CohortError for a non-numeric X or an infinite entry (NaN is a missing value)."""
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise CohortError(f"{path}: X has dtype {X.dtype}; expected numbers")
+    if not np.issubdtype(X.dtype, np.floating):
+        return
+    if not np.isinf(X.data if sp.issparse(X) else X).any():
+        return
+    if sp.issparse(X):
+        coo = sp.coo_matrix(X)
+        bad = np.flatnonzero(np.isinf(coo.data))
+        rows, cols = coo.row[bad], coo.col[bad]
+    else:
+        rows, cols = np.nonzero(np.isinf(np.asarray(X)))
+    if len(rows):
+        raise CohortError(
+            f"{path}: X has {len(rows)} infinite value(s), the first for sample "
+            f"{adata.obs_names[rows[0]]!r}, feature {adata.var_names[cols[0]]!r}; expected finite "
+            "numbers (missing values as NaN)"
+        )
