@@ -4,6 +4,8 @@ Each check raises one ``ValueError`` naming the ``.obs`` column, the matrix or t
 fault and what was expected, before any long computation:
 
 - :func:`check_matrix`: at least two samples and one gene, and not every gene constant;
+  :func:`check_entries`: an association matrix (``tl.mvgp``) of at least 2 x 2 with observed
+  entries;
 - :func:`missing_label_strings`: the strings ``"nan"``, ``"None"``, ``"<NA>"`` and ``""`` (what
   ``astype(str)`` makes of missing values) are missing labels, exactly like NaN;
 - :func:`check_classes`: a label column that looks continuous or mostly unique is refused unless
@@ -25,6 +27,7 @@ __all__ = [
     "FIT_BYTES",
     "MISSING_STRINGS",
     "check_classes",
+    "check_entries",
     "check_matrix",
     "check_memory",
     "fit_bytes",
@@ -57,6 +60,19 @@ def check_matrix(X, who, source):
         raise ValueError(
             f"{who}: {source} is constant ({what} in each of its {p} genes); a model needs "
             "genes that vary across samples"
+        )
+
+
+def check_entries(shape, n_observed, who, source):
+    """Refuse an association matrix with fewer than two rows or columns or no observed entry."""
+    if min(shape) < 2:
+        raise ValueError(
+            f"{who}: {source} has shape {tuple(shape)}; a fit needs at least 2 rows and 2 columns"
+        )
+    if n_observed == 0:
+        raise ValueError(
+            f"{who}: {source} has no observed entry (stored entries of a sparse matrix, non-NaN "
+            "entries of a dense one); a fit needs some"
         )
 
 

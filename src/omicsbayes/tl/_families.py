@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..models._capabilities import models_with
 from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
-from ._checks import check_estimator_memory, check_matrix, check_memory
+from ._checks import check_entries, check_estimator_memory, check_matrix, check_memory
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}
 MVGP_MODELS = tuple(sorted(models_with("matrix_completion")))
@@ -544,6 +544,12 @@ def mvgp(
             M = np.asarray(M, dtype=float)
             rows, cols = np.nonzero(~np.isnan(M))
             values = M[rows, cols]
+        check_entries(
+            target.shape,
+            len(values),
+            who,
+            "adata.X" if layer is None else f"adata.layers[{layer!r}]",
+        )
         if negative_ratio is not None:
             ((neg_rows, neg_cols),) = sample_negatives(
                 rows, cols, target.shape, 1, negative_ratio, random_state=random_state
