@@ -194,6 +194,14 @@ def test_tl_refuses_a_matrix_it_cannot_fit(name, case):
     refused(FITS[name], make(planted()), f"tl.{name}", source, *expected)
 
 
+def test_tl_constant_x_message_says_how_it_is_constant():
+    adata = planted()
+    adata.X[:] = np.arange(adata.n_vars, dtype=float)  # each gene its own constant
+    refused(FITS["bam"], adata.copy(), "each of its 8 genes has a single value")
+    adata.X[:] = np.nan
+    refused(FITS["ibp_factor"], adata, "every entry is NaN")
+
+
 def test_tl_constant_genes_among_varying_ones_are_legal():
     adata = planted()
     adata.X[:, 0] = 4.0

@@ -55,11 +55,15 @@ def check_matrix(X, who, source):
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN genes
         spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0)
     if not np.any(spread > 0):
-        value = X[~np.isnan(X)][:1]
-        what = f"every entry is {value[0]:g}" if value.size else "every entry is NaN"
+        values = X[~np.isnan(X)]
+        if values.size == 0:
+            what = "every entry is NaN"
+        elif np.all(values == values[0]):
+            what = f"every entry is {values[0]:g}"
+        else:
+            what = f"each of its {p} genes has a single value"
         raise ValueError(
-            f"{who}: {source} is constant ({what} in each of its {p} genes); a model needs "
-            "genes that vary across samples"
+            f"{who}: {source} is constant ({what}); a model needs genes that vary across samples"
         )
 
 
