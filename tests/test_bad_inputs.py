@@ -178,7 +178,14 @@ def _constant(adata):
     return adata
 
 
+def _infinite(adata):
+    adata.X[2, 3] = np.inf
+    adata.layers["counts"][2, 3] = -np.inf
+    return adata
+
+
 MATRIX_CASES = {
+    "infinite_value": (_infinite, ["1 infinite value(s)", "sample 's2', gene 'gene3'"]),
     "zero_genes": (lambda a: a[:, :0].copy(), ["0 genes"]),
     "zero_samples": (lambda a: a[:0].copy(), ["0 sample(s)", "at least 2"]),
     "one_sample": (lambda a: a[:1].copy(), ["1 sample(s)", "at least 2"]),

@@ -3,7 +3,8 @@
 Each check raises one ``ValueError`` naming the ``.obs`` column, the matrix or the parameter at
 fault and what was expected, before any long computation:
 
-- :func:`check_matrix`: at least two samples and one gene, and not every gene constant;
+- :func:`check_matrix`: at least two samples and one gene, no infinite entry, and not every
+  gene constant;
   :func:`check_entries`: an association matrix (``tl.mvgp``) of at least 2 x 2 with observed
   entries;
 - :func:`missing_label_strings`: the strings ``"nan"``, ``"None"``, ``"<NA>"`` and ``""`` (what
@@ -17,7 +18,6 @@ fault and what was expected, before any long computation:
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -40,20 +40,28 @@ CONTINUOUS_CLASSES = 10  # a float column with fractional values and more classe
 MIN_CLASS_SIZE = 2
 
 
-def check_matrix(X, who, source):
-    """Refuse a training matrix with fewer than two samples, no gene, or every gene constant.
+def check_matrix(X, who, source, obs_names, var_names):
+    """Refuse a training matrix with fewer than two samples, no gene, an infinite entry, or every
+    gene constant.
 
-    ``X`` is dense samples x genes (NaN = missing); ``source`` names it in the message (e.g.
-    ``"adata.layers['counts']"``). Constant genes among varying ones are fine.
+    ``X`` is dense samples x genes (NaN = missing, left to the model); ``source`` names it in the
+    message (e.g. ``"adata.layers['counts']"``) and ``obs_names`` / ``var_names`` its rows and
+    columns. Constant genes among varying ones are fine.
     """
     n, p = X.shape
     if n < 2:
         raise ValueError(f"{who}: {source} has {n} sample(s); a fit needs at least 2")
     if p == 0:
         raise ValueError(f"{who}: {source} has 0 genes (after mask_var); a fit needs at least 1")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN genes
-        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0)
+    infinite = np.isinf(X)
+    if infinite.any():
+        i, j = np.argwhere(infinite)[0]
+        raise ValueError(
+            f"{who}: {source} has {int(infinite.sum())} infinite value(s), the first at sample "
+            f"{str(obs_names[i])!r}, gene {str(var_names[j])!r}; expected finite values (NaN "
+            "where missing)"
+        )
+    spread = np.fmax.reduce(X, axis=0) - np.fmin.reduce(X, axis=0)  # NaN-skipping, no copy
     if not np.any(spread > 0):
         values = X[~np.isnan(X)]
         if values.size == 0:

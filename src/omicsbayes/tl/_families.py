@@ -43,7 +43,8 @@ def _doc(func):
 def _training_matrix(target, layer, mask_var, who):
     """:func:`matrix_of` checked for a fit (:func:`check_matrix`)."""
     X, mask = matrix_of(target, layer, mask_var, who)
-    check_matrix(X, who, "adata.X" if layer is None else f"adata.layers[{layer!r}]")
+    source = "adata.X" if layer is None else f"adata.layers[{layer!r}]"
+    check_matrix(X, who, source, target.obs_names, target.var_names[mask])
     return X, mask
 
 
