@@ -1,6 +1,8 @@
-"""The shared MCMC driver and VB loop (omicsbayes.inference.chain, issue 15) and several chains
-with R-hat / ESS (issue 16), burn-in following n_iter (issue 18)."""
+"""The shared MCMC driver and VB loop (omicsbayes.inference.chain, issue 15), several chains
+with R-hat / ESS (issue 16) and the warning of an unconverged fit, burn-in following n_iter
+(issue 18)."""
 
+import re
 import warnings
 
 import arviz as az
@@ -19,6 +21,7 @@ from omicsbayes.inference.chain import (
     sample_chains,
     sample_estimator_chains,
 )
+from omicsbayes.inference.convergence import ChainConvergenceWarning, mcmc_diagnostics
 from omicsbayes.models import (
     RFLVM,
     IBPFactorModel,
@@ -26,7 +29,6 @@ from omicsbayes.models import (
     PoissonFactorAnalysis,
     RankFactorClassifier,
 )
-from omicsbayes.tl._anndata import mcmc_diagnostics
 
 
 class _Counter:
@@ -201,9 +203,75 @@ def test_rhat_flags_chains_started_apart_and_cut_short():
     kw = {"n_iter": 6, "burn_in": 0, "alpha": 0.01, "alpha_prior": None}
     low = IBPFactorModel(n_init_features=0, random_state=1, **kw).fit(Y)
     high = IBPFactorModel(n_init_features=30, random_state=2, **kw).fit(Y)
-    table = mcmc_diagnostics(az.concat(low.idata_, high.idata_, dim="chain"))
-    assert table.loc["n_active", "r_hat"] > 1.05 and table.loc["n_active", "flagged"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no numpy warning leaks
+        table = mcmc_diagnostics(az.concat(low.idata_, high.idata_, dim="chain"))
     assert table.loc["log_likelihood_observed", "r_hat"] > 1.05
+    assert table.loc["log_likelihood_observed", "flagged"]
+    # the number of active features is not identifiable: its mean, no R-hat, never flagged
+    assert np.isnan(table.loc["n_active", ["r_hat", "ess_bulk"]].astype(float)).all()
+    assert not table.loc["n_active", "identifiable"] and not table.loc["n_active", "flagged"]
+    assert table.loc["n_active", "mean"] == pytest.approx(
+        np.mean(
+            np.r_[
+                low.idata_.posterior["n_active"].values.ravel(),
+                high.idata_.posterior["n_active"].values.ravel(),
+            ]
+        )
+    )
+
+
+def _idata(loglik, n_active):
+    """Through the driver's own summary: log likelihoods and active counts, chains x draws."""
+    return chain_mod.chains_to_idata(
+        posterior={"n_active": list(n_active)},
+        sample_stats={"log_likelihood_observed": list(loglik)},
+    )
+
+
+def test_chains_that_disagree_warn_naming_the_quantity_and_values():
+    rng = np.random.default_rng(3)
+    loglik = rng.normal(size=(2, 200)) + np.array([[0.0], [4.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match=r"log_likelihood_observed: R-hat (\d+\.\d+)") as rec:
+            _idata(loglik, np.full((2, 200), 3))
+    assert issubclass(rec[0].category, ChainConvergenceWarning)
+    r_hat = float(re.search(r"R-hat (\d+\.\d+)", str(rec[0].message)).group(1))
+    assert r_hat == pytest.approx(az.rhat(az.convert_to_dataset(loglik))["x"].item(), abs=0.01)
+    assert "n_active" not in str(rec[0].message)
+
+
+def test_one_chain_is_diagnosed_within_itself():
+    """A random walk of 50 draws: split R-hat and ESS of the one chain flag it."""
+    walk = np.cumsum(np.random.default_rng(4).normal(size=(1, 50)), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(ChainConvergenceWarning, match="1 chain\\(s\\) x 50 draws"):
+            idata = _idata(walk, np.arange(50)[None] % 4)
+        table = mcmc_diagnostics(idata)
+    row = table.loc["log_likelihood_observed"]
+    assert row["flagged"] and row["ess_bulk"] < 20 and row["r_hat"] > 1.05
+    halves = az.convert_to_dataset(walk.reshape(2, 25))
+    assert row["r_hat"] == pytest.approx(az.rhat(halves)["x"].item())
+    assert not table.loc["n_active", "flagged"]
+
+
+def test_well_mixed_chains_do_not_warn():
+    rng = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = mcmc_diagnostics(_idata(rng.normal(size=(2, 300)), rng.integers(2, 5, (2, 300))))
+    assert not table["flagged"].any() and table.loc["log_likelihood_observed", "ess_bulk"] > 400
+
+
+def test_a_two_chain_rflvm_cut_short_warns():
+    Y = np.random.default_rng(6).poisson(3.0, size=(20, 6)).astype(float)
+    model = RFLVM(likelihood="poisson", n_iter=16, n_chains=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match="log_likelihood_observed: R-hat"):
+            model.fit(Y)
 
 
 def test_several_chains_of_every_sampler(tmp_path):

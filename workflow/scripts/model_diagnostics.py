@@ -3,7 +3,8 @@ drawn by fit_summary).
 
 ``fit_draws``: the MCMC draws of the saved estimator as ArviZ netCDF. ``model_diagnostics``: the
 R-hat / ESS tables ``omicsbayes.tl`` stored in each model's ``fit.h5ad``, one row per model and
-quantity (a VB fit has no draws: one row saying so), R-hat above 1.05 flagged.
+quantity (a VB fit has no draws: one row saying so), R-hat above 1.05 or bulk ESS below 100
+flagged.
 """
 
 import logging
@@ -33,7 +34,11 @@ def diagnostics_table(paths, models):
     flagged = out[out.get("flagged", pd.Series(False, index=out.index)).fillna(False).astype(bool)]
     for row in flagged.itertuples():
         logging.getLogger("omicsbayes").warning(
-            "%s: R-hat of %s is %.3f > 1.05 (chains disagree)", row.model, row.variable, row.r_hat
+            "%s: %s has not converged (R-hat %.3f, bulk ESS %.3g)",
+            row.model,
+            row.variable,
+            row.r_hat,
+            row.ess_bulk,
         )
     return out
 

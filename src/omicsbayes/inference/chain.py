@@ -30,7 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from .checkpoint import Checkpoint
-from .convergence import check_finite, relative_improvement
+from .convergence import check_finite, mcmc_diagnostics, relative_improvement, warn_unconverged
 from .progress import Progress
 
 __all__ = [
@@ -211,15 +211,22 @@ def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint)
 def chains_to_idata(posterior, sample_stats=None, dims=None, coords=None):
     """ArviZ ``InferenceData`` from per-chain lists: ``posterior[name]`` (and
     ``sample_stats[name]``) is a list, one entry per chain, of arrays whose first axis is the
-    draw."""
+    draw.
+
+    This is the end of every MCMC fit: a :class:`~.convergence.ChainConvergenceWarning` names
+    the identifiable quantities whose R-hat or bulk ESS says the chains have not converged
+    (:func:`~.convergence.mcmc_diagnostics`), also for a single chain.
+    """
     import arviz as az
 
     def stack(groups):
         return {key: np.stack(per_chain) for key, per_chain in (groups or {}).items()}
 
-    return az.from_dict(
+    idata = az.from_dict(
         posterior=stack(posterior), sample_stats=stack(sample_stats), dims=dims, coords=coords
     )
+    warn_unconverged(mcmc_diagnostics(idata))
+    return idata
 
 
 def run_vb(step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min_iter=1):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from omicsbayes._attributes import ANNDATA_FIT, IDATA, SCORES, TRACES, fitted
+from omicsbayes.inference.convergence import mcmc_diagnostics
 from omicsbayes.preprocess.transforms import dense_matrix
 
 from ._checks import check_classes, missing_label_strings
@@ -44,11 +45,6 @@ DRAW_TRACES = (
     ("sample_stats", "log_pseudo_likelihood"),
     ("sample_stats", "log_likelihood_observed"),
 )
-# Posterior quantities identified by the data (not raw factors, which are identified only up to
-# rotation and sign): R-hat and ESS are reported for these and for every scalar variable.
-IDENTIFIABLE = ("train_decision", "decision", "predictive_mean", "log_likelihood")
-NOT_IDENTIFIABLE = ("theta", "phi", "X", "scores", "loadings", "coef", "intercept", "r", "p")
-RHAT_LIMIT = 1.05  # a variable whose R-hat exceeds this is flagged (not hidden)
 
 
 def loadings_of(estimator, n_vars):
@@ -246,47 +242,6 @@ def task_matrix(labels, classes):
     Y = np.column_stack([labels == c for c in tasks]).astype(float)
     Y[~observed] = np.nan
     return Y, [str(t) for t in tasks]
-
-
-def mcmc_diagnostics(idata):
-    """R-hat and bulk / tail ESS of the identifiable quantities of an ArviZ InferenceData.
-
-    Every scalar variable of the posterior and sample_stats groups (log likelihood, IBP
-    concentration, number of active features, ...) and the variables named in
-    :data:`IDENTIFIABLE` (decision functions of the training samples, predictive means); raw
-    factors are left out. Vector variables report their worst element (largest R-hat, smallest
-    ESS); ``flagged`` marks R-hat above :data:`RHAT_LIMIT`. Returns a DataFrame indexed by
-    variable (empty when ``idata`` is None).
-    """
-    columns = ["r_hat", "ess_bulk", "ess_tail", "n_chains", "n_draws", "flagged"]
-    if idata is None:
-        return pd.DataFrame(columns=columns, index=pd.Index([], name="variable"))
-    import arviz as az
-
-    rows = {}
-    for group in ("posterior", "sample_stats", "log_likelihood"):
-        data = getattr(idata, group, None)
-        if data is None:
-            continue
-        for name, var in data.data_vars.items():
-            extra = [d for d in var.dims if d not in ("chain", "draw")]
-            if name in NOT_IDENTIFIABLE or (extra and name not in IDENTIFIABLE):
-                continue
-            if var.sizes.get("draw", 0) < 4:
-                continue
-            one = data[[name]].astype(float)
-            several = var.sizes["chain"] > 1  # R-hat compares chains: NaN for one chain
-            rows[str(name)] = {
-                "r_hat": float(np.nanmax(az.rhat(one)[name].values)) if several else np.nan,
-                "ess_bulk": float(np.nanmin(az.ess(one, method="bulk")[name].values)),
-                "ess_tail": float(np.nanmin(az.ess(one, method="tail")[name].values)),
-                "n_chains": int(var.sizes["chain"]),
-                "n_draws": int(var.sizes["draw"]),
-            }
-            rows[str(name)]["flagged"] = bool(rows[str(name)]["r_hat"] > RHAT_LIMIT)
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
-    frame.index.name = "variable"
-    return frame
 
 
 def _h5ad_safe(value):
