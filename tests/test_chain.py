@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 from scipy.stats import poisson
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-from omicsbayes.inference import NumericalError
+from omicsbayes.inference import NumericalError, progress
 from omicsbayes.inference import chain as chain_mod
 from omicsbayes.inference.chain import (
     burn_in_of,
@@ -338,3 +338,38 @@ def test_each_chain_checkpoints_to_its_own_file(tmp_path, monkeypatch):
         np.testing.assert_array_equal(
             resumed.idata_.posterior[name].values, reference.idata_.posterior[name].values
         )
+
+
+def _toy_chains(verbose, n_chains=2):
+    def run(rng, chain):
+        return run_chain(
+            lambda state: _Counter(rng), rng, n_iter=10, burn_in=2, name="toy", verbose=verbose
+        )
+
+    return sample_chains(run, np.random.default_rng(0), n_chains)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_each_chain_draws_its_own_bar_and_verbose_false_draws_none(parallel, monkeypatch, capsys):
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "_interactive", lambda: True)  # as in a terminal
+    if not parallel:
+        monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    _toy_chains(verbose=True)
+    err = capsys.readouterr().err
+    finals = re.findall(r"toy chain (\d)/2: 100%\|[^\r\n]*10/10", err)
+    assert sorted(set(finals)) == ["1", "2"]  # two bars, each run to its end
+    assert "\x1b[A" in err  # the second bar is drawn on its own line (position=1)
+    _toy_chains(verbose=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_without_a_terminal_is_a_line_every_tenth(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "_interactive", lambda: False)  # a log file or a pipe
+    monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    _toy_chains(verbose=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 20 and "\r" not in "".join(lines)
+    assert lines[9].startswith("toy chain 1/2 iteration 10/10 loglik -9")
+    assert lines[19].startswith("toy chain 2/2 iteration 10/10")

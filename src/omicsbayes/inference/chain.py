@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from .checkpoint import Checkpoint
 from .convergence import check_finite, mcmc_diagnostics, relative_improvement, warn_unconverged
-from .progress import Progress
+from .progress import ChainBars, Progress, chain_context
 
 __all__ = [
     "ChainResult",
@@ -147,9 +147,14 @@ def chain_checkpoint(path, chain, n_chains):
     return f"{os.fspath(path)}.chain{chain}"
 
 
-def _one_blas_thread(run, args):
+def _one_chain(run, rng, chain, n_chains, queue=None):
+    with chain_context(chain, n_chains, queue):
+        return run(rng, chain)
+
+
+def _one_blas_thread(run, rng, chain, n_chains, queue):
     with threadpool_limits(limits=1, user_api="blas"):
-        return run(*args)
+        return _one_chain(run, rng, chain, n_chains, queue)
 
 
 def sample_chains(run, rng, n_chains):
@@ -157,16 +162,26 @@ def sample_chains(run, rng, n_chains):
     and more than one core (joblib's loky backend; one BLAS thread per chain process).
 
     ``run(rng, chain)`` runs one chain (typically a bound method calling :func:`run_chain`).
+    Each chain's progress bar has its own line; chains in worker processes send their progress
+    to this process, which draws the bars (:class:`~.progress.ChainBars`).
     """
     rngs = chain_rngs(rng, n_chains)
     n_jobs = min(n_chains, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if n_jobs <= 1:
-        return [run(r, c) for c, r in enumerate(rngs)]
+        return [_one_chain(run, r, c, n_chains) for c, r in enumerate(rngs)]
+    from multiprocessing import Manager
+
     from joblib import Parallel, delayed
 
-    return Parallel(n_jobs=n_jobs, backend="loky")(
-        delayed(_one_blas_thread)(run, (r, c)) for c, r in enumerate(rngs)
-    )
+    with Manager() as manager:
+        bars = ChainBars(manager.Queue())
+        try:
+            return Parallel(n_jobs=n_jobs, backend="loky")(
+                delayed(_one_blas_thread)(run, r, c, n_chains, bars.queue)
+                for c, r in enumerate(rngs)
+            )
+        finally:
+            bars.stop()
 
 
 def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint):

@@ -440,7 +440,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         Stop when the lower bound improves by less than this fraction (0.001 %).
     random_state : int, optional
         Seeds the initial q(b, w) second moments and q(f) means.
-    verbose : bool, default False
+    verbose : bool, default True
         Show a progress bar.
 
     Attributes
@@ -462,7 +462,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         max_iter=1000,  # 28-404 sweeps on GSE7390 and pbmc68k kernel maps (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.nu = nu
         self.alpha_gamma = alpha_gamma
@@ -562,7 +562,7 @@ class BAMClassifier(_BayesianLinearVB):
         max_iter=5000,  # BAM_P: 376-3157 sweeps on GSE7390 maps, by start (docs/fidelity.md)
         tol=1e-5,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.ranking = ranking
         self.alpha_gamma = alpha_gamma

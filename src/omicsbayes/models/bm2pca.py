@@ -436,7 +436,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
         Stop when the relative change of the lower bound is below this.
     random_state : int, Generator or None
         Seeds the cross-validation folds and the start of components beyond the data rank.
-    verbose : bool
+    verbose : bool, default True
         tqdm progress bar per binary fit.
 
     Attributes
@@ -486,7 +486,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
         max_iter=1000,  # tissue few-shot: every binary fit needs 312-352 sweeps (docs/fidelity.md)
         tol=1e-6,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.n_components = n_components
         self.C = C
@@ -672,7 +672,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, VBEstimator):
         max_iter=300,
         tol=1e-6,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.n_components = n_components
         self.C = C

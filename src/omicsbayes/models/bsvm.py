@@ -72,7 +72,7 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     n_samples, burn_in, thin : int
         Gibbs draws kept, discarded and the thinning interval.
     random_state : int, Generator or None
-    verbose : bool
+    verbose : bool, default True
 
     Attributes
     ----------
@@ -98,7 +98,7 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
         burn_in=500,
         thin=1,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.inference = inference
         self.r = r

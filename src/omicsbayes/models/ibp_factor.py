@@ -326,7 +326,7 @@ class IBPFactorModel(MCMCEstimator):
         Features at the start, each sample on with probability 1/2 (paper 002, section 4,
         starts the infinite models from two).
     random_state : None, int or numpy.random.Generator
-    verbose : bool
+    verbose : bool, default True
     checkpoint : str, os.PathLike or None
         File to write the sampler state to every ``checkpoint_every`` sweeps (atomically);
         ``fit`` resumes from it when it was written for the same parameters and data, and gives
@@ -375,7 +375,7 @@ class IBPFactorModel(MCMCEstimator):
         loading_prior=(1.0, 1.0),
         n_init_features=2,
         random_state=None,
-        verbose=False,
+        verbose=True,
         checkpoint=None,
         checkpoint_every=10,
     ):

@@ -301,7 +301,7 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
     n_transform_iter : int
         Gibbs sweeps over the scores of new samples in :meth:`transform` (half are burn-in).
     random_state : None, int or numpy.random.Generator
-    verbose : bool
+    verbose : bool, default True
         Progress bar.
     checkpoint : str, os.PathLike or None
         File to write the sampler state to every ``checkpoint_every`` sweeps (atomically);
@@ -351,7 +351,7 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
         eta=0.05,
         n_transform_iter=40,
         random_state=None,
-        verbose=False,
+        verbose=True,
         checkpoint=None,
         checkpoint_every=10,
     ):
@@ -535,7 +535,7 @@ class PFAClassifier(ClassifierMixin, TransformerMixin, MCMCEstimator):
     svm_n_samples, svm_burn_in : int
         Gibbs draws kept and discarded by each SVM.
     random_state : None, int or numpy.random.Generator
-    verbose : bool
+    verbose : bool, default True
 
     Attributes
     ----------
@@ -568,7 +568,7 @@ class PFAClassifier(ClassifierMixin, TransformerMixin, MCMCEstimator):
         svm_n_samples=500,
         svm_burn_in=500,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.n_factors = n_factors
         self.n_iter = n_iter

@@ -116,7 +116,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         rank likelihoods without the mixture; it stops when z_* changes by less than 1e-3 of its
         mean magnitude).
     random_state : int, Generator or None
-    verbose : bool
+    verbose : bool, default True
 
     Attributes
     ----------
@@ -168,7 +168,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         n_chains=1,
         transform_iter=50,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.likelihood = likelihood
         self.classifier = classifier

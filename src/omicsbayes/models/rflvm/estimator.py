@@ -77,7 +77,7 @@ class RFLVM(MCMCEstimator):
         one transition of 150 steps per iteration reaches the planted mode from a PCA start
         where three of 20 do not (docs/models.md).
     random_state : None, int or numpy.random.Generator
-    verbose : bool
+    verbose : bool, default True
         Show a tqdm progress bar.
     checkpoint : str, os.PathLike or None
         File to write the chain state to every ``checkpoint_every`` iterations (atomically);
@@ -152,7 +152,7 @@ class RFLVM(MCMCEstimator):
         hmc_moves=1,
         hmc_leapfrog=150,
         random_state=None,
-        verbose=False,
+        verbose=True,
         checkpoint=None,
         checkpoint_every=10,
     ):
