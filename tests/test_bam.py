@@ -382,7 +382,7 @@ def test_figure_has_one_panel_per_cohort_kernel_metric_and_prints_means():
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from omicsbayes.plotting.bam import bam_boxplots
+    from omicsbayes.pl.bam import bam_boxplots
 
     rng = np.random.default_rng(16)
     rows = [

@@ -467,7 +467,7 @@ def test_figures_from_saved_tables(tmp_path):
     matplotlib.use("Agg")
     import pandas as pd
 
-    from omicsbayes.plotting.bm2pca import accuracy_curves, projection_figure
+    from omicsbayes.pl.bm2pca import accuracy_curves, projection_figure
 
     rng = np.random.default_rng(11)
     X, y = _figure1(40, rng)

@@ -75,7 +75,7 @@ def test_figures_naming_a_model_outside_the_experiment_stops_the_run(
 
 
 def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
-    from omicsbayes.plotting.rank_factor import pixel_grid
+    from omicsbayes.pl.rank_factor import pixel_grid
 
     rng = np.random.default_rng(0)
     image = rng.normal(size=(3, 4))
@@ -91,7 +91,7 @@ def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
 
 
 def test_feature_labels_name_genes_by_symbol_and_stay_unique():
-    from omicsbayes.plotting.rank_factor import feature_labels
+    from omicsbayes.pl.rank_factor import feature_labels
 
     probes = ["ILMN_1", "ILMN_2", "ILMN_3", "ILMN_4", "ILMN_5"]
     symbols = ["STAT1", None, "STAT1", " ", "GBP5"]

@@ -1,4 +1,8 @@
-"""omicsbayes.pl draws what the tl functions wrote; Figure 7's labels do not collide."""
+"""omicsbayes.pl draws what the tl functions wrote: groups told apart by colour with the legend
+outside, top genes named, every chain's trace with its burn-in, honest trace labels; Figure 7's
+labels do not collide."""
+
+import warnings
 
 import matplotlib
 
@@ -7,10 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from test_tl import RF, planted  # noqa: E402
 
 from omicsbayes import pl, tl  # noqa: E402
-from omicsbayes.plotting import rank_factor as rp  # noqa: E402
+from omicsbayes.pl import rank_factor as rp  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -18,17 +23,57 @@ def fitted():
     adata = planted(n=60, d=30, n_classes=3)
     tl.rank_factor(adata, "group", mask_var="highly_variable", **RF)
     tl.ibp_factor(adata, n_iter=12, burn_in=4)
+    tl.ibp_factor(adata, key_added="ibp_chains", n_iter=12, n_chains=2)  # burn_in None: 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a short fit on purpose
+        tl.bam(adata, "group", max_iter=20)
     return adata
 
 
-def test_trace_draws_the_stored_trace(fitted):
-    fig = pl.trace(fitted, "rank_factor")
+def _burn_in_span(ax):
+    (span,) = [p for p in ax.patches if p.get_label() == "burn-in"]
+    x0 = span.get_x()  # a Rectangle in data x, axes y
+    return x0, x0 + span.get_width()
+
+
+def test_trace_draws_the_stored_trace_with_what_it_is(fitted):
+    fig = pl.trace(fitted, "rank_factor")  # a VB objective that is not a lower bound
     (line,) = fig.axes[0].get_lines()
     np.testing.assert_array_equal(line.get_ydata(), fitted.uns["rank_factor"]["trace"])
+    assert fig.axes[0].get_ylabel() == "objective"
+    assert any("need not increase" in t.get_text() for t in fig.texts)
+    fig = pl.trace(fitted, "bam")  # BAM's is the full evidence lower bound
     assert fig.axes[0].get_ylabel() == "lower bound"
+    assert not fig.texts and len(fig.axes[0].get_lines()) == 3  # one per one-vs-rest problem
     fig = pl.trace(fitted, "ibp_factor")  # a sampler: burn-in shaded
-    assert fig.axes[0].get_ylabel() == "log likelihood"
-    assert any(p.get_label() == "burn-in" for p in fig.axes[0].patches)
+    assert fig.axes[0].get_ylabel() == "log likelihood" and not fig.texts
+    assert _burn_in_span(fig.axes[0]) == (0.5, 4.5)
+    plt.close("all")
+
+
+def test_trace_draws_every_chain_and_the_fits_burn_in(fitted):
+    fig = pl.trace(fitted, "ibp_chains")
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["chain 1", "chain 2"]
+    assert len(lines[0].get_xdata()) == 12 and list(lines[1].get_xdata()) == list(range(7, 13))
+    draws = fitted.uns["ibp_chains"]["diagnostics"]
+    assert (draws["n_chains"] == 2).all() and (draws["n_draws"] == 6).all()
+    assert _burn_in_span(ax) == (0.5, 6.5)  # burn_in=None: the fit's n_iter // 2
+    assert _burn_in_span(pl.trace(fitted, "ibp_chains", burn_in=3).axes[0]) == (0.5, 3.5)
+    plt.close("all")
+
+
+def test_loadings_name_the_top_genes(fitted):
+    fig = pl.loadings(fitted)
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert sorted(names) == sorted(fitted.var_names[fitted.var["highly_variable"]])
+    fig = pl.loadings(fitted, n_labels=5)
+    named = {t.get_text() for t in fig.axes[0].get_yticklabels()}
+    stored = fitted.varm["rank_factor_loadings"]
+    top = np.argsort(-np.nan_to_num(np.linalg.norm(stored, axis=1), nan=-1.0))[:5]
+    assert named == set(fitted.var_names[top])
+    assert fig.axes[0].get_ylabel() == "20 genes (5 of largest norm named)"
     plt.close("all")
 
 
@@ -48,25 +93,44 @@ def test_scores_by_group_and_latent_heatmap(fitted):
     Z = fitted.obsm["X_rank_factor"][:, [0, 2]]
     assert points.shape == Z.shape
     np.testing.assert_allclose(np.sort(points, axis=0), np.sort(Z, axis=0))
-    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {
-        "train g0",
-        "train g1",
-        "train g2",
-    }
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["g0", "g1", "g2"]
+    assert legend.get_title().get_text() == "group"
+    fig = pl.scores(fitted, "rank_factor", style="paper")  # the papers' black and red
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["g0", "g1", "g2"]  # no "train" prefix
     fig = pl.latent_heatmap(fitted, "rank_factor")
     image = fig.axes[0].get_images()[0].get_array()
     order = np.argsort(fitted.obs["group"].astype(str).to_numpy(), kind="stable")
     np.testing.assert_allclose(image, fitted.obsm["X_rank_factor"][order])
     with pytest.raises(ValueError, match="components"):
         pl.scores(fitted, "rank_factor", components=(1, 4))
+    with pytest.raises(ValueError, match="style='poster'"):
+        pl.scores(fitted, "rank_factor", style="poster")
+    plt.close("all")
+
+
+@pytest.mark.parametrize("n_groups", [10, 20])
+def test_scores_tell_up_to_twenty_groups_apart_with_the_legend_outside(fitted, n_groups):
+    adata = fitted.copy()
+    adata.obs["cell_type"] = [f"type {i % n_groups}" for i in range(adata.n_obs)]
+    fig = pl.scores(adata, "rank_factor", groupby="cell_type")
+    ax = fig.axes[0]
+    colours = {tuple(np.round(c.get_facecolor()[0], 6)) for c in ax.collections}
+    assert len(ax.collections) == n_groups and len(colours) == n_groups
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= ax.get_window_extent(renderer).x1  # right of the axes, covers no point
+    assert legend.x1 <= fig.bbox.x1 + 1  # and inside the figure
     plt.close("all")
 
 
 def test_coefficients_and_clear_errors(fitted):
     fig = pl.coefficients(fitted, "rank_factor")
     assert [ax.get_ylabel() for ax in fig.axes] == ["g0", "g1", "g2"]
-    with pytest.raises(ValueError, match="adata.uns has no 'bam'"):
-        pl.trace(fitted, "bam")
+    with pytest.raises(ValueError, match="adata.uns has no 'pfa'"):
+        pl.trace(fitted, "pfa")
     with pytest.raises(ValueError, match="'rflvm' model has no gene loadings|no 'rflvm'"):
         pl.loadings(fitted, "rflvm")
     plt.close("all")

@@ -616,7 +616,7 @@ def test_plotting_tables_and_figures():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from omicsbayes.plotting import rank_factor as rp
+    from omicsbayes.pl import rank_factor as rp
 
     rng = np.random.default_rng(12)
     A = rng.normal(size=(30, 4)) * 0.1

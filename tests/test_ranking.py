@@ -80,7 +80,7 @@ def test_ranking_curves_figure_one_line_per_model():
     import matplotlib
 
     matplotlib.use("Agg")
-    from omicsbayes.plotting.mvgp import ranking_curves_figure
+    from omicsbayes.pl.mvgp import ranking_curves_figure
 
     tables = []
     for model in ("Con. MV-GP (D)", "PMF-5"):

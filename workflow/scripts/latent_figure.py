@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from omicsbayes.jobs import atomic_write, run_job  # noqa: E402
-from omicsbayes.plotting.rflvm import latent_heatmaps  # noqa: E402
+from omicsbayes.pl.rflvm import latent_heatmaps  # noqa: E402
 
 
 def main(smk):

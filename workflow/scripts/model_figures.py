@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
-from omicsbayes.plotting import rank_factor as rp  # noqa: E402
+from omicsbayes.pl import rank_factor as rp  # noqa: E402
 from omicsbayes.protocols.classification import task_targets  # noqa: E402
 
 

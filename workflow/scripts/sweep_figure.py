@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
-from omicsbayes.plotting.bm2pca import accuracy_curves  # noqa: E402
+from omicsbayes.pl.bm2pca import accuracy_curves  # noqa: E402
 
 
 def sweep_table(summaries, sweep, name):

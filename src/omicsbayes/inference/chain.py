@@ -44,7 +44,18 @@ __all__ = [
     "run_vb",
     "sample_chains",
     "sample_estimator_chains",
+    "trace_label",
+    "whole_chain_traces",
 ]
+
+TRACE_LABELS = {
+    "lower_bound": "lower bound",
+    "objective": "objective",
+    "log_likelihood": "log likelihood",
+    "draws_log_likelihood": "log likelihood of the retained draws",
+}
+"""What a trace of each name is, for figures. A VB history (``lower_bound_``) is a lower bound
+only where the estimator says so (:func:`trace_label`)."""
 
 
 @dataclass
@@ -242,6 +253,54 @@ def chains_to_idata(posterior, sample_stats=None, dims=None, coords=None):
     )
     warn_unconverged(mcmc_diagnostics(idata))
     return idata
+
+
+def trace_label(estimator, name):
+    """The label of the trace ``name`` of ``estimator`` (``TRACE_LABELS``).
+
+    The VB history ``lower_bound_`` is labelled "lower bound" only when the estimator's class
+    declares ``_trace_label = "lower bound"`` (a true evidence lower bound, which increases at
+    every iteration); any other VB history is an "objective" (a monitoring or Monte Carlo
+    objective that need not increase).
+    """
+    if name == "lower_bound":
+        return getattr(estimator, "_trace_label", "objective")
+    return TRACE_LABELS.get(name, str(name).replace("_", " "))
+
+
+def whole_chain_traces(trace, kept, thin=1):
+    """Every chain's trace on the iterations of the first chain's whole trace, and the burn-in.
+
+    Parameters
+    ----------
+    trace : array_like, shape (n_iter,)
+        The first chain's value at every iteration (``log_likelihood_``).
+    kept : array_like, shape (n_chains, n_draws)
+        Every chain's value at its retained iterations (``burn_in + j * thin``), as in
+        ``idata_.sample_stats``; the first row is ``trace`` at those iterations.
+    thin : int
+
+    Returns
+    -------
+    traces : ndarray, shape (n_chains, n_iter)
+        ``trace`` first; the other chains at their retained iterations, NaN elsewhere.
+    burn_in : int
+        The first retained iteration (the one at which ``trace`` matches ``kept[0]``).
+    """
+    trace = np.asarray(trace, dtype=float)
+    kept = np.atleast_2d(np.asarray(kept, dtype=float))
+    n_iter, (n_chains, n_draws), thin = trace.size, kept.shape, int(thin)
+    earliest = max(n_iter - n_draws * thin, 0)
+    candidates = range(earliest, max(n_iter - (n_draws - 1) * thin, earliest + 1))
+    burn_in = next(
+        (b for b in candidates if np.array_equal(trace[b::thin][:n_draws], kept[0])), earliest
+    )
+    traces = np.full((n_chains, n_iter), np.nan)
+    traces[0] = trace
+    positions = burn_in + thin * np.arange(n_draws)
+    inside = positions < n_iter
+    traces[1:, positions[inside]] = kept[1:, inside]
+    return traces, int(burn_in)
 
 
 def run_vb(step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min_iter=1):

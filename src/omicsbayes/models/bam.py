@@ -320,6 +320,7 @@ class _BayesianLinearVB(ClassifierMixin, VBEstimator):
 
     capabilities = frozenset({"classifier", "vb"})
     _blas_sequential = True  # a Cholesky of the N x N kernel each iteration (thread policy)
+    _trace_label = "lower bound"  # lower_bound_ is the full evidence lower bound (trace_label)
     _parameter_constraints = {
         **{name: [POSITIVE] for name in ("alpha_gamma", "beta_gamma", "alpha_eta", "beta_eta")},
         **VB_CONSTRAINTS,

@@ -470,6 +470,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
     """
 
     capabilities = frozenset({"classifier", "vb"})
+    _trace_label = "lower bound"  # lower_bound_ is the closed-form evidence lower bound
     _parameter_constraints = {**_CONSTRAINTS, "C": [POSITIVE, StrOptions({"cv"})]}
 
     def __init__(
@@ -654,6 +655,7 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, VBEstimator):
     """
 
     capabilities = frozenset({"regressor", "vb"})
+    _trace_label = "lower bound"  # lower_bound_ is the closed-form evidence lower bound
     _blas_shape = BM2PCAClassifier._blas_shape
     _parameter_constraints = {**_CONSTRAINTS, "epsilon": [Interval(Real, 0, np.inf, closed="left")]}
 

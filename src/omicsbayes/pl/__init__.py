@@ -1,24 +1,45 @@
-"""Figures from the outputs an :mod:`omicsbayes.tl` function wrote into an AnnData.
+"""Figures, each returning a matplotlib Figure.
 
-Each function builds the table that the :mod:`omicsbayes.plotting` figure takes from
-``.varm["<key>_loadings"]``, ``.obsm["X_<key>"]`` and ``.uns[key]``, and returns its
-matplotlib Figure::
+From an AnnData, after an :mod:`omicsbayes.tl` function wrote ``.varm["<key>_loadings"]``,
+``.obsm["X_<key>"]`` and ``.uns[key]``: :func:`scores`, :func:`loadings`, :func:`trace`,
+:func:`coefficients`, :func:`latent_heatmap`, :func:`gene_network`::
 
     omicsbayes.tl.rank_factor(adata, label_key="tissue")
     omicsbayes.pl.loadings(adata)
+
+From saved result tables (the workflow's figures), one module per model family and one for
+the workflow-wide figures: :mod:`.rank_factor`, :mod:`.bam`, :mod:`.bm2pca`, :mod:`.rflvm`,
+:mod:`.mvgp`, :mod:`.metrics` and :mod:`.diagnostics` (traces).
 """
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..plotting import bm2pca as bm2pca_plots
-from ..plotting import rank_factor as rank_factor_plots
-from ..plotting import rflvm as rflvm_plots
-from ..plotting.diagnostics import trace_figure
+from ..inference.chain import TRACE_LABELS
+from . import bm2pca as bm2pca_plots
+from . import rank_factor as rank_factor_plots
+from . import rflvm as rflvm_plots
+from ._palette import group_styles
+from .diagnostics import trace_figure
+from .metrics import metric_boxplots
 
-__all__ = ["coefficients", "gene_network", "latent_heatmap", "loadings", "scores", "trace"]
+__all__ = [
+    "coefficients",
+    "gene_network",
+    "group_styles",
+    "latent_heatmap",
+    "loadings",
+    "metric_boxplots",
+    "scores",
+    "trace",
+]
+
+OBJECTIVE_NOTE = (
+    "An objective, not a lower bound: it need not increase from one iteration to the next."
+)
 
 
 def _uns(adata, key):
@@ -50,53 +71,113 @@ def _scores(adata, key):
 
 
 def _groups(adata, key, groupby):
-    """The ``.obs`` column to group samples by: ``groupby``, else the label column of the fit."""
+    """``(group of each sample, the groups in order, the column name)``: ``groupby``, else the
+    label column of the fit; a categorical column keeps its category order."""
     groupby = groupby or _uns(adata, key).get("label_key") or adata.uns.get("label_column")
     if groupby is None:
-        return np.full(adata.n_obs, "all", dtype=object)
+        return np.full(adata.n_obs, "all", dtype=object), ["all"], None
     if groupby not in adata.obs:
         raise ValueError(f"groupby {groupby!r} is not in adata.obs; columns {list(adata.obs)}")
-    return adata.obs[groupby].astype(str).to_numpy()
+    column = adata.obs[groupby]
+    values = column.astype(str).to_numpy()
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        order = [str(c) for c in column.cat.categories if str(c) in set(values)]
+    else:
+        order = sorted(set(values))
+    return values, order, str(groupby)
 
 
-def loadings(adata, key="rank_factor", max_genes=200):
-    """Heatmap of the loadings, the ``max_genes`` genes of largest norm (``loadings_heatmap``)."""
-    return rank_factor_plots.loadings_heatmap(_loadings(adata, key), max_genes=max_genes)
+def loadings(adata, key="rank_factor", max_genes=50, n_labels=50, gene_symbols=None):
+    """Heatmap of the loadings of the ``max_genes`` genes of largest norm, the ``n_labels``
+    largest named (``rank_factor.loadings_heatmap``).
+
+    ``gene_symbols`` names a ``.var`` column of gene symbols to name the genes by (e.g.
+    ``"gene_symbol"`` of a GEO platform); by default the ``var_names``.
+    """
+    frame = _loadings(adata, key)
+    if gene_symbols is not None:
+        if gene_symbols not in adata.var:
+            raise ValueError(f"gene_symbols {gene_symbols!r} is not in adata.var")
+        frame.index = rank_factor_plots.feature_labels(
+            frame.index, adata.var.loc[frame.index, gene_symbols]
+        )
+    return rank_factor_plots.loadings_heatmap(frame, max_genes=max_genes, n_labels=n_labels)
 
 
-def scores(adata, key="rank_factor", groupby=None, components=(1, 2)):
-    """Samples in two score dimensions (1-based ``components``), one marker per group
-    (``plotting.bm2pca.projection_figure``)."""
+def scores(adata, key="rank_factor", groupby=None, components=(1, 2), style="groups"):
+    """Samples in two score dimensions (1-based ``components``), coloured by group.
+
+    ``style="groups"``: a qualitative palette that tells up to 20 groups apart
+    (:func:`group_styles`), the legend, titled by the group column, outside the axes.
+    ``style="paper"``: the black-and-red markers of the papers' figures
+    (``bm2pca.projection_figure``).
+    """
     Z = _scores(adata, key)
     i, j = (c - 1 for c in components)
     if not (0 <= i < Z.shape[1] and 0 <= j < Z.shape[1]):
         raise ValueError(f"components {components} outside 1..{Z.shape[1]} of X_{key}")
-    table = pd.DataFrame(
-        {"method": key, "z1": Z[:, i], "z2": Z[:, j], "label": _groups(adata, key, groupby)}
-    )
-    table["split"] = "train"
-    fig = bm2pca_plots.projection_figure(table)
-    fig.axes[0].set_xlabel(f"{key} {components[0]}")
-    fig.axes[0].set_ylabel(f"{key} {components[1]}")
+    groups, order, column = _groups(adata, key, groupby)
+    if style == "paper":
+        table = pd.DataFrame(
+            {"method": key, "z1": Z[:, i], "z2": Z[:, j], "label": groups, "split": "train"}
+        )
+        fig = bm2pca_plots.projection_figure(table)
+        ax = fig.axes[0]
+    elif style == "groups":
+        fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
+        for group, (colour, marker) in zip(order, group_styles(len(order))):
+            sel = groups == group
+            ax.scatter(Z[sel, i], Z[sel, j], s=12, color=colour, marker=marker, label=group)
+        ax.legend(
+            title=column,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            frameon=False,
+            fontsize=8,
+            markerscale=1.5,
+            ncols=1 if len(order) <= 16 else 2,
+        )
+    else:
+        raise ValueError(f"style={style!r}; expected 'groups' or 'paper'")
+    ax.set_xlabel(f"{key} {components[0]}")
+    ax.set_ylabel(f"{key} {components[1]}")
     return fig
 
 
 def latent_heatmap(adata, key="rflvm", groupby=None):
-    """Samples (sorted by group) x latent dimensions (``plotting.rflvm.latent_heatmaps``)."""
-    return rflvm_plots.latent_heatmaps({key: _scores(adata, key)}, _groups(adata, key, groupby))
+    """Samples (sorted by group) x latent dimensions (``rflvm.latent_heatmaps``)."""
+    return rflvm_plots.latent_heatmaps({key: _scores(adata, key)}, _groups(adata, key, groupby)[0])
 
 
-def trace(adata, key="rank_factor"):
-    """The bound or log-likelihood trace of the fit (``plotting.diagnostics.trace_figure``),
-    burn-in shaded for samplers whose trace covers every iteration."""
+def trace(adata, key="rank_factor", burn_in=None):
+    """The trace of the fit against the iteration (``diagnostics.trace_figure``).
+
+    Every chain of a sampler is drawn (the first at every iteration, the others at their
+    retained draws) and the burn-in shaded: ``burn_in``, by default the fit's. The axis says
+    what the trace is: a lower bound only where the model's is one; any other VB history is an
+    objective, and a note under the axes says it need not increase.
+    """
     uns = _uns(adata, key)
     if "trace" not in uns:
         raise ValueError(f"adata.uns[{key!r}] has no trace: the model keeps none")
-    name = str(uns.get("trace_name", "objective")).replace("_", " ")
-    burn_in = uns.get("params", {}).get("burn_in")
-    whole_chain = uns.get("trace_name") == "log_likelihood"
-    burn_in = int(burn_in) if whole_chain and isinstance(burn_in, int | np.integer) else None
-    return trace_figure({key: uns["trace"]}, ylabel=name, title=uns["model"], burn_in=burn_in)
+    name = str(uns.get("trace_name", "objective"))
+    label = str(uns.get("trace_label") or TRACE_LABELS.get(name, name.replace("_", " ")))
+    chains = name in ("log_likelihood", "draws_log_likelihood")
+    if name == "log_likelihood":
+        fitted_burn_in = uns.get("burn_in", uns.get("params", {}).get("burn_in"))
+        burn_in = fitted_burn_in if burn_in is None else burn_in
+        burn_in = int(burn_in) if isinstance(burn_in, int | np.integer) else None
+    else:
+        burn_in = None
+    return trace_figure(
+        {key: uns["trace"]},
+        ylabel=label,
+        title=uns["model"],
+        burn_in=burn_in,
+        note=OBJECTIVE_NOTE if label == "objective" else None,
+        rows="chain" if chains else None,
+    )
 
 
 def coefficients(adata, key="rank_factor"):

@@ -301,8 +301,8 @@ def metric_table(joined):
 def figure(metrics, title, experiment, specs):
     """Box plots of AUROC, AUPR and accuracy per split; paper 001's layout (one panel per
     cohort x kernel x metric) when every model is a BAM or Bayesian probit classifier."""
-    from ..plotting import metric_boxplots
-    from ..plotting.bam import bam_boxplots
+    from ..pl.metrics import metric_boxplots
+    from ..pl.bam import bam_boxplots
 
     if {s["class"] for s in specs} <= AUC_MODELS:
         return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))

@@ -84,7 +84,7 @@ def metric_table(joined):
 
 def figure(metrics, title, experiment, specs):
     """P@k and R@k curves, one line per model (paper 004, Figure 3)."""
-    from ..plotting.mvgp import ranking_curves_figure
+    from ..pl.mvgp import ranking_curves_figure
 
     return ranking_curves_figure(metrics, title=title)
 

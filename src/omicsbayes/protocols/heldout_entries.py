@@ -63,7 +63,7 @@ def metric_table(joined):
 
 def figure(metrics, title, experiment, specs):
     """Box plots of the held-out log likelihood per entry and the perplexity per repeat."""
-    from ..plotting import metric_boxplots
+    from ..pl.metrics import metric_boxplots
 
     return metric_boxplots(metrics, title=title, columns=METRICS)
 

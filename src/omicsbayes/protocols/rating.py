@@ -60,7 +60,7 @@ def metric_table(joined):
 
 def figure(metrics, title, experiment, specs):
     """Box plots of RMSE and R@k per split."""
-    from ..plotting import metric_boxplots
+    from ..pl.metrics import metric_boxplots
 
     names = {"rmse": "RMSE", "recall": f"R@{int(metrics['k'].iloc[0])}"}
     return metric_boxplots(

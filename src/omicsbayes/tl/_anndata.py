@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from omicsbayes._attributes import ANNDATA_FIT, IDATA, SCORES, TRACES, fitted
+from omicsbayes.inference.chain import trace_label, whole_chain_traces
 from omicsbayes.inference.convergence import mcmc_diagnostics
 from omicsbayes.preprocess.transforms import dense_matrix
 
@@ -90,13 +91,19 @@ def trace_of(estimator):
                 out[i, : len(v)] = v
             return name, out
         return name, np.asarray(value, dtype=float)
-    idata = fitted(estimator, *IDATA)
+    values = _draws_trace(fitted(estimator, *IDATA))
+    if values is not None:
+        return "draws_log_likelihood", values[0] if len(values) == 1 else values
+    return None, None
+
+
+def _draws_trace(idata):
+    """The log likelihood of the retained draws in ``idata`` (chains x draws), or None."""
     for group, var in DRAW_TRACES:
         data = getattr(idata, group, None) if idata is not None else None
         if data is not None and var in data and data[var].ndim == 2:
-            values = np.asarray(data[var].values, dtype=float)
-            return "draws_log_likelihood", values[0] if len(values) == 1 else values
-    return None, None
+            return np.asarray(data[var].values, dtype=float)
+    return None
 
 
 def matrix_of(adata, layer=None, mask_var=None, who="tl"):
@@ -306,7 +313,12 @@ def write_results(
     }
     if trace is not None:
         uns["trace"], uns["trace_name"] = trace, trace_name
+        uns["trace_label"] = trace_label(estimator, trace_name)
     idata = fitted(estimator, *IDATA)
+    kept = _draws_trace(idata)
+    if trace_name == "log_likelihood" and kept is not None:  # every chain, burn-in for figures
+        chains, uns["burn_in"] = whole_chain_traces(trace, kept, fitted(estimator, "thin") or 1)
+        uns["trace"] = chains if len(chains) > 1 else trace
     if idata is not None:
         uns["diagnostics"] = mcmc_diagnostics(idata)
     uns.update(extra or {})

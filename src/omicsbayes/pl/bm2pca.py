@@ -20,7 +20,8 @@ def projection_figure(scores, eta=None, title=""):
     scores : pandas.DataFrame
         Columns ``method`` (e.g. "BM2PCA", "PCA"), ``z1``, ``z2``, ``label`` and ``split``
         ("train" / "test").  Training samples are drawn in red / black, test samples in
-        blue / green (the paper's colours), one marker per class.
+        blue / green (the paper's colours), one marker per class; the legend names the split
+        only when both are drawn.
     eta : sequence of 3 floats, optional
         ``(eta_1, eta_2, bias)`` of the BM2PCA discriminant; drawn as the separating line on the
         "BM2PCA" panel.
@@ -30,6 +31,7 @@ def projection_figure(scores, eta=None, title=""):
     methods = list(dict.fromkeys(scores["method"]))
     classes = sorted(scores["label"].unique(), key=str)
     colours = {"train": ("tab:red", "black"), "test": ("tab:blue", "tab:green")}
+    both = scores["split"].nunique() > 1  # name the split in the legend only when there are two
     fig, axes = plt.subplots(1, len(methods), figsize=(4.5 * len(methods), 4.2), squeeze=False)
     for ax, method in zip(axes[0], methods):
         part = scores[scores["method"] == method]
@@ -44,7 +46,12 @@ def projection_figure(scores, eta=None, title=""):
                         else {"facecolors": "none", "edgecolors": colour}
                     )
                     ax.scatter(
-                        pts["z1"], pts["z2"], marker=marker, s=28, label=f"{split} {cls}", **style
+                        pts["z1"],
+                        pts["z2"],
+                        marker=marker,
+                        s=28,
+                        label=f"{split} {cls}" if both else str(cls),
+                        **style,
                     )
         if eta is not None and method == "BM2PCA":
             e1, e2, b = (float(v) for v in eta)

@@ -101,9 +101,13 @@ def coefficient_figure(coef, task_names=None):
     return fig
 
 
-def loadings_heatmap(loadings, gene_names=None, max_genes=200):
+def loadings_heatmap(loadings, gene_names=None, max_genes=200, n_labels=60):
     """Heatmap of the loadings (genes x factors), the ``max_genes`` genes of largest norm,
-    grouped by the factor of their largest |loading|, ordered within a group by that loading."""
+    grouped by the factor of their largest |loading|, ordered within a group by that loading.
+
+    The ``n_labels`` genes of largest norm are named on the vertical axis (all of them when
+    there are no more); the label says how many genes are drawn and how many named.
+    """
     frame = _as_frame(loadings, index=gene_names)
     norm = np.linalg.norm(frame.to_numpy(), axis=1)
     keep = frame.iloc[np.argsort(-norm)[:max_genes]]
@@ -111,19 +115,20 @@ def loadings_heatmap(loadings, gene_names=None, max_genes=200):
     dominant = np.abs(values).argmax(axis=1)
     # grouped by dominant factor, within a group from the most positive to the most negative
     order = np.lexsort((-values[np.arange(len(values)), dominant], dominant))
+    named = np.sort(np.flatnonzero(order < n_labels))  # rows of the n_labels largest norms
     keep = keep.iloc[order]
     limit = np.abs(keep.to_numpy()).max() or 1.0
-    fig, ax = plt.subplots(figsize=(0.3 * keep.shape[1] + 3, min(0.06 * len(keep) + 2, 14)))
+    fig, ax = plt.subplots(
+        figsize=(0.3 * keep.shape[1] + 3, min(0.12 * len(named) + 2, 14)), layout="constrained"
+    )
     image = ax.imshow(keep.to_numpy(), aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit)
     ax.set_xticks(np.arange(keep.shape[1]))
     ax.set_xticklabels(np.arange(1, keep.shape[1] + 1))
     ax.set_xlabel("factor")
-    if len(keep) <= 60:
-        ax.set_yticks(np.arange(len(keep)))
-        ax.set_yticklabels([str(g) for g in keep.index], fontsize=6)
-    else:
-        ax.set_yticks([])
-        ax.set_ylabel(f"{len(keep)} genes")
+    ax.set_yticks(named)
+    ax.set_yticklabels([str(g) for g in keep.index[named]], fontsize=6)
+    if len(named) < len(keep):
+        ax.set_ylabel(f"{len(keep)} genes ({len(named)} of largest norm named)")
     fig.colorbar(image, ax=ax, label="loading")
     return fig
 
