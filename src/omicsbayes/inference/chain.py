@@ -158,14 +158,14 @@ def chain_checkpoint(path, chain, n_chains):
     return f"{os.fspath(path)}.chain{chain}"
 
 
-def _one_chain(run, rng, chain, n_chains, queue=None):
-    with chain_context(chain, n_chains, queue):
+def _one_chain(run, rng, chain, n_chains, relay=None):
+    with chain_context(chain, n_chains, relay):
         return run(rng, chain)
 
 
-def _one_blas_thread(run, rng, chain, n_chains, queue):
+def _one_blas_thread(run, rng, chain, n_chains, relay):
     with threadpool_limits(limits=1, user_api="blas"):
-        return _one_chain(run, rng, chain, n_chains, queue)
+        return _one_chain(run, rng, chain, n_chains, relay)
 
 
 def sample_chains(run, rng, n_chains):
@@ -180,19 +180,15 @@ def sample_chains(run, rng, n_chains):
     n_jobs = min(n_chains, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if n_jobs <= 1:
         return [_one_chain(run, r, c, n_chains) for c, r in enumerate(rngs)]
-    from multiprocessing import Manager
-
     from joblib import Parallel, delayed
 
-    with Manager() as manager:
-        bars = ChainBars(manager.Queue())
-        try:
-            return Parallel(n_jobs=n_jobs, backend="loky")(
-                delayed(_one_blas_thread)(run, r, c, n_chains, bars.queue)
-                for c, r in enumerate(rngs)
-            )
-        finally:
-            bars.stop()
+    bars = ChainBars()
+    try:
+        return Parallel(n_jobs=n_jobs, backend="loky")(
+            delayed(_one_blas_thread)(run, r, c, n_chains, bars.relay) for c, r in enumerate(rngs)
+        )
+    finally:
+        bars.stop()
 
 
 def sample_estimator_chains(estimator, make, rng, *, burn_in, name, fingerprint):

@@ -6,16 +6,18 @@ line (``position``), and, when stderr is neither (a log file, a pipe), a line ev
 iterations instead. Every fit also logs those lines at INFO level on the ``omicsbayes`` logger.
 
 Chains run in worker processes (:func:`~omicsbayes.inference.chain.sample_chains`) send their
-progress to the main process through a queue (:func:`chain_context`), which draws the bars
-(:class:`ChainBars`), so that the bars of parallel chains appear where the user looks.
+progress to the main process through a local socket (:func:`chain_context`), which draws the
+bars (:class:`ChainBars`), so that the bars of parallel chains appear where the user looks.
 """
 
 import contextlib
 import contextvars
 import logging
+import secrets
 import sys
 import threading
 import time
+from multiprocessing.connection import Client, Listener
 
 logger = logging.getLogger("omicsbayes")
 
@@ -26,10 +28,10 @@ _CHAIN = contextvars.ContextVar("omicsbayes_chain", default=(0, 1, None))
 
 
 @contextlib.contextmanager
-def chain_context(chain, n_chains, queue=None):
+def chain_context(chain, n_chains, relay=None):
     """Within the block, a :class:`Progress` is chain ``chain`` of ``n_chains`` (its bar on line
-    ``chain``) and sends its updates to ``queue`` when one is given."""
-    token = _CHAIN.set((int(chain), int(n_chains), queue))
+    ``chain``) and, given the ``relay`` of a :class:`ChainBars`, sends its updates there."""
+    token = _CHAIN.set((int(chain), int(n_chains), relay))
     try:
         yield
     finally:
@@ -54,23 +56,23 @@ class Progress:
 
     ``first`` is the iteration a resumed fit starts at (a chain restored from a checkpoint): the
     bar starts there and the time left is estimated from the iterations run in this session.
-    Inside :func:`chain_context` the bar is that chain's (on its own line); with a queue the
+    Inside :func:`chain_context` the bar is that chain's (on its own line); with a relay the
     updates go to the main process instead.
     """
 
     def __init__(self, total, name, verbose=False, first=0):
-        chain, n_chains, queue = _CHAIN.get()
+        chain, n_chains, relay = _CHAIN.get()
         self.total = int(total)
         self.name = name if n_chains == 1 else f"{name} chain {chain + 1}/{n_chains}"
         self.first = int(first)
         self.start = time.perf_counter()
         self.every = max(1, self.total // 10)
         self.verbose = bool(verbose)
-        self.queue = queue if verbose else None
+        self.conn = Client(relay[0], authkey=relay[1]) if verbose and relay else None
         self.chain = chain
         self.bar = None
-        if self.queue is not None:
-            self.queue.put(("open", chain, self.total, self.name, self.first))
+        if self.conn is not None:
+            self.conn.send(("open", chain, self.total, self.name, self.first))
         elif verbose and _interactive():
             from tqdm.auto import tqdm
 
@@ -85,8 +87,8 @@ class Progress:
 
     def step(self, iteration, value, label="bound"):
         """Record that 0-based ``iteration`` finished with ``value`` of the monitored ``label``."""
-        if self.queue is not None:
-            self.queue.put(("step", self.chain, iteration, float(value), label))
+        if self.conn is not None:
+            self.conn.send(("step", self.chain, iteration, float(value), label))
             return
         if self.bar is not None:
             self.bar.update(1)
@@ -111,41 +113,73 @@ class Progress:
 
     def close(self):
         """End the report (the bar stays on screen)."""
-        if self.queue is not None:
-            self.queue.put(("close", self.chain))
+        if self.conn is not None:
+            self.conn.send(("close", self.chain))
+            self.conn.close()
         elif self.bar is not None:
             self.bar.close()
 
 
 class ChainBars:
-    """The main process's side of chains run elsewhere: a thread that reads the updates of
-    :class:`Progress` objects in worker processes from ``queue`` and reports them with a
-    :class:`Progress` per chain (one bar per chain, each on its own line)."""
+    """The main process's side of chains run in worker processes: a listener (a local socket,
+    no extra process) to which each worker's :class:`Progress` connects and sends its updates,
+    reported here with a :class:`Progress` per chain (one bar per chain, each on its own line).
 
-    def __init__(self, queue):
-        self.queue = queue
-        self.thread = threading.Thread(target=self._listen, daemon=True)
-        self.thread.start()
+    ``relay`` is what a worker needs to connect (give it to :func:`chain_context`).
+    """
 
-    def _listen(self):
-        shown = {}
+    def __init__(self):
+        authkey = secrets.token_bytes(16)
+        self._listener = Listener(authkey=authkey)
+        self.relay = (self._listener.address, authkey)
+        self._lock = threading.Lock()
+        self._shown = {}
+        self._readers = []
+        self._stopping = False
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
+
+    def _accept(self):
         while True:
-            message = self.queue.get()
-            if message is None:
-                break
-            kind, chain, *rest = message
-            if kind == "open":
-                total, name, first = rest
-                with chain_context(chain, 1):
-                    shown[chain] = Progress(total, name, True, first)
-            elif kind == "step":
-                shown[chain].step(*rest)
-            else:
-                shown.pop(chain).close()
-        for progress in shown.values():
-            progress.close()
+            try:
+                conn = self._listener.accept()
+            except (OSError, EOFError):  # a connection that failed the handshake
+                continue
+            if self._stopping:
+                conn.close()
+                return
+            reader = threading.Thread(target=self._read, args=(conn,), daemon=True)
+            reader.start()
+            self._readers.append(reader)
 
-    def stop(self):
-        """Wait until every update sent so far is reported."""
-        self.queue.put(None)
-        self.thread.join()
+    def _read(self, conn):
+        with conn:
+            while True:
+                try:
+                    kind, chain, *rest = conn.recv()
+                except (EOFError, OSError):
+                    return
+                with self._lock:
+                    if kind == "open":
+                        total, name, first = rest
+                        with chain_context(chain, 1):
+                            self._shown[chain] = Progress(total, name, True, first)
+                    elif kind == "step":
+                        self._shown[chain].step(*rest)
+                    else:
+                        self._shown.pop(chain).close()
+                        return
+
+    def stop(self, timeout=5.0):
+        """Report what the workers sent (waiting at most ``timeout`` seconds for each), then
+        close the listener and any bar left open."""
+        self._stopping = True
+        Client(self.relay[0], authkey=self.relay[1]).close()  # wakes the accepting thread
+        self._accepting.join()
+        self._listener.close()
+        for reader in self._readers:
+            reader.join(timeout)
+        with self._lock:
+            for progress in self._shown.values():
+                progress.close()
+            self._shown.clear()
