@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from test_tl import RF, planted  # noqa: E402
 
 from omicsbayes import pl, tl  # noqa: E402
+from omicsbayes.inference import chain  # noqa: E402
 from omicsbayes.pl import rank_factor as rp  # noqa: E402
 
 
@@ -23,7 +24,9 @@ def fitted():
     adata = planted(n=60, d=30, n_classes=3)
     tl.rank_factor(adata, "group", mask_var="highly_variable", **RF)
     tl.ibp_factor(adata, n_iter=12, burn_in=4)
-    tl.ibp_factor(adata, key_added="ibp_chains", n_iter=12, n_chains=2)  # burn_in None: 6
+    with pytest.MonkeyPatch.context() as patch:  # one core: chains in turn, no worker start-up
+        patch.setattr(chain.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+        tl.ibp_factor(adata, key_added="ibp_chains", n_iter=12, n_chains=2)  # burn_in None: 6
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # a short fit on purpose
         tl.bam(adata, "group", max_iter=20)
