@@ -373,3 +373,27 @@ def test_progress_without_a_terminal_is_a_line_every_tenth(monkeypatch, capsys):
     assert len(lines) == 20 and "\r" not in "".join(lines)
     assert lines[9].startswith("toy chain 1/2 iteration 10/10 loglik -9")
     assert lines[19].startswith("toy chain 2/2 iteration 10/10")
+
+
+@pytest.mark.parametrize(("n_chains", "n_draws"), [(1, 50), (1, 9), (2, 20), (4, 101)])
+def test_split_diagnostics_are_arviz_for_every_element_at_once(n_chains, n_draws):
+    """Autocorrelated, independent and tied (rounded) elements, one chain apart."""
+    from omicsbayes.inference.convergence import split_diagnostics
+
+    rng = np.random.default_rng(n_draws)
+    walk = rng.normal(size=(n_chains, n_draws, 6))
+    for t in range(1, n_draws):
+        walk[:, t] += 0.9 * walk[:, t - 1]
+    x = np.concatenate([walk, rng.normal(size=walk.shape), np.round(walk)], axis=2)
+    x[:, :, 0] += 2.0 * np.arange(n_chains)[:, None]
+    r_hat, ess_bulk, ess_tail = split_diagnostics(x)
+    halves = x if n_chains > 1 else x[:, : 2 * (n_draws // 2)].reshape(2, n_draws // 2, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ's own warnings about short chains
+        expected = az.rhat(az.convert_to_dataset({"v": halves}))["v"].values
+        data = az.convert_to_dataset({"v": x})
+        bulk = az.ess(data, method="bulk")["v"].values
+        tail = az.ess(data, method="tail")["v"].values
+    np.testing.assert_allclose(r_hat, expected, rtol=1e-12)
+    np.testing.assert_allclose(ess_bulk, bulk, rtol=1e-10)
+    np.testing.assert_allclose(ess_tail, tail, rtol=1e-10)

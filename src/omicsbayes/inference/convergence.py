@@ -88,6 +88,80 @@ def _worst(values, largest):
     return float(values.max() if largest else values.min())
 
 
+def _split(x):
+    """Each chain's first and last halves as chains: (K, M, n) -> (K, 2M, n // 2)."""
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half :]], axis=1)
+
+
+def _z_scale(x):
+    """Rank-normalised values (average ranks over all chains and draws of each element, Blom's
+    offset, the normal quantile)."""
+    from scipy import stats
+
+    K, M, n = x.shape
+    ranks = stats.rankdata(x.reshape(K, M * n), method="average", axis=1)
+    return stats.norm.ppf((ranks - 0.375) / (M * n + 0.25)).reshape(x.shape)
+
+
+def _rhat(x):
+    """Gelman-Rubin R-hat of every element: x (K, M, n) -> (K,)."""
+    n = x.shape[2]
+    between = n * x.mean(axis=2).var(axis=1, ddof=1)
+    within = x.var(axis=2, ddof=1).mean(axis=1)
+    return np.sqrt((between / within + n - 1) / n)
+
+
+def _ess(x):
+    """Effective sample size of every element with Geyer's initial monotone sequence, as ArviZ
+    computes it for one element: x (K, M, n) -> (K,)."""
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    K, M, n = x.shape
+    constant = np.ptp(x.reshape(K, -1), axis=1) < np.finfo(float).resolution
+    m = next_fast_len(2 * n)
+    spectrum = rfft(x - x.mean(axis=2, keepdims=True), n=m, axis=2)
+    acov = irfft(spectrum * np.conjugate(spectrum), n=m, axis=2)[:, :, :n] / n
+    mean_var = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if M > 1:
+        var_plus = var_plus + x.mean(axis=2).var(axis=1, ddof=1)
+    rho_all = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+    rho = np.zeros((K, n))
+    rho[:, 0], rho[:, 1] = 1.0, rho_all[:, 1]
+    even, odd = np.ones(K), rho_all[:, 1].copy()
+    active, t_end = np.ones(K, bool), np.ones(K, int)
+    t = 1
+    while t < n - 3:  # Geyer's initial positive sequence
+        active &= even + odd > 0
+        if not active.any():
+            break
+        even = np.where(active, rho_all[:, t + 1], even)
+        odd = np.where(active, rho_all[:, t + 2], odd)
+        keep = active & (even + odd >= 0)
+        rho[keep, t + 1], rho[keep, t + 2] = even[keep], odd[keep]
+        t_end[active] = t + 2
+        t += 2
+    max_t = t_end - 2
+    rows = np.arange(K)
+    improve = even > 0
+    rho[rows[improve], max_t[improve] + 1] = even[improve]
+    for t in range(1, int(max_t.max()) - 1, 2):  # Geyer's initial monotone sequence
+        prev = rho[:, t - 1] + rho[:, t]
+        lower = (t <= max_t - 2) & (rho[:, t + 1] + rho[:, t + 2] > prev)
+        rho[lower, t + 1] = rho[lower, t + 2] = prev[lower] / 2.0
+    lags = np.arange(n)
+    tau = (
+        -1.0
+        + 2.0 * np.where(lags <= max_t[:, None], rho, 0.0).sum(axis=1)
+        + np.where(lags == max_t[:, None] + 1, rho, 0.0).sum(axis=1)
+    )
+    ess = M * n / np.maximum(tau, 1.0 / np.log10(M * n))
+    ess[np.isnan(rho).any(axis=1)] = np.nan
+    ess[constant] = M * n
+    return ess
+
+
 def split_diagnostics(draws):
     """Rank-normalised split R-hat and bulk / tail ESS of every element of ``draws``.
 
@@ -98,27 +172,34 @@ def split_diagnostics(draws):
     Returns
     -------
     r_hat, ess_bulk, ess_tail : ndarray, shape ``draws.shape[2:]``
-        ArviZ's estimates. With one chain R-hat compares the chain's two halves (ArviZ splits
-        each again, as it splits every chain). Elements constant over all draws have no
-        diagnostic (NaN); numpy's warnings about them are kept inside.
+        The estimates of Vehtari et al. (2021) as ArviZ computes them (``arviz.rhat``,
+        ``arviz.ess`` with ``method="bulk"`` and ``"tail"``), for all elements at once. With one
+        chain R-hat compares the chain's two halves (each split again, as every chain is).
+        Elements constant over all draws have no diagnostic (NaN); numpy's warnings about them
+        are kept inside.
     """
-    import arviz as az
-
     draws = np.asarray(draws, dtype=float)
     n_chains, n_draws = draws.shape[:2]
-    halves = draws
-    if n_chains == 1:
-        half = n_draws // 2
-        halves = draws[:, : 2 * half].reshape(2, half, *draws.shape[2:])
+    x = np.moveaxis(draws.reshape(n_chains, n_draws, -1), 2, 0)  # elements, chains, draws
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        r_hat = az.rhat(az.convert_to_dataset({"v": halves}))["v"].values
-        data = az.convert_to_dataset({"v": draws})
-        ess_bulk = az.ess(data, method="bulk")["v"].values
-        ess_tail = az.ess(data, method="tail")["v"].values
-        spread = np.ptp(draws.reshape(n_chains * n_draws, -1), axis=0).reshape(draws.shape[2:])
-    constant = ~(spread > 0)
-    return tuple(np.where(constant, np.nan, v) for v in (r_hat, ess_bulk, ess_tail))
+        halves = x
+        if n_chains == 1:
+            half = n_draws // 2
+            halves = x[:, :, : 2 * half].reshape(x.shape[0], 2, half)
+        split = _split(halves)
+        folded = np.abs(split - np.median(split.reshape(len(split), -1), axis=1)[:, None, None])
+        r_hat = np.maximum(_rhat(_z_scale(split)), _rhat(_z_scale(folded)))
+        ess_bulk = _ess(_z_scale(_split(x)))
+        flat = x.reshape(len(x), -1)
+        tails = [
+            _ess(_split((x <= np.quantile(flat, q, axis=1)[:, None, None]).astype(float)))
+            for q in (0.05, 0.95)
+        ]
+        ess_tail = np.minimum(*tails)
+        constant = ~(np.ptp(flat, axis=1) > 0)
+    shape = draws.shape[2:]
+    return tuple(np.where(constant, np.nan, v).reshape(shape) for v in (r_hat, ess_bulk, ess_tail))
 
 
 def mcmc_diagnostics(idata):
