@@ -397,3 +397,22 @@ def test_split_diagnostics_are_arviz_for_every_element_at_once(n_chains, n_draws
     np.testing.assert_allclose(r_hat, expected, rtol=1e-12)
     np.testing.assert_allclose(ess_bulk, bulk, rtol=1e-10)
     np.testing.assert_allclose(ess_tail, tail, rtol=1e-10)
+
+
+def test_whole_chain_traces_place_every_chain_at_its_retained_iterations():
+    trace = -np.arange(10.0)  # burn_in 3, thin 2: iterations 3, 5, 7, 9 kept
+    kept = np.array([trace[3::2], [-30.0, -50.0, -70.0, -90.0]])
+    traces, burn_in = chain_mod.whole_chain_traces(trace, kept, thin=2)
+    assert burn_in == 3
+    np.testing.assert_array_equal(traces[0], trace)
+    np.testing.assert_array_equal(np.flatnonzero(~np.isnan(traces[1])), [3, 5, 7, 9])
+    np.testing.assert_array_equal(traces[1, 3::2], kept[1])
+
+
+def test_a_vb_history_is_a_lower_bound_only_where_the_model_says_so():
+    from omicsbayes.models import BAMClassifier, BM2PCAClassifier
+
+    assert chain_mod.trace_label(BAMClassifier(), "lower_bound") == "lower bound"
+    assert chain_mod.trace_label(BM2PCAClassifier(), "lower_bound") == "lower bound"
+    assert chain_mod.trace_label(RankFactorClassifier(), "lower_bound") == "objective"
+    assert chain_mod.trace_label(RFLVM(), "log_likelihood") == "log likelihood"
