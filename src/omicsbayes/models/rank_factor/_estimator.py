@@ -103,7 +103,11 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         Prior sd of an unshrunk intercept added to each linear classifier (not in the paper, whose
         decision is sign(beta^T z); AUROC is unaffected, accuracy on unbalanced tasks improves).
         The local classifiers of the DP mixture have no intercept.
-    inference : {"vb", "gibbs"}
+    inference : {"vb", "vb_deterministic", "gibbs"}
+        ``"vb_deterministic"``: the paper's VB (supplement section 8) with no random numbers:
+        the max-margin rank likelihood takes the printed form (w = a^T z, ``maxmargin_form`` is
+        not read), and every scale variable its printed closed form from means,
+        ``<1/lambda> = |<u>|^-1`` (see :mod:`._engine`, ``_Engine.plugin``).
     max_iter, tol : VB iterations and relative-change stopping rule of the monitoring bound.
     n_samples, burn_in, thin : Gibbs settings: draws kept, sweeps discarded first (None: as many
         as are kept, ``n_samples * thin``, i.e. half of the chain) and the thinning interval.
@@ -212,11 +216,16 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
     # ----------------------------------------------------------------- validation
     _worker_blocks = True
 
+    @property
+    def _form(self):
+        """The max-margin form fitted: the paper's deterministic VB uses the printed one."""
+        return "exact" if self.inference == "vb_deterministic" else self.maxmargin_form
+
     _parameter_constraints = {
         "likelihood": [StrOptions({"gaussian", "rank", "maxmargin_rank"})],
         "classifier": [StrOptions({"probit", "bsvm"})],
         "mixture": ["boolean"],
-        "inference": [StrOptions({"vb", "gibbs"})],
+        "inference": [StrOptions({"vb", "vb_deterministic", "gibbs"})],
         "maxmargin_form": [StrOptions({"latent", "exact"})],
         **{
             name: [Interval(Integral, 1, None, closed="left")]
@@ -269,7 +278,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         eng.label_step()
         eng.update_beta()
         check_finite(eng.Eb, "classifier coefficient update", it)
-        if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "exact":
+        if self.likelihood == "maxmargin_rank" and self._form == "exact":
             eng.data_step()  # refresh neighbours and lambda with the new loadings
         eng.update_z()
         check_finite(eng.Ez, "factor score update", it)
@@ -284,7 +293,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
     def _fit_vb(self, eng):
         # The Monte Carlo estimate of q(W) in the latent max-margin form makes the objective
         # fluctuate: there the change is taken over the last `lag` iterations, per iteration.
-        lag = 20 if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent" else 1
+        lag = 20 if self.likelihood == "maxmargin_rank" and self._form == "latent" else 1
         self._run_vb(
             lambda it: self._iterate(eng, it),
             name="RankFactorClassifier VB",
@@ -298,7 +307,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         latent form's is the engine's own array, not a copy: a Gibbs draw adds it to a sum)."""
         if self.likelihood == "rank":
             return np.ascontiguousarray(eng.Ew.T)
-        if self.likelihood == "maxmargin_rank" and self.maxmargin_form == "latent":
+        if self.likelihood == "maxmargin_rank" and self._form == "latent":
             return eng.H.T
         return eng.Ea @ eng.Ez.T
 
@@ -371,7 +380,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         sym = _Sym(k)
         Ea, EAA = means["Ea"], means["EAA"]
         m = X.shape[0]
-        latent = self.likelihood == "maxmargin_rank" and self.maxmargin_form != "exact"
+        latent = self.likelihood == "maxmargin_rank" and self._form != "exact"
         exact = self.likelihood == "maxmargin_rank" and not latent
         eps = self.epsilon
         if self.likelihood == "gaussian":
@@ -433,6 +442,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
             elif exact:
                 wbar = Ez @ Ea.T
                 var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
+                var = 0.0 if self.inference == "vb_deterministic" else var
                 u_l = lo0 + eps - wbar
                 u_u = wbar + eps - up0
                 il = np.where(has_l, expected_inv_lambda(u_l**2 + var), 0.0)
