@@ -36,6 +36,13 @@ Two forms of the max-margin rank likelihood (``maxmargin_form``):
   (Gaussian given lambda); A and Z then see P = 1, H = w.  In VB, E[w] under the optimal q(W)
   (no closed form) is a Robbins-Monro average of draws (see ``_Engine._maxmargin_latent``).
 
+``inference="vb_deterministic"`` is the paper's VB as printed (supplement section 8): the
+``"exact"`` form, ``<w> = <a>^T <z>`` with neighbours from ``<w>``, and each scale variable from
+the means of its hinge residual, ``<1/lam^l> = |<w^l> + eps - <w>|^-1``, ``<1/lam^u> = |<w> + eps
+- <w^u>|^-1``, ``<1/lam^c> = |1 - y <beta>^T <z>|^-1`` (section 8, item 3; floored at 1e-6), with
+no random numbers.  It inherits the exact form's collapse: the scale of ``<a>^T <z>`` shrinks
+towards zero on noisy data (tests/test_rank_factor_vb_deterministic.py).
+
 Errata applied (ERRATA.md, 000) and found here:
 
 * Section 7/8, sigma_{a_{i,k}}^{-2}: the printed sum uses ``lambda_{i,n}^{-1}``, but with

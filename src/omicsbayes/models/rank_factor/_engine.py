@@ -288,6 +288,9 @@ class _Engine:
             var = np.maximum(var, 0.0)
         il = np.where(has_l, expected_inv_lambda(u_l**2 + var), 0.0)
         iu = np.where(has_u, expected_inv_lambda(u_u**2 + var), 0.0)
+        if self.plugin:  # the hinge at the means, as the scale variables
+            hinge = np.where(has_l, np.maximum(u_l, 0), 0) + np.where(has_u, np.maximum(u_u, 0), 0)
+            return il, iu, float(-2.0 * hinge.sum())
         hinge = np.where(has_l, expected_hinge(u_l, var), 0) + np.where(
             has_u, expected_hinge(u_u, var), 0
         )

@@ -104,10 +104,14 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         decision is sign(beta^T z); AUROC is unaffected, accuracy on unbalanced tasks improves).
         The local classifiers of the DP mixture have no intercept.
     inference : {"vb", "vb_deterministic", "gibbs"}
-        ``"vb_deterministic"``: the paper's VB (supplement section 8) with no random numbers:
-        the max-margin rank likelihood takes the printed form (w = a^T z, ``maxmargin_form`` is
-        not read), and every scale variable its printed closed form from means,
-        ``<1/lambda> = |<u>|^-1`` (see :mod:`._engine`, ``_Engine.plugin``).
+        ``"vb_deterministic"``: the paper's VB (supplement section 8, items 1-4, for the
+        pseudo-likelihoods of eqs. 6-8) with no random numbers: the max-margin rank likelihood
+        takes the printed form (w = a^T z, ``<w> = <a>^T <z>``; ``maxmargin_form`` is not read),
+        and every scale variable its printed closed form from means, ``<1/lambda> = |<u>|^-1``
+        (item 3; ``_Engine.plugin``).  These are not the mean-field updates of any bound, so
+        ``lower_bound_`` (the objective with the hinges at the means) can decrease.  It shrinks
+        the scale of w towards zero on noisy data (see :mod:`omicsbayes.models.rank_factor`),
+        so ``"vb"`` is the default.
     max_iter, tol : VB iterations and relative-change stopping rule of the monitoring bound.
     n_samples, burn_in, thin : Gibbs settings: draws kept, sweeps discarded first (None: as many
         as are kept, ``n_samples * thin``, i.e. half of the chain) and the thinning interval.
