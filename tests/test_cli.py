@@ -314,12 +314,12 @@ def test_run_drives_a_bar_from_snakemake_progress(monkeypatch, capsys):
     terminal = io.StringIO()
     terminal.isatty = lambda: True
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert cli.main(["run", "--cores", "1"]) == 0
+    assert cli.main(["run", "--cores", "1", "--no-report"]) == 0
     shown = terminal.getvalue()
     assert "4/4" in shown and "Building DAG" not in shown
     logfile = io.StringIO()  # not a terminal: snakemake's lines pass through as log lines
     monkeypatch.setattr(sys, "stderr", logfile)
-    assert cli.main(["run", "--cores", "1"]) == 0
+    assert cli.main(["run", "--cores", "1", "--no-report"]) == 0
     assert logfile.getvalue().splitlines() == lines
 
 
