@@ -226,6 +226,11 @@ SHEET_FAULTS = {
         lambda c: c["cohorts"]["small"].update(keep_labels=["a", "c"]),
         "config key cohorts.small.keep_labels: ['c'] not among the 'group' values ['a', 'b']",
     ),
+    "positive_is_every_class": (
+        lambda c: c["experiments"]["ab"]["task"].update(positive=["a", "b"]),
+        "config key experiments.ab.task.positive: ['a', 'b'] are every class of cohort 'small', "
+        "so every training split would hold a single class",
+    ),
     "one_class_left": (
         lambda c: c["cohorts"]["small"].update(label_map={"b": "a"}),
         "config key experiments.ab.task.positive: ['b'] never occur",

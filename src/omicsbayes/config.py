@@ -95,7 +95,6 @@ def check_config(config):
             protocols.check_experiment(name, config)
         except ExperimentError as err:
             raise ConfigError(str(err)) from None
-    check_cohort_labels(config)
 
 
 def reserved_names(paths):
@@ -199,7 +198,8 @@ def check_cohort_labels(config):
     samples each protocol needs (``n_splits`` folds, ``n_per_class`` plus one test sample).
 
     Cohorts whose sheet only the data job reads (:func:`cohort_sample_sheet` is None) are
-    checked there. Raises :class:`ConfigError` naming the key.
+    checked there. Run after :func:`check_config` and after the cohort's files were found (the
+    workflow's ``cohort_paths``). Raises :class:`ConfigError` naming the key.
     """
     from .evaluate.splitters import min_class_size
 
@@ -223,10 +223,16 @@ def check_cohort_labels(config):
         counts = labels.value_counts()
         task = experiment["task"]
         missing = sorted({str(v) for v in task.get("positive", [])} - set(counts.index))
+        key = f"config key experiments.{name}.task.positive"
         if task["kind"] == "binary" and missing:
             raise ConfigError(
-                f"config key experiments.{name}.task.positive: {missing} never occur in the "
-                f"{spec['label']!r} labels of cohort {cohort!r} (values: {sorted(counts.index)})"
+                f"{key}: {missing} never occur in the {spec['label']!r} labels of cohort "
+                f"{cohort!r} (values: {sorted(counts.index)})"
+            )
+        if task["kind"] == "binary" and set(counts.index) <= set(map(str, task["positive"])):
+            raise ConfigError(
+                f"{key}: {sorted(counts.index)} are every class of cohort {cohort!r}, so every "
+                "training split would hold a single class; expected at least one negative label"
             )
         settings = {k: protocol.get(k) for k in ("n_splits", "n_per_class")}
         need, what = min_class_size(protocol["type"], **settings)

@@ -10,6 +10,7 @@ from omicsbayes import protocols
 from omicsbayes.config import (
     NAME_PATTERN,
     ConfigError,
+    check_cohort_labels,
     check_config,
     check_reserved_names,
     reserved_names,
@@ -105,6 +106,10 @@ def check_names():
 
 EXPERIMENTS = config["experiments"]
 COHORT_PATHS = {c: cohort_paths(c) for c in {e["cohort"] for e in EXPERIMENTS.values()}}
+try:  # once the files are known to be there: what the sample sheets tell
+    check_cohort_labels(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 
 
 def experiment_splits(experiment):
