@@ -314,13 +314,28 @@ def test_run_drives_a_bar_from_snakemake_progress(monkeypatch, capsys):
     terminal = io.StringIO()
     terminal.isatty = lambda: True
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert cli.main(["run", "--cores", "1"]) == 0
+    assert cli.main(["run", "--cores", "1", "--no-report"]) == 0
     shown = terminal.getvalue()
     assert "4/4" in shown and "Building DAG" not in shown
     logfile = io.StringIO()  # not a terminal: snakemake's lines pass through as log lines
     monkeypatch.setattr(sys, "stderr", logfile)
-    assert cli.main(["run", "--cores", "1"]) == 0
+    assert cli.main(["run", "--cores", "1", "--no-report"]) == 0
     assert logfile.getvalue().splitlines() == lines
+
+
+def test_run_writes_the_report_or_says_why_not(monkeypatch, tmp_path, capsys):
+    """After a run, ``snakemake --report`` on the same command; a failed report step is one
+    message with the command to retry, and a dry run writes none (it has no outputs)."""
+    script = "import sys\nsys.exit(3 if '--report' in sys.argv else 0)\n"
+    monkeypatch.setattr(cli, "snakemake_command", lambda args: [sys.executable, "-c", script])
+    assert cli.main(["run", "--directory", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "the workflow finished, but its report was not written" in err
+    assert f"--report {tmp_path / 'results' / 'report.html'}" in err  # the command to retry
+    assert cli.main(["run", "--", "-n"]) == 0
+    assert "no report written (snakemake -n writes no outputs" in capsys.readouterr().err
+    assert cli.report_skipped(["-pn"]) and cli.report_skipped(["--dry-run"])
+    assert cli.report_skipped(["--keep-going", "-p", "--config", "seed=1"]) is None
 
 
 def test_run_refuses_a_missing_config(tmp_path):
@@ -350,6 +365,9 @@ def test_run_tiny_config_end_to_end(tmp_path, tiny_config):
     assert "steps (100%) done" in result.stderr  # log lines: stderr is not a terminal
     metrics = pd.read_csv(tmp_path / "work/results/malignant/metrics.tsv", sep="\t")
     assert sorted(metrics["split"].unique()) == [0, 1]
+    report = tmp_path / "work/results/report.html"  # as make run writes it
+    assert f"report written to {report}" in result.stderr
+    assert "metrics.tsv" in report.read_text()
 
 
 def test_draws_are_kept_by_mcmc_fits_only():

@@ -43,7 +43,15 @@ def test_summary_page_names_each_papers_winner(report):
         means = metrics.groupby(["model", "split"])[row.metric].mean().groupby("model").mean()
         assert means.idxmax() == row.winner and means.max() == pytest.approx(row.winner_mean)
         assert row.margin == pytest.approx(means.max() - means.drop(row.winner).max())
-        verb = "tied with" if abs(row.margin) < 1e-9 else "ahead of"  # ties read "tied with"
+        ahead = row.margin > 2 * row.margin_se  # the two-standard-error rule
+        assert row.ahead == ahead
+        verb = (
+            "tied with"
+            if abs(row.margin) < 1e-9
+            else "ahead of"
+            if ahead
+            else "not clearly ahead of"
+        )
         assert row.statement.startswith(f"{row.winner} {verb} {row.runner_up}")
     assert "winners.tsv" in path.read_text()
 

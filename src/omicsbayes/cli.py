@@ -414,8 +414,48 @@ def snakemake_command(args):
     return cmd + list(args.snakemake_args)
 
 
+REPORT = Path("results") / "report.html"
+"""Where ``omicsbayes run`` writes the HTML report, under the working directory (as make run)."""
+
+# snakemake options after which a run makes no outputs to report on
+_NO_OUTPUTS = (
+    "--dry-run", "--dryrun", "--report", "--touch", "--unlock", "--lint", "--dag", "--d3dag",
+    "--rulegraph", "--filegraph", "--summary", "--detailed-summary", "--list", "--delete-",
+    "--cleanup-", "--containerize", "--print-compilation", "--export-cwl", "--archive",
+    "--generate-unit-tests", "--version", "--help",
+)  # fmt: skip
+
+
+def report_skipped(snakemake_args):
+    """Why the snakemake arguments make a run that has no report to write, or None."""
+    for arg in snakemake_args:
+        short = re.fullmatch(r"-([A-Za-z]+)", arg)
+        if arg.startswith(_NO_OUTPUTS) or (short and set(short.group(1)) & set("nth")):
+            return f"snakemake {arg} writes no outputs to report on"
+    return None
+
+
+def write_report(args):
+    """``snakemake --report results/report.html`` for the run ``args`` describes; its exit code.
+    Says on stderr where the report is, or why there is none."""
+    path = (Path(args.directory or ".") / REPORT).resolve()
+    cmd = [*snakemake_command(args), "--report", str(path)]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode:
+        sys.stderr.write(result.stdout[-2000:] + result.stderr[-3000:])
+        sys.stderr.write(
+            f"omicsbayes run: the workflow finished, but its report was not written: "
+            f"snakemake --report exited with {result.returncode} (above); to retry: "
+            f"{' '.join(cmd)}\n"
+        )
+    else:
+        sys.stderr.write(f"omicsbayes run: report written to {path}\n")
+    return result.returncode
+
+
 def cmd_run(args):
-    """Run Snakemake in a subprocess; its progress lines drive a bar on a terminal."""
+    """Run Snakemake in a subprocess (its progress lines drive a bar on a terminal), then write
+    the HTML report (:data:`REPORT`) as ``make run`` does, unless told not to."""
     if args.config and not Path(args.config).is_file():
         raise SystemExit(f"omicsbayes run: --config {args.config}: file not found")
     cmd = snakemake_command(args)
@@ -442,7 +482,13 @@ def cmd_run(args):
         bar.close()
         if code:
             sys.stderr.writelines(tail)
-    return code
+    if code or args.no_report:
+        return code
+    skipped = report_skipped(args.snakemake_args)
+    if skipped:
+        sys.stderr.write(f"omicsbayes run: no report written ({skipped})\n")
+        return 0
+    return write_report(args)
 
 
 def build_parser():
@@ -493,7 +539,7 @@ def build_parser():
     fit.set_defaults(func=cmd_fit)
     run = sub.add_parser(
         "run",
-        help="run the Snakemake workflow",
+        help="run the Snakemake workflow and write results/report.html",
         description="Run the workflow with snakemake (same Python); arguments after -- go to "
         "snakemake, e.g. omicsbayes run --config my.yaml --cores 4 -- --dry-run",
     )
@@ -502,6 +548,11 @@ def build_parser():
     run.add_argument("--profile", help="Snakemake profile folder, e.g. profiles/slurm")
     run.add_argument("--directory", help="working directory for results/ and logs/")
     run.add_argument("--snakefile", help="the workflow's Snakefile (default: found)")
+    run.add_argument(
+        "--no-report",
+        action="store_true",
+        help=f"do not write the HTML report ({REPORT} under the working directory) afterwards",
+    )
     run.add_argument("snakemake_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=cmd_run)
     return parser

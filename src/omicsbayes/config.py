@@ -1,18 +1,64 @@
 """Checks of a workflow config beyond its JSON schema.
 
-The schema (workflow/schemas/config.schema.yaml) checks types, names and ranges; this module
-checks what a schema cannot: that every experiment refers to a defined cohort, transform, model
-and protocol, that transform steps and model parameters exist, and what its experiment kind
-asks (:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model
-capabilities). Each problem is one :class:`ConfigError` naming the config key.
+The schema (workflow/schemas/config.schema.yaml) checks types, names and ranges
+(:func:`schema_message` turns its first error into one line naming the key); this module checks
+what a schema cannot: that every experiment refers to a defined cohort, transform, model and
+protocol, that transform steps and model parameters exist, what its experiment kind asks
+(:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model capabilities),
+what a classification cohort's sample sheet already tells (:func:`check_cohort_labels`), and that
+no name is a file or folder name of the workflow's own outputs (:func:`check_reserved_names`).
+Each problem is one :class:`ConfigError` naming the config key.
 """
+
+import os
 
 from . import protocols
 from .protocols import ExperimentError, make_estimator
 
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
+"""What a cohort, transform, protocol, model, sweep or experiment name may be (the schema's
+``$defs.name`` pattern and the workflow's wildcard constraint): it becomes a folder or file name
+under results/ and logs/."""
+
+NAMED_SECTIONS = ("cohorts", "transforms", "protocols", "models", "sweeps", "experiments")
+"""Config sections whose keys are names that become part of output paths."""
+
+SPLIT_KEYS = {"stratified_kfold": "n_splits", "few_shot": "n_per_class"}
+"""Classification protocol type -> the protocol key that sets how many samples a class needs."""
+
 
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key and what was expected."""
+
+
+def schema_message(error):
+    """One line for a JSON-schema validation error: ``config key a.b.c: what is wrong``.
+
+    Parameters
+    ----------
+    error : jsonschema.ValidationError
+
+    Returns
+    -------
+    str
+    """
+    path = [str(p) for p in error.absolute_path]
+    if "propertyNames" in error.absolute_schema_path:
+        path.append(str(error.instance))
+        message = (
+            f"the name {error.instance!r} does not match {error.schema.get('pattern', '')!r}; "
+            "expected letters, digits and _ . + - (first a letter or digit)"
+        )
+    elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        path.append(sorted(set(error.instance) - set(known), key=str)[0])
+        message = f"unknown key; expected one of {', '.join(known)}"
+    elif error.validator == "required" and isinstance(error.instance, dict):
+        path.append(next(k for k in error.validator_value if k not in error.instance))
+        message = "required but missing"
+    else:
+        message = error.message
+    return f"config key {'.'.join(path) or '(top level)'}: {message}"
 
 
 def check_config(config):
@@ -49,3 +95,158 @@ def check_config(config):
             protocols.check_experiment(name, config)
         except ExperimentError as err:
             raise ConfigError(str(err)) from None
+
+
+def reserved_names(paths):
+    """The file and folder names of output paths, with and without their extension.
+
+    Parameters
+    ----------
+    paths : iterable of str
+        Output and log path patterns of the workflow's rules (``results/{cohort}/raw.h5ad``);
+        parts holding a wildcard are skipped.
+
+    Returns
+    -------
+    set of str
+        e.g. ``results``, ``raw.h5ad``, ``raw``, ``splits``, ``summary.tsv``, ``summary``.
+    """
+    reserved = set()
+    for path in paths:
+        for part in str(path).split("/"):
+            if part and "{" not in part:
+                reserved.update({part, part.split(".", 1)[0]})
+    return reserved
+
+
+def check_reserved_names(config, reserved):
+    """Raise :class:`ConfigError` when a name of :data:`NAMED_SECTIONS` is in ``reserved``
+    (:func:`reserved_names`): such a name would make two rules write one file, or a file where a
+    folder must be."""
+    for section in NAMED_SECTIONS:
+        for name in config.get(section) or {}:
+            if name in reserved:
+                stems = sorted({r.split(".", 1)[0] for r in reserved})
+                raise ConfigError(
+                    f"config key {section}.{name}: {name!r} is a file or folder name of the "
+                    "workflow's own outputs; expected another name (taken, with or without "
+                    f"their extension: {', '.join(stems)})"
+                )
+
+
+def cohort_sample_sheet(name, spec):
+    """The sample sheet of a cohort entry when it can be read before the data job: a bundled
+    demo's, or the local ``sample_sheet`` file of a delimited matrix (whose ``.obs`` is that
+    sheet). None for every other cohort, whose labels only the data job knows.
+
+    Raises :class:`ConfigError` naming ``cohorts.<name>.name`` for an unknown demo, or
+    ``cohorts.<name>.sample_sheet`` for a sheet that cannot be read.
+    """
+    from importlib import resources
+
+    from .io._common import CohortError
+    from .io.delimited import read_sample_sheet
+    from .io.demo import DATA, DEMOS
+
+    key = f"config key cohorts.{name}"
+    if spec["format"] == "demo":
+        demo = spec.get("name")
+        if demo not in DEMOS:
+            raise ConfigError(
+                f"{key}.name: {demo!r} is not a bundled demo cohort; expected one of "
+                f"{sorted(DEMOS)}"
+            )
+        with resources.as_file(DATA / f"{demo}.samples.tsv") as sheet:
+            return read_sample_sheet(sheet)
+    sheet = spec.get("sample_sheet")
+    if spec["format"] != "delimited" or not isinstance(sheet, str) or not os.path.isfile(sheet):
+        return None
+    try:
+        return read_sample_sheet(sheet, sample_column=spec.get("sample_column", "sample"))
+    except CohortError as err:
+        raise ConfigError(f"{key}.sample_sheet: {err}") from None
+
+
+def cohort_labels(name, spec, sheet):
+    """The labels a cohort's data job will write, as strings (missing values kept): the sheet's
+    ``label`` column recoded by ``label_map`` and kept to ``keep_labels`` as the data job does.
+    Raises :class:`ConfigError` naming ``cohorts.<name>.label`` or ``.keep_labels``."""
+    key, label = f"config key cohorts.{name}", spec["label"]
+    if label not in sheet.columns:
+        raise ConfigError(
+            f"{key}.label: {label!r} is not a column of the cohort's sample sheet (columns: "
+            f"{sorted(sheet.columns)})"
+        )
+    labels = sheet[label].astype("string")
+    if spec.get("label_map"):
+        labels = labels.replace(spec["label_map"])
+    if spec.get("keep_labels") is not None:
+        wanted = [str(v) for v in spec["keep_labels"]]
+        absent = sorted(set(wanted) - set(labels.dropna()))
+        if absent:
+            raise ConfigError(
+                f"{key}.keep_labels: {absent} not among the {label!r} values "
+                f"{sorted(set(labels.dropna()))}"
+            )
+        labels = labels[labels.isin(wanted).to_numpy()]
+    return labels
+
+
+def check_cohort_labels(config):
+    """What the sample sheets of classification cohorts tell before any job: the demo exists,
+    the label column is there, every positive label occurs, and the smallest class has the
+    samples each protocol needs (``n_splits`` folds, ``n_per_class`` plus one test sample).
+
+    Cohorts whose sheet only the data job reads (:func:`cohort_sample_sheet` is None) are
+    checked there. Run after :func:`check_config` and after the cohort's files were found (the
+    workflow's ``cohort_paths``). Raises :class:`ConfigError` naming the key.
+    """
+    from .evaluate.splitters import min_class_size
+
+    sheets = {}
+    for name, experiment in config["experiments"].items():
+        cohort = experiment["cohort"]
+        spec = config["cohorts"][cohort]
+        if cohort not in sheets:
+            sheets[cohort] = cohort_sample_sheet(cohort, spec)
+        if protocols.kind_of(experiment) != "classification":
+            continue
+        protocol = config["protocols"][experiment["protocol"]]
+        if protocol["type"] == "few_shot" and protocol.get("n_per_class") is None:
+            raise ConfigError(
+                f"config key protocols.{experiment['protocol']}.n_per_class: a few_shot protocol "
+                "sets its training samples per class"
+            )
+        if sheets[cohort] is None:
+            continue
+        labels = cohort_labels(cohort, spec, sheets[cohort]).dropna()
+        counts = labels.value_counts()
+        task = experiment["task"]
+        missing = sorted({str(v) for v in task.get("positive", [])} - set(counts.index))
+        key = f"config key experiments.{name}.task.positive"
+        if task["kind"] == "binary" and missing:
+            raise ConfigError(
+                f"{key}: {missing} never occur in the {spec['label']!r} labels of cohort "
+                f"{cohort!r} (values: {sorted(counts.index)})"
+            )
+        if task["kind"] == "binary" and set(counts.index) <= set(map(str, task["positive"])):
+            raise ConfigError(
+                f"{key}: {sorted(counts.index)} are every class of cohort {cohort!r}, so every "
+                "training split would hold a single class; expected at least one negative label"
+            )
+        settings = {k: protocol.get(k) for k in ("n_splits", "n_per_class")}
+        need, what = min_class_size(protocol["type"], **settings)
+        where = f"cohort {cohort!r} (experiment {name!r})"
+        if len(counts) < 2:
+            raise ConfigError(
+                f"config key cohorts.{cohort}.label: {spec['label']!r} holds "
+                f"{sorted(counts.index)} in {where}; a classification experiment needs at "
+                "least 2 classes"
+            )
+        if counts.min() < need:
+            raise ConfigError(
+                f"config key protocols.{experiment['protocol']}."
+                f"{SPLIT_KEYS.get(protocol['type'], 'type')}: {what} needs at least {need} "
+                f"labelled samples per class; class {counts.idxmin()!r} of {where} has "
+                f"{counts.min()}"
+            )

@@ -3,10 +3,19 @@ import glob
 import os
 from pathlib import Path
 
+from snakemake.io import strip_wildcard_constraints
 from snakemake.utils import min_version, validate
 
 from omicsbayes import protocols
-from omicsbayes.config import ConfigError, check_config
+from omicsbayes.config import (
+    NAME_PATTERN,
+    ConfigError,
+    check_cohort_labels,
+    check_config,
+    check_reserved_names,
+    reserved_names,
+    schema_message,
+)
 from omicsbayes.io.cohort import PATH_KEYS
 
 min_version("9.0")
@@ -57,14 +66,50 @@ if not config.get("experiments"):
         f"config key experiments: {config_source()} names no experiment; expected at least one "
         "under experiments (see config/README.md)"
     )
-validate(config, "../schemas/config.schema.yaml")
+try:
+    validate(config, "../schemas/config.schema.yaml")
+except WorkflowError as err:  # one line naming the key, not jsonschema's report
+    if not hasattr(err.__context__, "absolute_schema_path"):  # not a jsonschema error
+        raise
+    raise WorkflowError(f"{schema_message(err.__context__)} ({config_source()})") from None
 try:
     check_config(config)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
+# Every name wildcard is one path part of the schema's name pattern, a split a number: no rule's
+# wildcard can reach into another rule's folders. check_names() refuses, once every rule is
+# defined, the names that are file or folder names of the outputs themselves.
+wildcard_constraints:
+    cohort=NAME_PATTERN,
+    transform=NAME_PATTERN,
+    protocol=NAME_PATTERN,
+    model=NAME_PATTERN,
+    experiment=NAME_PATTERN,
+    sweep=NAME_PATTERN,
+    split=r"\d+",
+
+
+REPORT = "results/report.html"  # where `make run` and `omicsbayes run` write the report
+
+
+def check_names():
+    """Refuse config names that are file or folder names of any rule's outputs or logs (or of
+    the report), before any job: called by the Snakefile after every rule is included."""
+    outputs = [f for r in workflow.rules for f in r.output]
+    logs = [f.split("/", 2)[-1] for r in workflow.rules for f in r.log]  # no name is logs/<rule>
+    paths = [REPORT, *map(strip_wildcard_constraints, map(str, outputs + logs))]
+    try:
+        check_reserved_names(config, reserved_names(paths))
+    except ConfigError as err:
+        raise WorkflowError(str(err)) from None
+
 EXPERIMENTS = config["experiments"]
 COHORT_PATHS = {c: cohort_paths(c) for c in {e["cohort"] for e in EXPERIMENTS.values()}}
+try:  # once the files are known to be there: what the sample sheets tell
+    check_cohort_labels(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 
 
 def experiment_splits(experiment):

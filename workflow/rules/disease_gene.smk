@@ -45,6 +45,6 @@ rule candidates:
     conda:
         "../envs/omicsbayes.yaml"
     log:
-        "logs/evaluate/{experiment}_candidates.log",
+        "logs/candidates/{experiment}.log",
     script:
         "../scripts/candidates.py"

@@ -49,6 +49,6 @@ rule latent_figure:
     conda:
         "../envs/omicsbayes.yaml"
     log:
-        "logs/figures/{experiment}_latent.log",
+        "logs/latent_figure/{experiment}.log",
     script:
         "../scripts/latent_figure.py"

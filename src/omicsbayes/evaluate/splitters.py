@@ -86,6 +86,30 @@ def _labels(y):
     return np.flatnonzero(~missing), codes, np.asarray(classes, dtype=object), missing
 
 
+def min_class_size(protocol, n_splits=None, n_per_class=None):
+    """Labelled samples every class needs under a :func:`classification_splits` protocol.
+
+    Parameters
+    ----------
+    protocol : {"stratified_kfold", "repeated_subsampling", "few_shot"}
+    n_splits : int, optional
+        stratified_kfold's folds (None: its default in :data:`SPLIT_COUNTS`).
+    n_per_class : int, optional
+        few_shot's training samples per class.
+
+    Returns
+    -------
+    (int, str)
+        The count and the protocol with its setting, for messages.
+    """
+    if protocol == "stratified_kfold":
+        k = _split_count(protocol, n_splits)
+        return k, f"stratified_kfold with n_splits={k}"
+    if protocol == "few_shot":
+        return n_per_class + 1, f"few_shot with n_per_class={n_per_class}"
+    return 2, protocol
+
+
 def _require_per_class(classes, counts, need, what):
     short = np.flatnonzero(counts < need)
     if short.size:
@@ -167,13 +191,13 @@ def classification_splits(
 
     if protocol == "stratified_kfold":
         k = _check_count(_split_count(protocol, n_splits), "n_splits", 2)
-        _require_per_class(classes, counts, k, f"stratified_kfold with n_splits={k}")
+        _require_per_class(classes, counts, *min_class_size(protocol, n_splits=k))
         folds = StratifiedKFold(k, shuffle=True, random_state=seed).split(labelled, codes)
     elif protocol == "repeated_subsampling":
         k = _check_count(_split_count(protocol, n_splits), "n_splits", 1)
         if not 0 < test_size < 1:
             raise ValueError(f"test_size={test_size!r} must be in (0, 1)")
-        _require_per_class(classes, counts, 2, "repeated_subsampling")
+        _require_per_class(classes, counts, *min_class_size(protocol))
         n_test = int(np.ceil(test_size * labelled.size))
         if min(n_test, labelled.size - n_test) < classes.size:
             raise ValueError(
@@ -189,7 +213,7 @@ def classification_splits(
             raise ValueError("few_shot needs n_per_class (training samples per class)")
         m = _check_count(n_per_class, "n_per_class", 1)
         r = _check_count(n_repeats, "n_repeats", 1)
-        _require_per_class(classes, counts, m + 1, f"few_shot with n_per_class={m}")
+        _require_per_class(classes, counts, *min_class_size(protocol, n_per_class=m))
         folds = _few_shot(codes, m, r, seed)
 
     unlabelled = np.flatnonzero(missing)
