@@ -7,6 +7,7 @@ from snakemake.utils import min_version, validate
 
 from omicsbayes import protocols
 from omicsbayes.config import ConfigError, check_config
+from omicsbayes.downloads import is_url
 from omicsbayes.io.cohort import PATH_KEYS
 
 min_version("9.0")
@@ -42,6 +43,8 @@ def cohort_paths(cohort):
     for key in PATH_KEYS:
         values = config["cohorts"][cohort].get(key)
         for value in [values] if isinstance(values, str) else values or []:
+            if is_url(value):  # fetched by rule fetch (data.smk)
+                continue
             matches = sorted(glob.glob(value)) if glob.has_magic(value) else [value]
             if not matches or not os.path.exists(matches[0]):
                 raise WorkflowError(
