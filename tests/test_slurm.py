@@ -2,8 +2,7 @@
 
 The cluster is Debian's slurm-wlm with munge (``make slurm`` installs them as root): its own
 slurm.conf, munge key, state and spool folders in a temporary folder, no job accounting (so
-``--slurm-status-command squeue`` and ``--slurm-no-account``, as docs/workflow.md says for such
-sites). slurmctld, slurmd and munged are started by the fixture and stopped afterwards. Without
+``--slurm-status-command squeue``, as profiles/slurm/README.md says for such sites). slurmctld, slurmd and munged are started by the fixture and stopped afterwards. Without
 the programs, or as a user who cannot start slurmd, the tests are skipped with the reason.
 """
 
@@ -25,7 +24,6 @@ PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sc
 SLURM_ARGS = (
     "--profile", str(REPO / "profiles" / "slurm"),
     "--slurm-status-command", "squeue",
-    "--slurm-no-account",
     "--slurm-init-seconds-before-status-checks", "1",
     "--latency-wait", "5",
 )  # fmt: skip
