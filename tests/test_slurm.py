@@ -2,8 +2,9 @@
 
 The cluster is Debian's slurm-wlm with munge (``make slurm`` installs them as root): its own
 slurm.conf, munge key, state and spool folders in a temporary folder, no job accounting (so
-``--slurm-status-command squeue``, as profiles/slurm/README.md says for such sites). slurmctld, slurmd and munged are started by the fixture and stopped afterwards. Without
-the programs, or as a user who cannot start slurmd, the tests are skipped with the reason.
+``--slurm-status-command squeue``, as profiles/slurm/README.md says for such sites). slurmctld,
+slurmd and munged are started by the fixture and stopped afterwards. Without the programs, or as
+a user who cannot start slurmd, the tests are skipped with the reason.
 """
 
 import os
