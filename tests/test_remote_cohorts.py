@@ -25,6 +25,23 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # requests go to the server's list, not stderr
         self.server.requests.append(self.requestline)
 
+    def do_GET(self):
+        """``/cut/<name>``: the served file's headers, then a tenth of its bytes and a hang-up."""
+        if not self.path.startswith("/cut/"):
+            return super().do_GET()
+        data = (Path(self.directory) / self.path.removeprefix("/cut/")).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 10])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def do_HEAD(self):
+        if self.path.startswith("/cut/"):
+            self.path = self.path.removeprefix("/cut")
+        return super().do_HEAD()
+
 
 class LoopbackServer:
     """A static HTTP server on 127.0.0.1 (a free port) serving ``folder`` from a thread."""
@@ -166,17 +183,41 @@ def test_missing_or_unreachable_file_stops_before_any_job(tmp_path, server, snak
 
 
 @pytest.mark.workflow
-def test_file_in_the_wrong_format_is_refused_naming_key_and_url(tmp_path, server, snakemake_run):
+@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix"])
+def test_file_in_the_wrong_format_is_refused_naming_key_and_url(
+    tmp_path, server, snakemake_run, fault
+):
+    """An HTML page is refused by the fetch job, a table that is no series matrix by the data
+    job's reader; either way one message names the key and the URL and no model job runs."""
     served = Path(server.httpd.RequestHandlerClass.keywords["directory"])
-    (served / "error.annot.gz").write_text("<!DOCTYPE html><html><body>Moved</body></html>\n")
     config = geo_config(server.url)
-    config["cohorts"]["tb"]["annotation"] = f"{server.url}/error.annot.gz"
+    if fault == "html_page":
+        (served / "error.annot.gz").write_text("<!DOCTYPE html><html><body>Moved</body></html>\n")
+        config["cohorts"]["tb"]["annotation"] = url = f"{server.url}/error.annot.gz"
+        expected = ["cohorts.tb.annotation", url, "HTML page"]
+    else:
+        shutil.copy(REPO / "tests/fixtures/io/samples.tsv", served / "GSE1_series_matrix.txt")
+        config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE1_series_matrix.txt"
+        expected = [f"cohorts.tb.path = {url}", "GSE1_series_matrix.txt"]
     result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
     assert result.returncode != 0
-    for text in ("cohorts.tb.annotation", f"{server.url}/error.annot.gz", "HTML page"):
+    for text in expected:
         assert text in result.stderr, result.stderr[-2000:]
     assert _no_model_job(tmp_path)
-    assert not _cache(tmp_path, server, "error.annot.gz").exists()
+    assert not (tmp_path / "results" / "tb" / "raw.h5ad").exists()
+    if fault == "html_page":
+        assert not _cache(tmp_path, server, "error.annot.gz").exists()
+
+
+@pytest.mark.workflow
+def test_interrupted_download_leaves_nothing_in_the_cache(tmp_path, server, snakemake_run):
+    config = geo_config(server.url)
+    config["cohorts"]["tb"]["path"] = url = f"{server.url}/cut/{SERIES}"
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    assert url in result.stderr, result.stderr[-2000:]
+    assert _no_model_job(tmp_path)
+    assert not _cache(tmp_path, server, f"cut/{SERIES}").exists()
 
 
 # omicsbayes.downloads without Snakemake
