@@ -149,6 +149,8 @@ def test_first_run_downloads_second_run_reads_the_cache_offline(tmp_path, server
     assert result.returncode == 0, result.stderr[-3000:]
     html = (work / "results" / "report.html").read_text()
     assert "downloads.tsv" in html and "Inputs" in html
+    result = snakemake_run(work, "--lint", timeout=300)  # rule fetch has conda and log too
+    assert "Congratulations" in result.stdout + result.stderr, result.stdout + result.stderr
 
 
 @pytest.mark.workflow

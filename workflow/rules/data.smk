@@ -8,56 +8,7 @@
 # copy and needs no network (delete the copy to fetch the file again). The fetch job checks
 # every file (pinned sha256, format) and writes results/downloads.tsv; every data job waits for
 # it, so a refused file stops the run before any model job.
-from omicsbayes.downloads import DownloadError, local_spec, remote_files
-
-try:
-    REMOTE = remote_files(config["cohorts"], sorted(COHORT_PATHS))
-except DownloadError as err:
-    raise WorkflowError(f"config key {err}") from None
-
-
-def remote_input(remote):
-    """The storage input of a URL, or the cached copy's path when a run has fetched it before;
-    and the cached copy's path.
-
-    Before the first download the main process asks the plugin whether the file exists, so an
-    unreachable host or an HTTP error is one message naming the cohort key and the URL, before
-    any job.
-    """
-    try:
-        flagged = storage(remote.url, keep_local=True)
-    except WorkflowError as err:
-        raise WorkflowError(
-            f"config key {remote.key}: {remote.url}: no installed Snakemake storage plugin reads "
-            f"this address ({err}); expected http, https or ftp, or the plugin for its scheme"
-        ) from None
-    obj = flagged.flags["storage_object"]
-    cached = str(obj.local_path())
-    if os.path.exists(cached):
-        return cached, cached
-    if workflow.is_main_process:
-        try:
-            found = obj.exists()
-        except Exception as err:
-            raise WorkflowError(
-                f"config key {remote.key}: {remote.url} cannot be reached "
-                f"({type(err).__name__}: {err}); nothing was downloaded"
-            ) from None
-        if not found:
-            raise WorkflowError(
-                f"config key {remote.key}: {remote.url} not found (the server answered with an "
-                "error such as HTTP 404); nothing was downloaded"
-            )
-    return flagged, cached
-
-
-REMOTE_INPUTS = {r.url: remote_input(r) for r in REMOTE}  # URL -> (input, cached copy)
-REMOTE_PATHS = {url: cached for url, (_, cached) in REMOTE_INPUTS.items()}
-
-
-def remote_keys(cohort):
-    """The cohort's URL keys, for the data job's error message."""
-    return {r.key: r.url for r in REMOTE if r.cohort == cohort}
+include: "downloads.smk"
 
 
 if REMOTE:
@@ -78,6 +29,8 @@ if REMOTE:
         params:
             files=[{**vars(r), "local_path": REMOTE_PATHS[r.url]} for r in REMOTE],
         priority: 100
+        conda:
+            "../envs/omicsbayes.yaml"
         log:
             "logs/fetch.log",
         script:
