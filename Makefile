@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: run test test-fast lint bench setup browser clean
+.PHONY: run test test-fast lint bench setup browser slurm clean
 
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,14 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } || \
 	  echo "chromium not installed: the browser test will be skipped"
 
-test: setup browser
+# The SLURM test starts a one-node SLURM on this machine (Debian's slurm-wlm and munge).
+slurm:
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; } || \
+	  echo "slurm-wlm not installed: the SLURM tests will be skipped"
+
+test: setup browser slurm
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
 
 test-fast: setup

@@ -16,6 +16,7 @@ from omicsbayes.config import (
     reserved_names,
     schema_message,
 )
+from omicsbayes.downloads import is_url
 from omicsbayes.io.cohort import PATH_KEYS
 
 min_version("9.0")
@@ -51,6 +52,8 @@ def cohort_paths(cohort):
     for key in PATH_KEYS:
         values = config["cohorts"][cohort].get(key)
         for value in [values] if isinstance(values, str) else values or []:
+            if is_url(value):  # fetched by rule fetch (data.smk)
+                continue
             matches = sorted(glob.glob(value)) if glob.has_magic(value) else [value]
             if not matches or not os.path.exists(matches[0]):
                 raise WorkflowError(

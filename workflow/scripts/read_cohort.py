@@ -8,6 +8,17 @@ from omicsbayes.jobs import atomic_write, run_job
 
 def main(smk):
     spec = dict(smk.params.spec)
+    try:
+        _read(smk, spec)
+    except Exception as err:
+        if not smk.params.remote:
+            raise
+        urls = ", ".join(f"{key} = {url}" for key, url in smk.params.remote.items())
+        err.args = (f"{err} (the cohort's fetched files: {urls})",)
+        raise
+
+
+def _read(smk, spec):
     label_map = spec.pop("label_map", None)
     keep_labels = spec.pop("keep_labels", None)
     adata = read_cohort(spec, base_dir=".")  # paths relative to the working directory

@@ -1,0 +1,351 @@
+"""Cohort files given by URL: fetched by Snakemake's storage plugin from a loopback HTTP server,
+kept in the local storage cache and read from it offline; a wrong pinned checksum, a missing file,
+an unreachable host and a file in the wrong format each stopped before any model job. Plus the
+pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the schema."""
+
+import functools
+import hashlib
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from omicsbayes.downloads import DownloadError, check_download, local_spec, remote_files
+
+REPO = Path(__file__).resolve().parents[1]
+GEO = REPO / "tests" / "fixtures" / "examples" / "geo"
+SERIES, PLATFORM = "GSE900001_series_matrix.txt.gz", "GPL6947.annot.gz"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # requests go to the server's list, not stderr
+        self.server.requests.append(self.requestline)
+
+    def do_GET(self):
+        """``/cut/<name>``: the served file's headers, then a tenth of its bytes and a hang-up."""
+        if not self.path.startswith("/cut/"):
+            return super().do_GET()
+        data = (Path(self.directory) / self.path.removeprefix("/cut/")).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 10])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def do_HEAD(self):
+        if self.path.startswith("/cut/"):
+            self.path = self.path.removeprefix("/cut")
+        return super().do_HEAD()
+
+
+class LoopbackServer:
+    """A static HTTP server on 127.0.0.1 (a free port) serving ``folder`` from a thread."""
+
+    def __init__(self, folder):
+        handler = functools.partial(_Handler, directory=str(folder))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.requests = []
+        self.httpd.timeout = 5
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def requests(self):
+        return self.httpd.requests
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def server(tmp_path):
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for name in (SERIES, PLATFORM):
+        shutil.copy(GEO / name, folder / name)
+    srv = LoopbackServer(folder)
+    yield srv
+    srv.stop()
+
+
+def _sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def geo_config(base, **cohort):
+    """geo_tuberculosis's cohort from ``base`` URLs, one transform, one baseline, two folds."""
+    return {
+        "seed": 3,
+        "cohorts": {
+            "tb": {
+                "format": "geo",
+                "path": f"{base}/{SERIES}",
+                "annotation": f"{base}/{PLATFORM}",
+                "collapse": "max_mean",
+                "label": "illness",
+                **cohort,
+            }
+        },
+        "transforms": {"z": {"steps": [{"name": "top_genes", "n": 30, "by": "mean"}, "zscore"]}},
+        "protocols": {"cv2": {"type": "stratified_kfold", "n_splits": 2}},
+        "models": {"logistic": {"class": "LogisticBaseline"}},
+        "experiments": {
+            "tb_groups": {
+                "cohort": "tb",
+                "task": {"kind": "one_vs_rest"},
+                "transforms": ["z"],
+                "models": ["logistic"],
+                "protocol": "cv2",
+            }
+        },
+    }
+
+
+def _cache(workdir, server, name):
+    host = server.url.split("://", 1)[1]
+    return Path(workdir) / ".snakemake" / "storage" / "http" / host / name
+
+
+def _no_model_job(workdir):
+    workdir = Path(workdir)
+    return not (workdir / "logs" / "fit").exists() and not (workdir / "results" / "tb").exists()
+
+
+@pytest.mark.workflow
+def test_first_run_downloads_second_run_reads_the_cache_offline(tmp_path, server, snakemake_run):
+    work = tmp_path / "run"
+    config = geo_config(server.url)
+    result = snakemake_run(work, "--cores", "2", config=config, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any(r.startswith(f"GET /{SERIES}") for r in server.requests)
+    assert any(r.startswith(f"GET /{PLATFORM}") for r in server.requests)
+    for name in (SERIES, PLATFORM):
+        assert _cache(work, server, name).read_bytes() == (GEO / name).read_bytes()
+    record = pd.read_csv(work / "results" / "downloads.tsv", sep="\t")
+    assert list(record["key"]) == ["cohorts.tb.path", "cohorts.tb.annotation"]
+    assert list(record["url"]) == [f"{server.url}/{SERIES}", f"{server.url}/{PLATFORM}"]
+    assert list(record["sha256"]) == [_sha256(GEO / SERIES), _sha256(GEO / PLATFORM)]
+    assert list(record["bytes"]) == [(GEO / n).stat().st_size for n in (SERIES, PLATFORM)]
+    assert set(record["pinned"]) == {"no"}
+    metrics = (work / "results" / "tb_groups" / "metrics.tsv").read_bytes()
+
+    server.stop()  # offline: the second run reads the cache, every job again
+    shutil.rmtree(work / "results")
+    shutil.rmtree(work / "logs")
+    result = snakemake_run(work, "--cores", "2", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Retrieving from storage" not in result.stderr
+    assert (work / "results" / "tb_groups" / "metrics.tsv").read_bytes() == metrics
+    result = snakemake_run(work, "--cores", "1", "--report", "results/report.html", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = (work / "results" / "report.html").read_text()
+    assert "downloads.tsv" in html and "Inputs" in html
+
+
+@pytest.mark.workflow
+def test_wrong_pinned_checksum_stops_before_any_model_job(tmp_path, server, snakemake_run):
+    wrong = "0" * 64
+    config = geo_config(server.url, sha256={"path": wrong, "annotation": _sha256(GEO / PLATFORM)})
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    err = result.stderr
+    assert f"{server.url}/{SERIES}" in err and "cohorts.tb.path" in err
+    assert wrong in err and _sha256(GEO / SERIES) in err
+    assert _no_model_job(tmp_path)
+    assert not _cache(tmp_path, server, SERIES).exists()  # refused copies leave the cache
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("fault", ["http_404", "unreachable"])
+def test_missing_or_unreachable_file_stops_before_any_job(tmp_path, server, snakemake_run, fault):
+    config = geo_config(server.url)
+    if fault == "http_404":
+        config["cohorts"]["tb"]["annotation"] = f"{server.url}/GPL0.annot.gz"
+        expected = ["cohorts.tb.annotation", f"{server.url}/GPL0.annot.gz", "not found"]
+    else:
+        server.stop()
+        expected = ["cohorts.tb.path", f"{server.url}/{SERIES}", "cannot be reached"]
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=120)
+    assert result.returncode != 0
+    for text in expected:
+        assert text in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()
+    assert not list((tmp_path / ".snakemake" / "storage").rglob("*.gz"))
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix"])
+def test_file_in_the_wrong_format_is_refused_naming_key_and_url(
+    tmp_path, server, snakemake_run, fault
+):
+    """An HTML page is refused by the fetch job, a table that is no series matrix by the data
+    job's reader; either way one message names the key and the URL and no model job runs."""
+    served = Path(server.httpd.RequestHandlerClass.keywords["directory"])
+    config = geo_config(server.url)
+    if fault == "html_page":
+        (served / "error.annot.gz").write_text("<!DOCTYPE html><html><body>Moved</body></html>\n")
+        config["cohorts"]["tb"]["annotation"] = url = f"{server.url}/error.annot.gz"
+        expected = ["cohorts.tb.annotation", url, "HTML page"]
+    else:
+        shutil.copy(REPO / "tests/fixtures/io/samples.tsv", served / "GSE1_series_matrix.txt")
+        config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE1_series_matrix.txt"
+        expected = [f"cohorts.tb.path = {url}", "GSE1_series_matrix.txt"]
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    for text in expected:
+        assert text in result.stderr, result.stderr[-2000:]
+    assert _no_model_job(tmp_path)
+    assert not (tmp_path / "results" / "tb" / "raw.h5ad").exists()
+    if fault == "html_page":
+        assert not _cache(tmp_path, server, "error.annot.gz").exists()
+
+
+@pytest.mark.workflow
+def test_interrupted_download_leaves_nothing_in_the_cache(tmp_path, server, snakemake_run):
+    config = geo_config(server.url)
+    config["cohorts"]["tb"]["path"] = url = f"{server.url}/cut/{SERIES}"
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    assert url in result.stderr, result.stderr[-2000:]
+    assert _no_model_job(tmp_path)
+    assert not _cache(tmp_path, server, f"cut/{SERIES}").exists()
+
+
+# omicsbayes.downloads without Snakemake
+
+
+def test_remote_files_reads_urls_and_pins():
+    cohorts = {
+        "a": {
+            "format": "counts",
+            "path": ["https://h/x.txt", "local.txt", "ftp://h/y.txt"],
+            "sample_sheet": "https://h/s.tsv",
+            "sha256": {"sample_sheet": "A" * 64, "ftp://h/y.txt": "b" * 64},
+        },
+        "b": {"format": "demo", "name": "digits"},
+    }
+    found = remote_files(cohorts)
+    assert [(r.key, r.url, r.sha256) for r in found] == [
+        ("cohorts.a.path[0]", "https://h/x.txt", None),
+        ("cohorts.a.path[2]", "ftp://h/y.txt", "b" * 64),
+        ("cohorts.a.sample_sheet", "https://h/s.tsv", "a" * 64),
+    ]
+    spec = local_spec(cohorts["a"], {r.url: f"cache/{i}" for i, r in enumerate(found)})
+    assert spec["path"] == ["cache/0", "local.txt", "cache/1"]
+    assert spec["sample_sheet"] == "cache/2" and "sha256" not in spec
+
+
+@pytest.mark.parametrize(
+    "pins, expected",
+    [
+        ({"clinical": "a" * 64}, "cohorts.a.sha256.clinical: names no URL"),
+        ({"path": "abc"}, "cohorts.a.sha256.path: 'abc' is not a SHA-256"),
+    ],
+)
+def test_remote_files_refuses_bad_pins(pins, expected):
+    cohorts = {"a": {"format": "tcga", "path": "https://h/x.txt", "clinical": "c.tsv"}}
+    cohorts["a"]["sha256"] = pins
+    with pytest.raises(DownloadError, match=expected):
+        remote_files(cohorts)
+
+
+def test_check_download_accepts_and_records(tmp_path):
+    path = tmp_path / SERIES
+    shutil.copy(GEO / SERIES, path)
+    (remote,) = remote_files({"tb": {"format": "geo", "path": f"https://h/{SERIES}"}})
+    row = check_download(remote, path)
+    assert row["sha256"] == _sha256(path) and row["bytes"] == path.stat().st_size
+    assert row["pinned"] == "no" and path.exists()
+
+
+@pytest.mark.parametrize(
+    "content, pinned, expected",
+    [
+        (b"", None, "empty"),
+        (b"<html><body>Not here</body></html>", None, "HTML page"),
+        (b"ID\tGene Symbol\n", None, "not gzip"),
+        (b"\x1f\x8b\x08\x00broken", None, "damaged"),
+        (None, "f" * 64, "differs from the pinned " + "f" * 64),
+    ],
+    ids=["empty", "html", "not_gzip", "damaged_gzip", "wrong_pin"],
+)
+def test_check_download_refuses_and_removes_the_copy(tmp_path, content, pinned, expected):
+    path = tmp_path / "GPL1.annot.gz"
+    if content is None:
+        shutil.copy(GEO / PLATFORM, path)
+    else:
+        path.write_bytes(content)
+    spec = {"format": "geo", "path": "x", "annotation": "https://h/GPL1.annot.gz"}
+    if pinned:
+        spec["sha256"] = {"annotation": pinned}
+    (remote,) = remote_files({"tb": spec})
+    with pytest.raises(DownloadError, match=expected) as err:
+        check_download(remote, path)
+    assert "cohorts.tb.annotation: https://h/GPL1.annot.gz" in str(err.value)
+    assert not path.exists()
+
+
+PAPERS = sorted((REPO / "config" / "papers").glob("paper*.yaml"))
+
+
+def test_there_is_one_config_per_paper():
+    assert [p.stem for p in PAPERS] == [f"paper00{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("paper", PAPERS, ids=lambda p: p.stem)
+def test_paper_config_passes_the_workflow_checks(paper, workflow_checks):
+    config = yaml.safe_load(paper.read_text())
+    workflow_checks(config)
+    for remote in remote_files(config["cohorts"]):
+        assert remote.url.startswith(("https://", "http://", "ftp://")), remote.key
+
+
+# a real-format fixture for each kind of file the paper configs fetch (by the URL's file name)
+PAPER_FIXTURES = {
+    "_series_matrix.txt.gz": GEO / SERIES,
+    ".annot.gz": GEO / PLATFORM,
+    "HiSeqV2.gz": next((REPO / "tests/fixtures/examples/tcga").glob("*.data.txt.gz")),
+    "_clinicalMatrix": REPO / "tests/fixtures/examples/tcga/COADREAD.clinical.tsv",
+    "NRTI_DataSet.txt": REPO / "tests/fixtures/hiv/NRTI_DataSet.txt",
+    "members.csv": REPO / "tests/fixtures/io/samples.tsv",
+    ".csv": REPO / "tests/fixtures/io/expr_rows.tsv",
+}
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("paper", PAPERS, ids=lambda p: p.stem)
+def test_paper_config_dry_run_from_loopback_urls(paper, tmp_path, snakemake_run):
+    """Each paper config through the real snakemake's dry run, its URLs moved to a loopback
+    server that holds a real-format fixture at each address (``https://host/p`` becomes
+    ``http://127.0.0.1:port/host/p``): the storage plugin finds every file and rule fetch is
+    planned before the data jobs."""
+    config = yaml.safe_load(paper.read_text())
+    remote = remote_files(config["cohorts"])
+    served = tmp_path / "served"
+    served.mkdir()
+    srv = LoopbackServer(served)
+    try:
+        for r in remote:
+            local = served / r.url.split("://", 1)[1]
+            fixture = next(f for suffix, f in PAPER_FIXTURES.items() if r.url.endswith(suffix))
+            local.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(fixture, local)
+        for spec in config["cohorts"].values():
+            for key, value in spec.items():
+                if isinstance(value, str) and value in {r.url for r in remote}:
+                    spec[key] = f"{srv.url}/{value.split('://', 1)[1]}"
+        result = snakemake_run(tmp_path / "run", "--dry-run", "--cores", "1", config=config)
+    finally:
+        srv.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("rule fetch" in result.stdout) == bool(remote)
+    assert not (tmp_path / "run" / "results").exists()

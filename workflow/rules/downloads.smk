@@ -1,0 +1,52 @@
+# Cohort files given by URL, for the fetch and data jobs (data.smk): which keys are URLs, their
+# storage inputs and the cached copies the data jobs read.
+from omicsbayes.downloads import DownloadError, local_spec, remote_files
+
+try:
+    REMOTE = remote_files(config["cohorts"], sorted(COHORT_PATHS))
+except DownloadError as err:
+    raise WorkflowError(f"config key {err}") from None
+
+
+def remote_input(remote):
+    """The storage input of a URL, or the cached copy's path when a run has fetched it before;
+    and the cached copy's path.
+
+    Before the first download the main process asks the plugin whether the file exists, so an
+    unreachable host or an HTTP error is one message naming the cohort key and the URL, before
+    any job.
+    """
+    try:
+        flagged = storage(remote.url, keep_local=True)
+    except WorkflowError as err:
+        raise WorkflowError(
+            f"config key {remote.key}: {remote.url}: no installed Snakemake storage plugin reads "
+            f"this address ({err}); expected http, https or ftp, or the plugin for its scheme"
+        ) from None
+    obj = flagged.flags["storage_object"]
+    cached = str(obj.local_path())
+    if os.path.exists(cached):
+        return cached, cached
+    if workflow.is_main_process:
+        try:
+            found = obj.exists()
+        except Exception as err:
+            raise WorkflowError(
+                f"config key {remote.key}: {remote.url} cannot be reached "
+                f"({type(err).__name__}: {err}); nothing was downloaded"
+            ) from None
+        if not found:
+            raise WorkflowError(
+                f"config key {remote.key}: {remote.url} not found (the server answered with an "
+                "error such as HTTP 404); nothing was downloaded"
+            )
+    return flagged, cached
+
+
+REMOTE_INPUTS = {r.url: remote_input(r) for r in REMOTE}  # URL -> (input, cached copy)
+REMOTE_PATHS = {url: cached for url, (_, cached) in REMOTE_INPUTS.items()}
+
+
+def remote_keys(cohort):
+    """The cohort's URL keys, for the data job's error message."""
+    return {r.key: r.url for r in REMOTE if r.cohort == cohort}
