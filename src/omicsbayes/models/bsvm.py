@@ -11,7 +11,6 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference.bsvm import (
-    binary_labels,
     bsvm_coef_posterior,
     expected_hinge,
     expected_inv_lambda,
@@ -21,6 +20,7 @@ from ..inference.bsvm import (
 from ..inference.chain import run_chain
 from ..inference.tpbn import TPBNShrinkage
 from ._base import MCMCEstimator, VBEstimator
+from ._validation import binary_labels
 
 __all__ = ["BayesianSVM"]
 
@@ -142,9 +142,7 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     def fit(self, X, y):
         """Fit by VB or Gibbs; ``y`` holds any two class labels."""
         Xd = self._design(X)
-        if len(y) != len(Xd):
-            raise ValueError(f"X has {len(Xd)} rows but y has {len(y)} labels")
-        self.classes_, ypm = binary_labels(y, "BayesianSVM")
+        self.classes_, ypm = binary_labels(y, "BayesianSVM", len(Xd))
         rng = np.random.default_rng(self.random_state)
         n_coef = self.n_features_in_
         shrink = TPBNShrinkage((1, 1, n_coef), self.r, self.s)
