@@ -29,6 +29,10 @@ CAPABILITIES = {
     "matrix_completion": (
         "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)"
     ),
+    "model_figures": (
+        "one fit on the whole cohort draws the model's own figures (workflow rule file "
+        "model_figures.smk: coefficients per task, loadings, top genes, gene network)"
+    ),
     "mcmc": "draws kept as ArviZ InferenceData in idata_, log_likelihood_ trace, n_chains",
     "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",
 }

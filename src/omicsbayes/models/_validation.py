@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 from ..preprocess.transforms import check_matrix, refuse_anndata
 
@@ -33,7 +33,6 @@ __all__ = [
     "check_X",
     "check_count_X",
     "check_count_values",
-    "check_fitted",
     "check_rng",
     "heldout_values",
     "split_labels",
@@ -67,11 +66,6 @@ VB_CONSTRAINTS = {
     "random_state": RANDOM_STATE,
     "verbose": ["boolean"],
 }
-
-
-def check_fitted(estimator, attributes=None):
-    """Raise ``NotFittedError`` (a ValueError) unless ``estimator`` has been fitted."""
-    check_is_fitted(estimator, attributes)
 
 
 def check_rng(random_state):

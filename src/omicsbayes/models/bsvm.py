@@ -83,6 +83,11 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     """
 
     capabilities = frozenset({"classifier", "vb", "mcmc"})
+
+    def _instance_capabilities(self):
+        """``mcmc`` when fitted by Gibbs sampling, ``vb`` otherwise."""
+        return self.capabilities - {"vb" if self.inference == "gibbs" else "mcmc"}
+
     _blas_sequential = True  # a Cholesky of the d x d precision each iteration (thread policy)
 
     def __init__(

@@ -155,7 +155,11 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
     n_iter_ : int
     """
 
-    capabilities = frozenset({"classifier", "multi_task", "vb", "mcmc"})
+    capabilities = frozenset({"classifier", "multi_task", "model_figures", "vb", "mcmc"})
+
+    def _instance_capabilities(self):
+        """``mcmc`` when fitted by Gibbs sampling, ``vb`` otherwise."""
+        return self.capabilities - {"vb" if self.inference == "gibbs" else "mcmc"}
 
     def __init__(
         self,
