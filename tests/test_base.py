@@ -1,11 +1,15 @@
 """The shared estimator conventions of models/_base.py: input checks written once, and DataFrames
 with feature names through every estimator that uses them (issue 16)."""
 
+from numbers import Integral
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import get_tags
+from sklearn.utils._param_validation import Interval
 
 from omicsbayes.models import (
     PCASVM,
@@ -15,9 +19,10 @@ from omicsbayes.models import (
     BM2PCARegressor,
     LinearSVMBaseline,
 )
+from omicsbayes.models._base import POLICY_METHODS, BaseOmicsEstimator
+from omicsbayes.models._capabilities import capabilities_of
 from omicsbayes.models._validation import (
     check_count_X,
-    check_fitted,
     check_rng,
     check_X,
     heldout_values,
@@ -66,12 +71,10 @@ def test_check_x_records_and_checks_features():
 
 def test_check_count_x():
     est = _Plain()
-    X, missing = check_count_X(est, [[1, np.nan], [0, 4]], reset=True)
-    assert missing.tolist() == [[False, True], [False, False]]
-    with pytest.raises(ValueError, match="1 negative values; _Plain"):
+    X = check_count_X(est, [[1, np.nan], [0.4, 4.6]], reset=True)
+    np.testing.assert_array_equal(X, [[1, np.nan], [0, 5]])  # rounded, NaN = missing
+    with pytest.raises(ValueError, match="passed to _Plain: X has 1 negative values"):
         check_count_X(est, [[1, -2]], reset=True)
-    with pytest.raises(ValueError, match="1 non-integer values; _Plain"):
-        check_count_X(est, [[1, 2.5]], reset=True)
     with pytest.raises(ValueError, match="NaN"):
         check_count_X(est, [[1, np.nan]], reset=True, allow_nan=False)
 
@@ -96,9 +99,67 @@ def test_split_labels():
         split_labels([0, 1], "who", 3)
 
 
-def test_check_fitted_raises_not_fitted_error():
+def _every_estimator_taking_x():
+    from omicsbayes import models
+    from omicsbayes.models.bsvm import BayesianSVM
+
+    classes = [getattr(models, name) for name in models.__all__]
+    taking_x = [cls() for cls in classes if "matrix_completion" not in capabilities_of(cls)]
+    return [*taking_x, BayesianSVM()]
+
+
+@pytest.mark.parametrize("estimator", _every_estimator_taking_x(), ids=lambda e: type(e).__name__)
+def test_every_method_raises_not_fitted_error_before_fit(estimator):
+    methods = [m for m in POLICY_METHODS if m != "fit" and hasattr(estimator, m)]
+    assert methods
+    X = np.ones((3, 4))
+    for method in methods:
+        args = (X, np.ones_like(X, bool)) if method in ("log_likelihood", "perplexity") else (X,)
+        with pytest.raises(NotFittedError):
+            getattr(estimator, method)(*args)
+
+
+class _Counter(BaseOmicsEstimator):
+    """A minimal subclass: ``fit`` counts the validations the base ran before it."""
+
+    _parameter_constraints = {"n": [Interval(Integral, 1, None, closed="left")]}
+    capabilities = frozenset({"counts"})
+
+    def __init__(self, n=1):
+        self.n = n
+
+    def _validate_params(self):
+        self.validations_ = getattr(self, "validations_", 0) + 1
+        super()._validate_params()
+
+    def fit(self, X, y=None):
+        self.X_ = self._check_X(X, reset=True)
+        return self
+
+    def transform(self, X):
+        return self._check_X(X, reset=False)
+
+
+def test_the_base_validates_once_checks_input_and_tags_capabilities():
+    est = _Counter().fit([[0.4, 2.6], [3.0, 1.0]])
+    assert est.validations_ == 1
+    np.testing.assert_array_equal(est.X_, [[0, 3], [3, 1]])  # counts: rounded
+    with pytest.raises(ValueError, match="The 'n' parameter of _Counter must be an int"):
+        _Counter(n=0).fit([[1.0]])
     with pytest.raises(NotFittedError):
-        check_fitted(BAMClassifier(), "coef_")
+        _Counter().transform([[1.0, 2.0]])
+    tags = get_tags(_Counter())
+    assert tags.capabilities == frozenset({"counts"}) and tags.input_tags.positive_only
+
+
+def test_capabilities_depend_on_the_instance():
+    from omicsbayes.models import RFLVM, RankFactorClassifier
+
+    assert "counts" in capabilities_of(RFLVM(likelihood="poisson"))
+    assert "counts" not in capabilities_of(RFLVM(likelihood="bernoulli"))
+    assert "counts" in capabilities_of(RFLVM)  # the class: what some parameters give
+    assert "mcmc" in capabilities_of(RankFactorClassifier(inference="gibbs"))
+    assert "mcmc" not in capabilities_of(RankFactorClassifier(inference="vb"))
 
 
 @pytest.mark.parametrize(

@@ -209,7 +209,6 @@ def test_fixed_seed_reproducible():
 @pytest.mark.parametrize(
     ("X", "match"),
     [
-        (np.array([[1.0, 2.5], [0.0, 1.0]]), "non-integer"),
         (np.array([[1.0, -2.0], [0.0, 1.0]]), "negative"),
         (np.array([[1.0, np.inf], [0.0, 1.0]]), "infinite"),
         (np.ones(3), "2D array"),
@@ -218,6 +217,23 @@ def test_fixed_seed_reproducible():
 def test_bad_input(X, match):
     with pytest.raises(ValueError, match=match):
         PoissonFactorAnalysis(n_iter=2, burn_in=1).fit(X)
+
+
+def test_non_integer_values_are_rounded_to_counts():
+    X = np.random.default_rng(4).poisson(3.0, size=(12, 5)).astype(float)
+    jittered = X + np.random.default_rng(5).uniform(-0.4, 0.4, size=X.shape) * (X > 0)
+    a = PoissonFactorAnalysis(n_factors=2, n_iter=6, burn_in=3, random_state=1).fit(X)
+    b = PoissonFactorAnalysis(n_factors=2, n_iter=6, burn_in=3, random_state=1).fit(jittered)
+    np.testing.assert_array_equal(a.scores_, b.scores_)
+
+
+def test_transform_scores_each_sample_on_its_own():
+    """A sample's scores do not depend on the samples transformed with it or their order."""
+    X = np.random.default_rng(6).poisson(3.0, size=(15, 6)).astype(float)
+    model = PoissonFactorAnalysis(n_factors=2, n_iter=6, burn_in=3, random_state=2).fit(X)
+    whole = model.transform(X)
+    np.testing.assert_array_equal(model.transform(X[[7, 2]]), whole[[7, 2]])
+    assert not np.array_equal(whole[0], whole[1])
 
 
 @pytest.mark.parametrize(

@@ -666,7 +666,7 @@ def test_dense_model_keeps_its_dimension_and_reproduces_with_seed():
         ({"beta_scale_prior": (0.0, 1.0)}, np.ones((4, 4)), "beta_scale_prior"),
         ({"n_iter": 5, "burn_in": 5}, np.ones((4, 4)), "burn_in"),
         ({"likelihood": "bernoulli"}, np.full((4, 4), 2.0), "0/1"),
-        ({"likelihood": "poisson"}, np.full((4, 4), -1.0), "non-negative integer"),
+        ({"likelihood": "poisson"}, np.full((4, 4), -1.0), "16 negative values"),
         ({}, np.ones(4), "2D array"),
         ({}, np.full((4, 4), np.nan), "only NaN values"),
     ],

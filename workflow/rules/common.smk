@@ -163,7 +163,8 @@ IMAGE_COHORTS = {"digits"}  # bundled cohorts whose features are the pixels of a
 
 
 def figure_models(experiment):
-    """The RankFactorClassifier models an experiment lists under `figures:` (others are skipped)."""
+    """The models an experiment lists under `figures:` that have the `model_figures` capability
+    (others are skipped)."""
     e = EXPERIMENTS[experiment]
     unknown = [m for m in e.get("figures", []) if m not in e["models"]]
     if unknown:
@@ -176,12 +177,16 @@ def figure_models(experiment):
             f"experiments.{experiment}.figures: only classification experiments have model "
             f"figures, this one is {experiment_kind(experiment)!r}"
         )
-    return [m for m in e.get("figures", []) if config["models"][m]["class"] == "RankFactorClassifier"]
+    return [
+        m
+        for m in e.get("figures", [])
+        if "model_figures" in protocols.spec_capabilities(config["models"][m])
+    ]
 
 
 def is_mcmc(model):
-    """Whether a figure model keeps MCMC draws (a RankFactorClassifier fitted by Gibbs)."""
-    return (config["models"][model].get("params") or {}).get("inference") == "gibbs"
+    """Whether a figure model keeps MCMC draws (the `mcmc` capability of its instance)."""
+    return "mcmc" in protocols.spec_capabilities(config["models"][model])
 
 
 def has_pixel_features(experiment):

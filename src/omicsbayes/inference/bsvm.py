@@ -84,20 +84,6 @@ def expected_hinge(mean, var):
     return mean * special.ndtr(t) + sd * np.exp(-0.5 * t**2) / np.sqrt(2 * np.pi)
 
 
-def binary_labels(y, name):
-    """Map two class labels to {-1, +1}; returns ``(classes, y_pm)``."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name} expects y of shape (n_samples,), got shape {y.shape}")
-    classes = np.unique(y)
-    if len(classes) != 2:
-        raise ValueError(
-            f"{name} is a binary classifier: y has {len(classes)} distinct label(s) "
-            f"{classes.tolist()[:5]}, expected exactly 2"
-        )
-    return classes, np.where(y == classes[1], 1.0, -1.0)
-
-
 def gauss_kl(mean, cov, prior_precision):
     """KL(N(mean, cov) || N(0, diag(1/prior_precision)))."""
     sign, logdet = np.linalg.slogdet(cov)

@@ -10,8 +10,8 @@ own steps):
   ``_validate_params`` that calls ``super()._validate_params()`` first.
 - **Input checks.** :meth:`BaseOmicsEstimator._check_X` is the one path (scikit-learn's
   ``validate_data``: ``n_features_in_``, ``feature_names_in_``, the feature count at predict
-  time; NaN only where the ``allow_nan`` input tag says NaN marks a missing entry; counts where
-  the instance has the ``counts`` capability).
+  time; NaN only where the ``allow_nan`` input tag says NaN marks a missing entry; with the
+  ``counts`` capability non-negative values rounded to the nearest count).
 - **Fitted check.** Every public method in :data:`POLICY_METHODS` other than ``fit`` raises
   scikit-learn's ``NotFittedError`` before the estimator is fitted.
 - **Thread policy.** Every public method in :data:`POLICY_METHODS` a subclass defines runs
@@ -36,7 +36,6 @@ The shared helpers used by modules that do not subclass the base yet stay import
 
 import functools
 
-import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import get_tags
 from sklearn.utils._available_if import _AvailableIfDescriptor
@@ -50,7 +49,7 @@ from ..inference.chain import (
 )
 from ._capabilities import omics_tags
 from ._threads import blas_limit, limit_blas, map_blocks
-from ._validation import RANDOM_STATE, check_count_values, check_rng, check_X
+from ._validation import RANDOM_STATE, check_count_X, check_rng, check_X
 
 __all__ = [
     "POLICY_METHODS",
@@ -127,22 +126,22 @@ class BaseOmicsEstimator(BaseEstimator):
         return type(self).capabilities
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        return omics_tags(tags, self._instance_capabilities())
+        tags = omics_tags(super().__sklearn_tags__(), self._instance_capabilities())
+        if "counts" in tags.capabilities:
+            tags.input_tags.positive_only = True
+        return tags
 
     def _check_X(self, X, *, reset):
         """``X`` as a checked float64 samples x features array (the one input path).
 
         ``reset=True`` in ``fit`` records ``n_features_in_`` and ``feature_names_in_``;
         ``reset=False`` checks new data against them. NaN is accepted when the ``allow_nan``
-        input tag is set (NaN = missing); with the ``counts`` capability the observed values must
-        be non-negative integers.
+        input tag is set (NaN = missing); with the ``counts`` capability the values must be
+        non-negative and are rounded to the nearest count.
         """
         tags = get_tags(self)
-        X = check_X(self, X, reset=reset, allow_nan=tags.input_tags.allow_nan)
-        if "counts" in tags.capabilities:
-            check_count_values(X[~np.isnan(X)], type(self).__name__)
-        return X
+        check = check_count_X if "counts" in tags.capabilities else check_X
+        return check(self, X, reset=reset, allow_nan=tags.input_tags.allow_nan)
 
 
 class VBEstimator(BaseOmicsEstimator):

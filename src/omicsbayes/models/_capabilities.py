@@ -20,11 +20,18 @@ CAPABILITIES = {
     "classifier": "fit(X, y) with class labels; decision_function and predict",
     "regressor": "fit(X, y) with real-valued targets; predict",
     "multi_task": "fit(X, Y) with one column of binary labels per task, all tasks in one model",
-    "semi_supervised": "fit(X, y) with NaN / None labels marking unlabelled samples",
+    "semi_supervised": (
+        "fit(X, y) with NaN / None labels marking unlabelled samples, which the unsupervised part "
+        "of the model uses; a y without any label fits that part alone"
+    ),
     "heldout_scoring": "fit(X) with NaN entries missing; log_likelihood(X, mask) scores them",
     "counts": "takes non-negative integer counts (perplexity is defined on held-out counts)",
     "matrix_completion": (
         "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)"
+    ),
+    "model_figures": (
+        "one fit on the whole cohort draws the model's own figures (workflow rule file "
+        "model_figures.smk: coefficients per task, loadings, top genes, gene network)"
     ),
     "mcmc": "draws kept as ArviZ InferenceData in idata_, log_likelihood_ trace, n_chains",
     "vb": "variational Bayes: lower_bound_ trace, tol, n_iter_",

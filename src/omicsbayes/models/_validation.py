@@ -8,7 +8,8 @@
   ``feature_names_in_``, the feature count is checked at predict time; then finiteness),
   :func:`check_count_X` (non-negative integer counts, NaN = missing), :func:`heldout_values`
   (the held-out entries of a full matrix, for ``log_likelihood(X, mask)``), :func:`split_labels`
-  (NaN / None labels = unlabelled rows) and :func:`check_rng` (one numpy ``Generator`` from any
+  (NaN / None labels = unlabelled rows), :func:`binary_labels` (two classes, every row labelled)
+  and :func:`check_rng` (one numpy ``Generator`` from any
   ``random_state``).
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 from ..preprocess.transforms import check_matrix, refuse_anndata
 
@@ -28,10 +29,10 @@ __all__ = [
     "POSITIVE",
     "RANDOM_STATE",
     "VB_CONSTRAINTS",
+    "binary_labels",
     "check_X",
     "check_count_X",
     "check_count_values",
-    "check_fitted",
     "check_rng",
     "heldout_values",
     "split_labels",
@@ -65,11 +66,6 @@ VB_CONSTRAINTS = {
     "random_state": RANDOM_STATE,
     "verbose": ["boolean"],
 }
-
-
-def check_fitted(estimator, attributes=None):
-    """Raise ``NotFittedError`` (a ValueError) unless ``estimator`` has been fitted."""
-    check_is_fitted(estimator, attributes)
 
 
 def check_rng(random_state):
@@ -109,11 +105,20 @@ def check_X(estimator, X, *, reset, allow_nan=False):
 
 
 def check_count_X(estimator, X, *, reset, allow_nan=True):
-    """``(X, missing)``: :func:`check_X`, then non-negative integer counts (NaN = missing)."""
+    """``X`` as counts: :func:`check_X`, every value non-negative, rounded to the nearest count.
+
+    The input of a count model: counts, or non-negative intensities it treats as counts (paper
+    000 rounds microarray intensities for PFA); NaN marks a missing entry when ``allow_nan``.
+    """
     X = check_X(estimator, X, reset=reset, allow_nan=allow_nan)
-    missing = np.isnan(X)
-    check_count_values(X[~missing], type(estimator).__name__)
-    return X, missing
+    n_neg = int((X < 0).sum())
+    if n_neg:
+        who = type(estimator).__name__
+        raise ValueError(
+            f"Negative values in data passed to {who}: X has {n_neg} negative values; {who} "
+            "needs non-negative counts (or intensities, rounded to the nearest count)"
+        )
+    return np.rint(X)
 
 
 def check_count_values(values, who):
@@ -164,3 +169,22 @@ def split_labels(y, who, n_samples):
         if kind not in ("binary", "multiclass"):
             raise ValueError(f"Unknown label type: {kind}; {who} needs class labels")
     return y, labelled
+
+
+def binary_labels(y, who, n_samples):
+    """``(classes, t)``: the two classes of a fully labelled binary ``y`` and ``t`` in {-1, +1}
+    (+1 = ``classes[1]``).
+
+    Raises ValueError as :func:`split_labels`, and when a label is NaN / None or ``y`` does not
+    hold exactly two classes.
+    """
+    y, labelled = split_labels(y, who, n_samples)
+    if not labelled.all():
+        raise ValueError(f"y has {int((~labelled).sum())} NaN labels; expected every label")
+    classes = np.unique(y)
+    if classes.size != 2:
+        raise ValueError(
+            f"Only binary classification is supported: y has {classes.size} class(es) "
+            f"{classes.tolist()[:5]}; {who} needs exactly 2"
+        )
+    return classes, np.where(y == classes[1], 1.0, -1.0)

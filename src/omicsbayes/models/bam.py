@@ -49,7 +49,7 @@ from ..inference.convergence import check_finite
 from ..inference.gamma import gamma_entropy, gamma_expected_log_pdf, gamma_moments
 from ..inference.truncnorm import truncnorm_moments
 from ._base import VBEstimator
-from ._validation import POSITIVE, VB_CONSTRAINTS, check_rng, split_labels
+from ._validation import POSITIVE, VB_CONSTRAINTS, binary_labels, check_rng
 
 __all__ = [
     "BayesianProbitClassifier",
@@ -331,20 +331,6 @@ class _BayesianLinearVB(ClassifierMixin, VBEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _validate_fit(self, X, y):
-        who = type(self).__name__
-        X = self._check_X(X, reset=True)
-        y, labelled = split_labels(y, who, X.shape[0])
-        if not labelled.all():
-            raise ValueError(f"y has {int((~labelled).sum())} NaN labels; expected every label")
-        classes = np.unique(y)
-        if classes.size != 2:
-            raise ValueError(
-                f"Only binary classification is supported: y has {classes.size} class(es) "
-                f"{classes.tolist()}; {who} needs exactly two"
-            )
-        return X, y, classes
-
     def fit(self, X, y):
         """Run variational inference until the lower bound improves by less than ``tol``.
 
@@ -360,9 +346,8 @@ class _BayesianLinearVB(ClassifierMixin, VBEstimator):
         -------
         self
         """
-        X, y, classes = self._validate_fit(X, y)
-        self.classes_ = classes
-        t = np.where(y == classes[1], 1.0, -1.0)
+        X = self._check_X(X, reset=True)
+        self.classes_, t = binary_labels(y, type(self).__name__, X.shape[0])
         sign = self._orientation(t)
         t = sign * t
         rng = check_rng(self.random_state)

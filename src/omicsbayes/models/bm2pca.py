@@ -469,7 +469,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
     eigen-decomposition because they differ only by the scalar ``E[1/lambda_n]``.
     """
 
-    capabilities = frozenset({"classifier", "vb"})
+    capabilities = frozenset({"classifier", "semi_supervised", "vb"})
     _trace_label = "lower bound"  # lower_bound_ is the closed-form evidence lower bound
     _parameter_constraints = {**_CONSTRAINTS, "C": [POSITIVE, StrOptions({"cv"})]}
 

@@ -11,7 +11,6 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference.bsvm import (
-    binary_labels,
     bsvm_coef_posterior,
     expected_hinge,
     expected_inv_lambda,
@@ -21,6 +20,7 @@ from ..inference.bsvm import (
 from ..inference.chain import run_chain
 from ..inference.tpbn import TPBNShrinkage
 from ._base import MCMCEstimator, VBEstimator
+from ._validation import binary_labels
 
 __all__ = ["BayesianSVM"]
 
@@ -83,6 +83,11 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     """
 
     capabilities = frozenset({"classifier", "vb", "mcmc"})
+
+    def _instance_capabilities(self):
+        """``mcmc`` when fitted by Gibbs sampling, ``vb`` otherwise."""
+        return self.capabilities - {"vb" if self.inference == "gibbs" else "mcmc"}
+
     _blas_sequential = True  # a Cholesky of the d x d precision each iteration (thread policy)
 
     def __init__(
@@ -142,9 +147,7 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     def fit(self, X, y):
         """Fit by VB or Gibbs; ``y`` holds any two class labels."""
         Xd = self._design(X)
-        if len(y) != len(Xd):
-            raise ValueError(f"X has {len(Xd)} rows but y has {len(y)} labels")
-        self.classes_, ypm = binary_labels(y, "BayesianSVM")
+        self.classes_, ypm = binary_labels(y, "BayesianSVM", len(Xd))
         rng = np.random.default_rng(self.random_state)
         n_coef = self.n_features_in_
         shrink = TPBNShrinkage((1, 1, n_coef), self.r, self.s)

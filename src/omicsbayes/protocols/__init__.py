@@ -42,7 +42,14 @@ kind means one module here and its name in :data:`KINDS`, its rule file
 
 import importlib
 
-from ._common import ExperimentError, check_model, make_estimator, models_for, split_count
+from ._common import (
+    ExperimentError,
+    check_model,
+    make_estimator,
+    models_for,
+    spec_capabilities,
+    split_count,
+)
 
 KINDS = ("classification", "heldout_entries", "disease_gene", "rating")
 
@@ -57,6 +64,7 @@ __all__ = [
     "models_for",
     "n_splits",
     "of_protocol",
+    "spec_capabilities",
 ]
 
 

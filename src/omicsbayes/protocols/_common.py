@@ -53,6 +53,12 @@ def make_estimator(spec, random_state=None):
     return cls(**params)
 
 
+def spec_capabilities(spec):
+    """The capabilities of the estimator a config model entry builds (its scikit-learn tags:
+    they may depend on its parameters, e.g. ``mcmc`` for a Gibbs-fitted rank factor model)."""
+    return capabilities_of(make_estimator(spec))
+
+
 def models_for(requires):
     """Names of the model classes that declare every capability in ``requires``."""
     return frozenset.intersection(*(models_with(c) for c in sorted(requires)))

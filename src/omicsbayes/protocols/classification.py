@@ -39,7 +39,6 @@ SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in splitters.PROTOCOLS}
 TRANSFORMS = True
 TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
 METRICS = ("auroc", "aupr", "accuracy", "error_rate")
-AUC_MODELS = {"BayesianProbitClassifier", "BAMClassifier"}  # paper 001: Figures 3-4 layout
 
 
 def make_splits(adata, protocol, random_state, label=None):
@@ -197,15 +196,15 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
                 f"task {name!r} has a single class in the training data of this split; "
                 "every task needs both classes in every training split"
             )
-    if "multi_task" in capabilities_of(getattr(models, spec["class"])) and Y.shape[1] > 1:
-        estimator = make_estimator(spec, random_state).fit(X_train, Y[train])
+    template = make_estimator(spec, random_state)
+    if "multi_task" in capabilities_of(template) and Y.shape[1] > 1:
+        estimator = clone(template).fit(X_train, Y[train])
         scores = np.asarray(estimator.decision_function(X_test), dtype=float)
         predicted = np.asarray(estimator.predict(X_test), dtype=float)
         scores, predicted = scores.reshape(len(test), -1), predicted.reshape(len(test), -1)
     else:
         scores = np.empty((len(test), Y.shape[1]))
         predicted = np.empty((len(test), Y.shape[1]))
-        template = make_estimator(spec, random_state)
         for j in range(Y.shape[1]):  # one fit per task, not a loop inside an iteration
             observed = ~np.isnan(Y[train, j])
             estimator = clone(template).fit(X_train[observed], Y[train, j][observed].astype(int))
@@ -300,10 +299,10 @@ def metric_table(joined):
 
 def figure(metrics, title, experiment, specs):
     """Box plots of AUROC, AUPR and accuracy per split; paper 001's layout (one panel per
-    cohort x kernel x metric) when every model is a BAM or Bayesian probit classifier."""
-    from ..pl.metrics import metric_boxplots
+    cohort x kernel x metric) when every model is one of paper 001's (``models.bam``)."""
     from ..pl.bam import bam_boxplots
+    from ..pl.metrics import metric_boxplots
 
-    if {s["class"] for s in specs} <= AUC_MODELS:
+    if all(getattr(models, s["class"]).__module__ == f"{models.__name__}.bam" for s in specs):
         return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))
     return metric_boxplots(metrics, title=title, columns=METRICS[:3])

@@ -69,15 +69,9 @@ def figure(metrics, title, experiment, specs):
 
 
 def takes_counts(estimator):
-    """Whether a model's held-out entries are counts: its class declares ``counts`` and, if it
-    has a ``likelihood`` parameter, that is a count likelihood (an RFLVM may be Gaussian or
-    Bernoulli)."""
-    from ..models.rflvm import COUNT_LIKELIHOODS  # imported here: loading rflvm compiles kernels
-
-    if "counts" not in capabilities_of(type(estimator)):
-        return False
-    likelihood = estimator.get_params().get("likelihood")
-    return likelihood is None or likelihood in COUNT_LIKELIHOODS
+    """Whether a model's held-out entries are counts: the instance has the ``counts``
+    capability (its scikit-learn tags; a Gaussian or Bernoulli RFLVM has not)."""
+    return "counts" in capabilities_of(estimator)
 
 
 def _perplexity(estimator, Y, mask):

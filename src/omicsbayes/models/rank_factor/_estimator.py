@@ -15,7 +15,7 @@ from ...inference.convergence import check_finite
 from ...inference.truncnorm import _log_diff_cdf, truncnorm_moments
 from .._base import MCMCEstimator, VBEstimator
 from .._threads import map_blocks
-from .._validation import MCMC_CONSTRAINTS, POSITIVE, check_rng
+from .._validation import MCMC_CONSTRAINTS, POSITIVE, check_rng, split_labels
 from ._engine import _BLOCK, _Engine, _GibbsSampler, _newton_scores, _second, _Sym, _with_one
 from ._kernels import _gaussian_block, _margin_moments
 
@@ -35,14 +35,22 @@ VARIANTS = {
 # --------------------------------------------------------------------------- targets
 def _encode_targets(y, n):
     """``(mode, classes, Y in {-1, +1}, observed mask)``; mode: binary, multiclass, multitask."""
+    if y is None:
+        raise ValueError("RankFactorClassifier requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.shape[0] != n:
         raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
     if y.ndim == 1:
+        y, labelled = split_labels(y, "RankFactorClassifier", n)
+        if not labelled.all():
+            raise ValueError(
+                f"y has {int((~labelled).sum())} NaN labels; a 1-D y needs every label (a 2-D y "
+                "marks a missing label with NaN)"
+            )
         classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(
-                f"y has {len(classes)} distinct label(s); RankFactorClassifier needs at least 2"
+                f"y has {len(classes)} class; RankFactorClassifier needs at least 2 classes"
             )
         if len(classes) == 2:
             Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
@@ -147,7 +155,11 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
     n_iter_ : int
     """
 
-    capabilities = frozenset({"classifier", "multi_task", "vb", "mcmc"})
+    capabilities = frozenset({"classifier", "multi_task", "model_figures", "vb", "mcmc"})
+
+    def _instance_capabilities(self):
+        """``mcmc`` when fitted by Gibbs sampling, ``vb`` otherwise."""
+        return self.capabilities - {"vb" if self.inference == "gibbs" else "mcmc"}
 
     def __init__(
         self,
@@ -440,6 +452,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
             R = np.ones((m, 1))
         Ez = np.zeros((m, k))
         EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
+        active = np.ones(m, dtype=bool)  # each sample stops on its own, as if predicted alone
         for _ in range(self.transform_iter):
             if self.likelihood in ("rank", "maxmargin_rank") and not exact:
                 H, _, _ = moments(Ez @ Ea.T)
@@ -463,20 +476,23 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
             else:
                 S = sym.unflat(P @ eaa_flat)
             S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-            new, EZZ, _ = _gaussian_block(S, rhs + H @ Ea, second=True)
-            change = np.max(np.abs(new - Ez))
-            Ez = new
+            new, new_ezz, _ = _gaussian_block(S, rhs + H @ Ea, second=True)
+            change = np.max(np.abs(new - Ez), axis=1)
+            Ez = np.where(active[:, None], new, Ez)
+            EZZ = np.where(active[:, None, None], new_ezz, EZZ)
             if self.mixture:
                 norm_mu = np.sum(means["Emu"] ** 2, axis=1)
                 sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu
                 logp = means["Elogq"] + 0.5 * k * means["Elogpsi"] - 0.5 * means["Epsi"] * sq
                 logp -= logp.max(axis=1, keepdims=True)
-                R = np.exp(logp)
-                R /= R.sum(axis=1, keepdims=True)
-            if change < 1e-3 * max(1.0, float(np.abs(Ez).mean())) and self.likelihood != "gaussian":
-                break
+                new_r = np.exp(logp)
+                R = np.where(active[:, None], new_r / new_r.sum(axis=1, keepdims=True), R)
             if self.likelihood == "gaussian" and not self.mixture:
                 break
+            if self.likelihood != "gaussian":
+                active &= change >= 1e-3 * np.maximum(1.0, np.abs(Ez).mean(axis=1))
+                if not active.any():
+                    break
         return Ez, EZZ, R
 
     def transform(self, X):

@@ -231,11 +231,14 @@ class RFLVM(MCMCEstimator):
         lo, hi = np.log10(self.beta_scale_prior)
         return np.logspace(lo, hi, max(2, int(round(10 * (hi - lo))) + 1))
 
-    def _check_Y(self, Y, *, reset, what="Y"):
+    def _check_Y(self, Y, *, reset):
+        """``Y`` through the base's input check (NaN = missing; counts rounded for a count
+        likelihood), at least 2 x 2, and 0/1 for the Bernoulli likelihood."""
         Y = self._check_X(Y, reset=reset)
-        if Y.shape[0] < 2 or Y.shape[1] < 2:
-            raise ValueError(f"{what} has shape {Y.shape}; RFLVM needs a 2-D matrix, at least 2x2")
-        likelihood_of(self.likelihood).check_values(Y[~np.isnan(Y)], what)
+        for n, what in ((Y.shape[0], "sample"), (Y.shape[1], "feature")):
+            if n < 2:
+                raise ValueError(f"Y has {n} {what}(s) (shape {Y.shape}); RFLVM needs at least 2")
+        likelihood_of(self.likelihood).check_values(Y[~np.isnan(Y)], "Y")
         return Y
 
     # ------------------------------------------------------------------ fit
