@@ -31,7 +31,9 @@ ESTIMATORS = [
     BM2PCARegressor(n_components=2, max_iter=100),  # R^2 > 0.5 in check_regressors_train
     FullSVM(max_iter=200),
     PCASVM(n_components=2, max_iter=200),
+    PCASVM(n_components=2, max_iter=200, transductive=True),
     LDASVM(max_iter=200),
+    LDASVM(max_iter=200, shrinkage="auto"),
     LogisticBaseline(),
     LinearSVMBaseline(max_iter=200),
     RankFactorClassifier(n_factors=2, max_iter=5),

@@ -21,6 +21,10 @@ CAPABILITIES = {
     "regressor": "fit(X, y) with real-valued targets; predict",
     "multi_task": "fit(X, Y) with one column of binary labels per task, all tasks in one model",
     "semi_supervised": "fit(X, y) with NaN / None labels marking unlabelled samples",
+    "transductive": (
+        "the classification protocol passes the test samples to fit(X, y) too, labels NaN / None; "
+        "only the unsupervised part (PCA) learns from them"
+    ),
     "heldout_scoring": "fit(X) with NaN entries missing; log_likelihood(X, mask) scores them",
     "counts": "takes non-negative integer counts (perplexity is defined on held-out counts)",
     "matrix_completion": (
