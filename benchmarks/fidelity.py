@@ -886,6 +886,16 @@ def write(per_split, out, markdown=None, argv=()):
     return table
 
 
+def _read_splits(path):
+    """A per-split table written by :func:`write`; SystemExit naming the file and the columns
+    it lacks otherwise."""
+    table = pd.read_csv(path, sep="\t")
+    missing = [c for c in SPLIT_COLUMNS if c not in table]
+    if missing:
+        raise SystemExit(f"{path}: not a per-split fidelity table: no column {missing}")
+    return table
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__)
     parser.add_argument(
@@ -936,7 +946,7 @@ def main(argv=None):
     markdown = Path(args.markdown) if args.markdown else None
     written = ", ".join(str(p) for p in (out, out.with_suffix(".png"), markdown) if p)
     if args.from_splits:
-        per_split = pd.concat([pd.read_csv(f, sep="\t") for f in args.from_splits])
+        per_split = pd.concat([_read_splits(f) for f in args.from_splits])
         write(per_split, out, markdown, argv)
         print(f"wrote {written}")
         return 0

@@ -118,6 +118,14 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "not results" not in fidelity.markdown_table(table, ["--only", "d_bm2pca"])
 
 
+def test_from_splits_refuses_a_table_without_the_split_columns(fidelity, tmp_path):
+    old = tmp_path / "old_splits.tsv"
+    _per_split({"A": [1.0]}).drop(columns="protocol").to_csv(old, sep="\t", index=False)
+    out = str(tmp_path / "f.tsv")
+    with pytest.raises(SystemExit, match=r"old_splits.tsv: .* no column \['protocol'\]"):
+        fidelity.main(["--from-splits", str(old), "--out", out, "--markdown", ""])
+
+
 @pytest.mark.slow
 def test_quick_run_writes_table_and_figure(fidelity, tmp_path):
     out, markdown = tmp_path / "fidelity.tsv", tmp_path / "fidelity_table.md"
