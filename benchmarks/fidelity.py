@@ -901,7 +901,9 @@ def main(argv=None):
     parser.add_argument(
         "--quick", action="store_true", help="2 splits, short chains (the Markdown says so)"
     )
-    parser.add_argument("--only", nargs="*", choices=sorted(CLAIMS), help="claims to run")
+    parser.add_argument(
+        "--only", nargs="*", choices=sorted(CLAIMS), help="claim runs (a_rank measures a_bsvm too)"
+    )
     parser.add_argument(
         "--cohorts", nargs="*", metavar="TEXT", help="only cohorts whose name contains one of these"
     )
