@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
+from omicsbayes.models._capabilities import capabilities_of
 from omicsbayes.models.baselines import (
     LDASVM,
     PCASVM,
@@ -55,12 +58,53 @@ def test_projection_dimensions_and_unlabelled_rows(digits):
     lda = LDASVM(n_components=20).fit(X, y)
     assert lda.projection_.transform(X_test).shape[1] == 9  # at most n_classes - 1
     y_partial = y.astype(float)
-    y_partial[100:] = np.nan  # PCA sees every row, the SVM only the labelled ones
-    pca = PCASVM(n_components=10).fit(X, y_partial)
-    assert pca.projection_.n_samples_ == len(X)
-    assert pca.classifier_.n_features_in_ == 10
+    y_partial[100:] = np.nan  # the SVM sees the labelled rows only
+    inductive = PCASVM(n_components=10).fit(X, y_partial)
+    assert inductive.projection_.n_samples_ == 100  # PCA on the labelled rows
+    transductive = PCASVM(n_components=10, transductive=True).fit(X, y_partial)
+    assert transductive.projection_.n_samples_ == len(X)  # PCA on every row
+    assert transductive.classifier_.n_features_in_ == 10
     few = PCASVM(n_components=10).fit(X[:6], y[:6])  # fewer rows than components
     assert few.projection_.n_components_ <= 6
+
+
+def test_transductive_pca_is_the_pca_of_labelled_and_test_rows(digits):
+    """The paper's PCA baseline: components from the labelled and the test samples together;
+    the inductive one's from the labelled samples only."""
+    X, y, X_test, _ = digits
+    labelled = np.concatenate([np.flatnonzero(y == c)[:3] for c in range(10)])  # 3 per class
+    rows = np.vstack([X[labelled], X_test])
+    y_rows = np.concatenate([y[labelled].astype(float), np.full(len(X_test), np.nan)])
+    model = PCASVM(n_components=5, transductive=True, random_state=0).fit(rows, y_rows)
+    on_all = PCA(n_components=5, random_state=0).fit(rows)
+    np.testing.assert_allclose(model.projection_.transform(X_test), on_all.transform(X_test))
+    inductive = PCASVM(n_components=5, random_state=0).fit(rows, y_rows)
+    on_labelled = PCA(n_components=5, random_state=0).fit(X[labelled])
+    np.testing.assert_allclose(
+        inductive.projection_.transform(X_test), on_labelled.transform(X_test)
+    )
+    assert not np.allclose(np.abs(on_all.components_), np.abs(on_labelled.components_), atol=0.05)
+    assert model.classifier_.n_features_in_ == 5
+
+
+def test_transductive_capability_follows_the_parameter():
+    assert "transductive" in capabilities_of(PCASVM(transductive=True))
+    assert "transductive" not in capabilities_of(PCASVM())
+    assert "transductive" not in capabilities_of(LDASVM(shrinkage="auto"))
+
+
+def test_lda_shrinkage_is_the_eigen_solver_with_shrinkage(digits):
+    X, y, X_test, y_test = digits
+    few = np.concatenate([np.flatnonzero(y == c)[:3] for c in range(10)])  # 30 rows, 64 features
+    model = LDASVM(shrinkage="auto", random_state=0).fit(X[few], y[few])
+    lda = LinearDiscriminantAnalysis(n_components=9, solver="eigen", shrinkage="auto")
+    expected = lda.fit(X[few], y[few]).transform(X_test)
+    np.testing.assert_allclose(model.projection_.transform(X_test), expected)
+    fixed = LDASVM(shrinkage=0.5).fit(X[few], y[few])
+    assert fixed.projection_.shrinkage == 0.5 and fixed.projection_.solver == "eigen"
+    assert LDASVM().fit(X[few], y[few]).projection_.shrinkage is None  # the paper's LDA
+    with pytest.raises(ValueError, match="shrinkage"):
+        LDASVM(shrinkage=2.0).fit(X[few], y[few])
 
 
 def test_bad_input(digits):

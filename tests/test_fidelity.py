@@ -16,46 +16,138 @@ def fidelity(monkeypatch):
     return importlib.import_module("benchmarks.fidelity")
 
 
-def test_summary_is_mean_se_and_paired_difference(fidelity):
-    values = {"BAM_L": [0.8, 0.7, 0.9], "BPROBIT": [0.6, 0.7, 0.5]}
-    per_split = pd.DataFrame(
+def _per_split(values, claim="b_bam", protocol="paper", cohort="c1", metric="auroc"):
+    return pd.DataFrame(
         [
-            ("b_bam", "c1", model, "auroc", split, v)
+            (claim, protocol, cohort, model, metric, split, v)
             for model, vs in values.items()
             for split, v in enumerate(vs)
         ],
-        columns=["claim", "cohort", "model", "metric", "split", "value"],
+        columns=["claim", "protocol", "cohort", "model", "metric", "split", "value"],
     )
-    table = fidelity.summarize(per_split).set_index("model")
-    assert list(fidelity.summarize(per_split).columns) == fidelity.COLUMNS
+
+
+def test_summary_is_mean_se_and_paired_difference(fidelity):
+    values = {"BAM_L": [0.8, 0.7, 0.9], "BPROBIT": [0.6, 0.7, 0.5]}
+    table = fidelity.summarize(_per_split(values))
+    assert list(table.columns) == fidelity.COLUMNS
+    plain = table[table["rival"].isna()].set_index("model")
     for model, vs in values.items():
-        assert table.loc[model, "mean"] == pytest.approx(np.mean(vs))
-        assert table.loc[model, "se"] == pytest.approx(np.std(vs, ddof=1) / np.sqrt(3))
-        assert table.loc[model, "n"] == 3
+        assert plain.loc[model, "mean"] == pytest.approx(np.mean(vs))
+        assert plain.loc[model, "se"] == pytest.approx(np.std(vs, ddof=1) / np.sqrt(3))
+        assert plain.loc[model, "n"] == 3 and plain.loc[model, "protocol"] == "paper"
+    paired = table[table["rival"].notna()]
+    assert len(paired) == 1  # BAM_P was not run: no BAM_P - BPROBIT row
+    row = paired.iloc[0]
+    assert (row["claim"], row["model"], row["rival"]) == ("b_bam", "BAM_L", "BPROBIT")
+    assert row["mean"] == pytest.approx(0.8)  # the claimed winner's own mean
     diff = np.subtract(values["BAM_L"], values["BPROBIT"])  # paired by split: [0.2, 0, 0.4]
-    assert table.loc["BAM_L - BPROBIT", "mean"] == pytest.approx(diff.mean())
-    assert table.loc["BAM_L - BPROBIT", "se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(3))
-    assert "BAM_P - BPROBIT" not in table.index  # BAM_P was not run: no contrast row
+    assert row["difference"] == pytest.approx(diff.mean())
+    assert row["difference_se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(3))
+    assert row["verdict"] == "tied"  # 0.2 against 2 x 0.115
+
+
+def test_verdict_is_two_paired_standard_errors(fidelity):
+    from omicsbayes.evaluate.winners import AHEAD_SE
+
+    assert AHEAD_SE == 2
+    assert fidelity.verdict(0.21, 0.1) == "ahead"
+    assert fidelity.verdict(0.19, 0.1) == "tied"
+    assert fidelity.verdict(-0.19, 0.1) == "tied"
+    assert fidelity.verdict(-0.21, 0.1) == "behind"
+    assert fidelity.verdict(0.5, np.nan) == "tied"  # one split: no standard error, no verdict
+
+
+def test_summary_verdicts_protocols_and_claims_of_one_run(fidelity):
+    """Paper 000's run holds two claims; each protocol is paired apart; a rival ahead of the
+    claimed winner is 'behind'."""
+    values = {
+        "R-L-BSVM/intensity": [0.70, 0.72, 0.71, 0.69],
+        "G-L-BSVM/log": [0.80, 0.81, 0.79, 0.80],
+        "G-L-Probit/log": [0.70, 0.70, 0.71, 0.69],
+    }
+    per_split = pd.concat(
+        [
+            _per_split(values, "a_rank", "paper"),
+            _per_split({k: v[::-1] for k, v in values.items()}, "a_rank", "default"),
+        ]
+    )
+    table = fidelity.summarize(per_split)
+    paired = table[table["rival"].notna()].set_index(["protocol", "claim", "model"])
+    assert set(paired.index.get_level_values("protocol")) == {"paper", "default"}
+    for protocol in ("paper", "default"):
+        rank = paired.loc[(protocol, "a_rank", "R-L-BSVM/intensity")]
+        assert rank["rival"] == "G-L-BSVM/log" and rank["verdict"] == "behind"
+        assert rank["difference"] == pytest.approx(-0.095)
+        bsvm = paired.loc[(protocol, "a_bsvm", "G-L-BSVM/log")]
+        assert bsvm["rival"] == "G-L-Probit/log" and bsvm["verdict"] == "ahead"
+    plain = table[table["rival"].isna()]
+    assert len(plain) == 6 and set(plain["claim"]) == {"a_rank"}
+
+
+def test_contrasts_name_models_the_runs_fit(fidelity):
+    for run, contrasts in fidelity.CONTRASTS.items():
+        specs = fidelity.MODELS[run]
+        names = set().union(*specs.values()) if run == "b_bam" else set(specs)
+        names |= {"popularity"} if run == "e_mvgp" else set()
+        for _claim, winner, rival in contrasts:
+            assert {winner, rival} <= names, (run, winner, rival)
+
+
+def test_write_and_markdown_table(fidelity, tmp_path):
+    values = {"BM2PCA": [0.8, 0.9, 0.85], "PCA+SVM": [0.5, 0.55, 0.52], "FULL": [0.8, 0.9, 0.8]}
+    per_split = _per_split(values, "d_bm2pca", "default", "digits", "accuracy")
+    out, markdown = tmp_path / "fidelity.tsv", tmp_path / "docs" / "fidelity_table.md"
+    table = fidelity.write(per_split, out, markdown, ["--quick", "--only", "d_bm2pca"])
+    read = pd.read_csv(out, sep="\t")
+    assert list(read.columns) == fidelity.COLUMNS and len(read) == len(table) == 5
+    assert (tmp_path / "fidelity_splits.tsv").exists() and out.with_suffix(".png").exists()
+    text = markdown.read_text()
+    assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
+    assert "not results" in text
+    assert "Claim runs not in this table: a_rank, b_bam, c_rflvm, e_mvgp." in text
+    assert (
+        "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
+        in text
+    )
+    assert (
+        "| d_bm2pca | default | digits | BM2PCA | FULL | accuracy | 0.017 ± 0.017 | tied | 3 |"
+        in text
+    )
+    assert "| d_bm2pca | default | digits | FULL | accuracy | 0.833 ± 0.033 | 3 |" in text
+    assert "not results" not in fidelity.markdown_table(table, ["--only", "d_bm2pca"])
+
+
+def test_from_splits_refuses_a_table_without_the_split_columns(fidelity, tmp_path):
+    old = tmp_path / "old_splits.tsv"
+    _per_split({"A": [1.0]}).drop(columns="protocol").to_csv(old, sep="\t", index=False)
+    out = str(tmp_path / "f.tsv")
+    with pytest.raises(SystemExit, match=r"old_splits.tsv: .* no column \['protocol'\]"):
+        fidelity.main(["--from-splits", str(old), "--out", out, "--markdown", ""])
 
 
 @pytest.mark.slow
 def test_quick_run_writes_table_and_figure(fidelity, tmp_path):
-    out = tmp_path / "fidelity.tsv"
-    assert fidelity.main(["--quick", "--only", "b_bam", "d_bm2pca", "--out", str(out)]) == 0
+    out, markdown = tmp_path / "fidelity.tsv", tmp_path / "fidelity_table.md"
+    argv = ["--quick", "--only", "b_bam", "d_bm2pca", "--out", str(out)]
+    assert fidelity.main([*argv, "--markdown", str(markdown)]) == 0
     table = pd.read_csv(out, sep="\t")
     assert list(table.columns) == fidelity.COLUMNS
     assert set(table["claim"]) == {"b_bam", "d_bm2pca"}
-    plain = table[~table["model"].str.contains(" - ", regex=False)]
+    assert set(table["protocol"]) == {"paper", "default"}
+    plain = table[table["rival"].isna()]
     expected = {
-        "b_bam": set(fidelity.MODELS["b_bam"]),
-        "d_bm2pca": set(fidelity.MODELS["d_bm2pca"]),
+        "b_bam": set(fidelity.MODELS["b_bam"]["paper"]),
+        "d_bm2pca": set(fidelity.MODELS["d_bm2pca"]) - {"BM2PCA k=10"},
     }
-    for (claim, _cohort), group in plain.groupby(["claim", "cohort"]):
+    for (claim, _protocol, _cohort), group in plain.groupby(["claim", "protocol", "cohort"]):
         assert set(group["model"]) == expected[claim]
         assert (group["n"] == 2).all() and group["mean"].notna().all()
-    assert table["model"].str.contains(" - ", regex=False).any()  # paired differences present
+    assert table["verdict"].dropna().isin(["ahead", "behind", "tied"]).all()
+    assert table["rival"].notna().any()  # paired differences present
     assert out.with_suffix(".png").stat().st_size > 0
     assert (tmp_path / "fidelity_splits.tsv").exists()
+    assert "--quick" in markdown.read_text()
 
 
 def test_cohorts_option_keeps_the_named_cohorts_only(fidelity):

@@ -58,6 +58,37 @@ def test_fit_split_matches_direct_sklearn_fit():
     np.testing.assert_allclose(table["auroc"], roc_auc_score(y[test], expected))
 
 
+def test_fit_split_passes_the_test_rows_unlabelled_to_a_transductive_model():
+    """PCASVM(transductive=True) (paper 003's PCA baseline) learns its components from the
+    training and test rows; the inductive PCASVM from the training rows only."""
+    from omicsbayes.models import PCASVM
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 6))
+    X[40:, 1] *= 20  # the test rows' largest variance: a component only they show
+    labels = np.where(X[:, 0] > 0, "pos", "neg")
+    targets = task_targets(pd.Series(labels), {"kind": "binary", "positive": ["pos"]})
+    train, test = np.arange(40), np.arange(40, 60)
+    y_train = (labels[train] == "pos").astype(float)
+    rows = np.vstack([X[train], X[test]])
+    for transductive in (True, False):
+        spec = {"class": "PCASVM", "params": {"n_components": 2, "transductive": transductive}}
+        predictions, _ = fit_split(X, targets, train, test, spec, None, 5)
+        model = PCASVM(n_components=2, transductive=transductive, random_state=5)
+        if transductive:
+            model.fit(rows, np.concatenate([y_train, np.full(len(test), np.nan)]))
+            assert model.projection_.n_samples_ == 60
+        else:
+            model.fit(X[train], y_train)
+        np.testing.assert_allclose(predictions["score"], model.decision_function(X[test]))
+    multiclass = task_targets(pd.Series(labels), {"kind": "multiclass"})
+    spec = {"class": "PCASVM", "params": {"n_components": 2, "transductive": True}}
+    predictions, _ = fit_split(X, multiclass, train, test, spec, None, 5)
+    model = PCASVM(n_components=2, transductive=True, random_state=5)
+    model.fit(rows, np.concatenate([labels[train], np.full(len(test), None)]).astype(object))
+    np.testing.assert_array_equal(predictions["y_pred"], model.predict(X[test]))
+
+
 def test_fit_splits_equals_one_fit_split_per_split_with_its_seed():
     """Every split of the fold table fitted in one call gives the rows that one fit_split per split
     gives (a fresh fold pipeline and that split's seed each), the split column in front."""

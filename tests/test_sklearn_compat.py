@@ -55,6 +55,8 @@ def _estimators():
         quick(models.RankFactorClassifier, likelihood="gaussian", classifier="probit"),
         quick(models.RankFactorClassifier, inference="gibbs"),
         quick(models.RFLVM, likelihood="poisson"),
+        quick(models.PCASVM, transductive=True),
+        quick(models.LDASVM, shrinkage="auto"),
     ]
 
 

@@ -24,6 +24,10 @@ CAPABILITIES = {
         "fit(X, y) with NaN / None labels marking unlabelled samples, which the unsupervised part "
         "of the model uses; a y without any label fits that part alone"
     ),
+    "transductive": (
+        "the classification protocol passes the test samples to fit(X, y) too, labels NaN / None; "
+        "only the unsupervised part (PCA) learns from them"
+    ),
     "heldout_scoring": "fit(X) with NaN entries missing; log_likelihood(X, mask) scores them",
     "counts": "takes non-negative integer counts (perplexity is defined on held-out counts)",
     "matrix_completion": (

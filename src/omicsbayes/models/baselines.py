@@ -5,18 +5,23 @@ linear SVM (scikit-learn's ``LinearSVC(multi_class="crammer_singer")``):
 
 - :class:`FullSVM`: the SVM on the original features ("FULL").
 - :class:`PCASVM`: PCA to ``n_components`` dimensions (fewer if there are fewer samples or
-  features), then the SVM ("PCA").
+  features), then the SVM ("PCA").  ``transductive=True`` is the paper's PCA baseline, whose
+  components come from all samples, labelled and test ("PCA used both labeled and unlabeled data
+  to learn the projection", Table 2's discussion); the default fits them on the labelled samples
+  only, as BM2PCA sees its data.
 - :class:`LDASVM`: LDA projection, then the SVM ("LDA").  LDA yields at most
   ``n_classes - 1`` directions, so the projection has ``min(n_components, n_classes - 1)``
-  dimensions (one for a binary problem), not 10.
+  dimensions (one for a binary problem), not 10.  ``shrinkage`` regularises the within-class
+  covariance (not in the paper), which a few samples per class in many dimensions leave singular.
 
 and the day-one baselines :class:`LogisticBaseline` (L2 logistic regression) and
 :class:`LinearSVMBaseline` (one-vs-rest linear SVM).
 
 All take labels like scikit-learn classifiers (``classes_``; ``decision_function`` of shape
 (n,) for two classes, positive = ``classes_[1]``, else (n, n_classes)).  Rows whose label is
-NaN / None are unlabelled: PCASVM uses them to learn its projection (as the paper's PCA
-baseline, which sees the test samples), the others ignore them.
+NaN / None are unlabelled: ``PCASVM(transductive=True)`` fits its PCA on every row, labelled or
+not, and declares the ``transductive`` capability, so the classification protocol passes it
+the test samples unlabelled at fit time; every other baseline ignores unlabelled rows.
 """
 
 from numbers import Integral, Real
@@ -27,7 +32,7 @@ from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseOmicsEstimator
 from ._validation import split_labels
@@ -46,7 +51,6 @@ class _Baseline(ClassifierMixin, BaseOmicsEstimator):
     """Fit ``_projection()`` (optional) and ``_classifier()`` on the labelled rows; ``C``,
     ``max_iter`` and ``random_state`` are the classifier's."""
 
-    uses_unlabelled = False
     capabilities = frozenset({"classifier"})
     _blas_sequential = True  # scikit-learn's iterative solvers (thread policy)
     _parameter_constraints = _CONSTRAINTS
@@ -55,6 +59,10 @@ class _Baseline(ClassifierMixin, BaseOmicsEstimator):
         self.C = C
         self.max_iter = max_iter
         self.random_state = random_state
+
+    def _uses_unlabelled(self):
+        """Whether the projection is fitted on every row (True) or on the labelled ones."""
+        return False
 
     def _projection(self, n_classes, max_dim):
         """The projection before the classifier (None: original features); at most
@@ -79,10 +87,10 @@ class _Baseline(ClassifierMixin, BaseOmicsEstimator):
             )
         codes = np.searchsorted(self.classes_, y[labelled])
         Xl = X[labelled]
-        n_rows = len(X) if self.uses_unlabelled else len(Xl)
+        n_rows = len(X) if self._uses_unlabelled() else len(Xl)
         self.projection_ = self._projection(len(self.classes_), min(n_rows, X.shape[1]))
         if self.projection_ is not None:
-            if self.uses_unlabelled:
+            if self._uses_unlabelled():
                 self.projection_.fit(X)
             else:
                 self.projection_.fit(Xl, codes)
@@ -135,10 +143,40 @@ class _ProjectedSVM(_CrammerSingerSVM):
 
 
 class PCASVM(_ProjectedSVM):
-    """PCA to ``n_components`` (fitted on all rows, labelled or not), then the Crammer-Singer
-    linear SVM (paper 003's PCA)."""
+    """PCA to ``n_components``, then the Crammer-Singer linear SVM (paper 003's PCA).
 
-    uses_unlabelled = True
+    Parameters
+    ----------
+    n_components : int, default=10
+        Dimensions of the projection (fewer if there are fewer rows or features).
+    C, max_iter, random_state
+        The SVM's.
+    transductive : bool, default=False
+        False: the components come from the labelled rows only (inductive).  True: from every
+        row passed to ``fit``, labelled or not (NaN / None label), as the paper's PCA baseline
+        used the test samples; the instance then has the ``transductive`` capability, and the
+        classification protocol fits it on the training and the (unlabelled) test samples.
+    """
+
+    capabilities = frozenset({"classifier", "transductive"})
+    _parameter_constraints = {**_ProjectedSVM._parameter_constraints, "transductive": ["boolean"]}
+
+    def __init__(
+        self, n_components=10, C=1.0, max_iter=5000, random_state=None, transductive=False
+    ):
+        self.n_components = n_components
+        self.C = C
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.transductive = transductive
+
+    def _instance_capabilities(self):
+        if self.transductive:
+            return type(self).capabilities
+        return type(self).capabilities - {"transductive"}
+
+    def _uses_unlabelled(self):
+        return self.transductive
 
     def _projection(self, n_classes, max_dim):
         return PCA(n_components=min(self.n_components, max_dim), random_state=self.random_state)
@@ -146,11 +184,38 @@ class PCASVM(_ProjectedSVM):
 
 class LDASVM(_ProjectedSVM):
     """LDA projection to ``min(n_components, n_classes - 1)`` dimensions, then the
-    Crammer-Singer linear SVM (paper 003's LDA)."""
+    Crammer-Singer linear SVM (paper 003's LDA).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        At most this many LDA directions (LDA has ``n_classes - 1``).
+    C, max_iter, random_state
+        The SVM's.
+    shrinkage : None, "auto" or float in [0, 1], default=None
+        None: the paper's LDA (scikit-learn's SVD solver, no shrinkage).  Otherwise the
+        within-class covariance is shrunk towards a scaled identity (``"auto"``: the
+        Ledoit-Wolf amount) and the directions come from scikit-learn's eigen solver.
+    """
+
+    _parameter_constraints = {
+        **_ProjectedSVM._parameter_constraints,
+        "shrinkage": [None, StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
+    }
+
+    def __init__(self, n_components=10, C=1.0, max_iter=5000, random_state=None, shrinkage=None):
+        self.n_components = n_components
+        self.C = C
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.shrinkage = shrinkage
 
     def _projection(self, n_classes, max_dim):
+        n_components = min(self.n_components, n_classes - 1, max_dim)
+        if self.shrinkage is None:
+            return LinearDiscriminantAnalysis(n_components=n_components)
         return LinearDiscriminantAnalysis(
-            n_components=min(self.n_components, n_classes - 1, max_dim)
+            n_components=n_components, solver="eigen", shrinkage=self.shrinkage
         )
 
 

@@ -140,8 +140,24 @@ def _scores(estimator, X):
     return np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
 
 
+def _fit(template, X_train, y_train, X_test):
+    """A clone of ``template`` fitted on the training rows; one with the ``transductive``
+    capability also gets the test rows, their labels missing (NaN, or None for labels of object
+    dtype), so that its unsupervised part learns from them."""
+    estimator = clone(template)
+    if "transductive" not in capabilities_of(estimator):
+        return estimator.fit(X_train, y_train)
+    if y_train.dtype.kind in "biu":
+        y_train = y_train.astype(float)
+    missing = np.full(len(X_test), None if y_train.dtype == object else np.nan, y_train.dtype)
+    return estimator.fit(np.vstack([X_train, X_test]), np.concatenate([y_train, missing]))
+
+
 def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=None):
     """Fit one model on one training split and predict its test split.
+
+    A model with the ``transductive`` capability (paper 003's PCA baseline) is fitted on the
+    training rows and the test rows, the test rows' labels missing.
 
     Parameters
     ----------
@@ -174,7 +190,7 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
     if list(targets.columns) == ["multiclass"]:
         y = targets["multiclass"].to_numpy()
         keep = pd.notna(y[train])
-        estimator = make_estimator(spec, random_state).fit(X_train[keep], y[train][keep])
+        estimator = _fit(make_estimator(spec, random_state), X_train[keep], y[train][keep], X_test)
         rows.append(
             pd.DataFrame(
                 {
@@ -207,7 +223,8 @@ def fit_split(X, targets, train, test, spec, fold_pipeline=None, random_state=No
         predicted = np.empty((len(test), Y.shape[1]))
         for j in range(Y.shape[1]):  # one fit per task, not a loop inside an iteration
             observed = ~np.isnan(Y[train, j])
-            estimator = clone(template).fit(X_train[observed], Y[train, j][observed].astype(int))
+            y_task = Y[train, j][observed].astype(int)
+            estimator = _fit(template, X_train[observed], y_task, X_test)
             scores[:, j] = _scores(estimator, X_test)
             predicted[:, j] = estimator.predict(X_test)
     for j, name in enumerate(targets.columns):
