@@ -16,6 +16,12 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``a_bsvm`` (run ``a_rank``)
     Paper 000: the max-margin (BSVM) link beats the probit link: G-L-BSVM against G-L-Probit on
     logs, OR-L-BSVM against OR-L-Probit on intensities.
+``a_vb``
+    Paper 000's deterministic VB (``inference="vb_deterministic"``) against the estimator's
+    Monte Carlo q(w) (``"vb"``), R-L-BSVM on intensities and G-L-BSVM on logs: held-out AUROC,
+    the scale of the fitted ``w`` (``w_scale``: sd of ``<a>^T <z>`` over the training entries;
+    near 0 when the fit collapses) and the spread of the AUROC over fit seeds on one split
+    (``auroc_seed_sd``).
 ``b_bam``
     Paper 001: BAM_L and BAM_P beat BPROBIT in AUROC on imbalanced, non-saturated tasks (Gaussian
     empirical kernel maps).
@@ -96,6 +102,15 @@ MODELS = {
         "G-L-Probit/log": {"class": "RankFactorClassifier", "variant": "G-L-Probit"},
         "linear SVM/log": {"class": "LinearSVMBaseline"},
     },
+    "a_vb": {  # the two inference options of paper 000's R-L-BSVM and G-L-BSVM
+        f"{variant}/{scale} {inference}": {
+            "class": "RankFactorClassifier",
+            "variant": variant,
+            "params": {"inference": inference},
+        }
+        for variant, scale in (("R-L-BSVM", "intensity"), ("G-L-BSVM", "log"))
+        for inference in ("vb", "vb_deterministic")
+    },
     "b_bam": {
         "default": _BAM,
         "paper": {
@@ -132,6 +147,10 @@ CONTRASTS = {
         ("a_bsvm", "G-L-BSVM/log", "G-L-Probit/log"),
         ("a_bsvm", "OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
     ],
+    "a_vb": [
+        ("a_vb", f"{name} vb_deterministic", f"{name} vb")
+        for name in ("R-L-BSVM/intensity", "G-L-BSVM/log")
+    ],
     "b_bam": [("b_bam", "BAM_L", "BPROBIT"), ("b_bam", "BAM_P", "BPROBIT")],
     "c_rflvm": [("c_rflvm", "IBP RFLVM", "RFLVM"), ("c_rflvm", "IBP RFLVM", "linear IBP")],
     "d_bm2pca": [
@@ -146,7 +165,8 @@ CONTRASTS = {
 # folds (e); n_negative_sets: per OMIM fit (the workflow's config uses 2, the paper 5; one
 # fit of Con. MV-GP with 2 sets took over 2 min on the shared machine);
 # heldout_iter: sweeps of every held-out model in (c), half of them burn-in; None: each model's
-# defaults (RFLVM 100, IBPFactorModel 200; issue 18 found 30 too short to decide the claim).
+# defaults (RFLVM 100, IBPFactorModel 200; issue 18 found 30 too short to decide the claim);
+# n_fit_seeds: fits per split and model in a_vb (the seed spread).
 SETTINGS = {
     "full": {
         "n_splits": 10,
@@ -154,6 +174,7 @@ SETTINGS = {
         "n_folds": 5,
         "n_negative_sets": 1,
         "heldout_iter": None,
+        "n_fit_seeds": 3,
     },
     "quick": {
         "n_splits": 2,
@@ -161,6 +182,7 @@ SETTINGS = {
         "n_folds": 2,
         "n_negative_sets": 1,
         "heldout_iter": 10,
+        "n_fit_seeds": 2,
     },
 }
 
@@ -254,21 +276,12 @@ def claim_a(settings, seed):
     """Paper 000: ranks of untransformed intensities against Gaussian factors on logs and a
     linear SVM on logs (claim ``a_rank``); the BSVM link against probit (claim ``a_bsvm``).
 
-    GSE7390 ships log2 intensities: ``intensity`` is 2**x, ``log`` the matrix as shipped.
-    pbmc68k_reduced's ``.raw`` holds log1p of normalised counts: ``intensity`` is expm1(x)
-    (normalised counts), ``log`` the matrix as shipped. Each model sees the scale its name ends
-    in (no z-scoring), 75/25 stratified subsampling; the paper's protocol.
+    ``log`` is each matrix as shipped, ``intensity`` its inverse (:func:`_paper000_tasks`). Each
+    model sees the scale its name ends in (no z-scoring), 75/25 stratified subsampling; the
+    paper's protocol.
     """
-    g = load_demo("gse7390")
-    pbmc, bulk = _pbmc_t_nk()
-    logs = _dense(g.X)
-    tasks = {  # cohort: (log matrix, its inverse, labels, positive)
-        "GSE7390 grade (poor vs rest)": (logs, np.exp2, g.obs["grade"], ["poorly differentiated"]),
-        "GSE7390 ER (negative vs positive)": (logs, np.exp2, g.obs["er"], ["negative"]),
-        "pbmc68k CD8+ vs T/NK (raw)": (pbmc, np.expm1, bulk, ["CD8+ Cytotoxic T"]),
-    }
     out = []
-    for cohort, (logs, inverse, labels, positive) in _chosen(settings, tasks).items():
+    for cohort, (logs, inverse, labels, positive) in _chosen(settings, _paper000_tasks()).items():
         for scale, X in (("log", logs), ("intensity", inverse(logs))):
             models = {k: v for k, v in MODELS["a_rank"].items() if k.endswith("/" + scale)}
             out.append(
@@ -287,6 +300,69 @@ def claim_a(settings, seed):
                 )
             )
     return pd.concat(out, ignore_index=True)
+
+
+def _paper000_tasks():
+    """Paper 000's cohorts: ``{cohort: (log matrix, its inverse, labels, positive classes)}``.
+
+    GSE7390 ships log2 intensities: the intensity is 2**x. pbmc68k_reduced's ``.raw`` holds log1p
+    of normalised counts: the intensity is expm1(x) (normalised counts)."""
+    g = load_demo("gse7390")
+    pbmc, bulk = _pbmc_t_nk()
+    logs = _dense(g.X)
+    return {
+        "GSE7390 grade (poor vs rest)": (logs, np.exp2, g.obs["grade"], ["poorly differentiated"]),
+        "GSE7390 ER (negative vs positive)": (logs, np.exp2, g.obs["er"], ["negative"]),
+        "pbmc68k CD8+ vs T/NK (raw)": (pbmc, np.expm1, bulk, ["CD8+ Cytotoxic T"]),
+    }
+
+
+def vb_runs(tasks, settings, seed):
+    """Per-split rows of claim ``a_vb`` on ``tasks`` (as :func:`_paper000_tasks` returns them).
+
+    Every model of ``MODELS["a_vb"]`` sees the scale its name names, on the same 75/25
+    stratified splits, fitted with ``settings["n_fit_seeds"]`` seeds per split. Metrics per split:
+    ``auroc`` and ``w_scale`` (sd of ``scores_ @ loadings_.T``) of the first seed's fit, and
+    ``auroc_seed_sd`` (sd of the AUROC over the seeds)."""
+    from omicsbayes.evaluate.metrics import auroc
+    from omicsbayes.protocols._common import make_estimator
+
+    rows = []
+    for cohort, (logs, inverse, labels, positive) in _chosen(settings, tasks).items():
+        y = pd.Series(np.asarray(labels, dtype=object)).isin(positive).to_numpy().astype(int)
+        scaled = {"log": logs, "intensity": inverse(logs)}
+        splits = classification_splits(
+            y,
+            "repeated_subsampling",
+            random_state=derive_seed(seed, "a_vb", cohort),
+            n_splits=settings["n_splits"],
+        )
+        for split, table in splits.groupby("split"):
+            train = table.loc[table["role"] == "train", "sample"].to_numpy()
+            test = table.loc[table["role"] == "test", "sample"].to_numpy()
+            for name, spec in MODELS["a_vb"].items():
+                X = scaled[name.split(" ")[0].split("/")[1]]
+                aurocs = []
+                for k in range(settings["n_fit_seeds"]):
+                    state = derive_seed(seed, "a_vb", cohort, split, k)
+                    model = make_estimator(spec, state).fit(X[train], y[train])
+                    aurocs.append(auroc(y[test], model.decision_function(X[test])))
+                    if k == 0:
+                        w_scale = float(np.std(model.scores_ @ model.loadings_.T))
+                metrics = {
+                    "auroc": aurocs[0],
+                    "w_scale": w_scale,
+                    "auroc_seed_sd": float(np.std(aurocs, ddof=1)),
+                }
+                for metric, value in metrics.items():
+                    rows.append(("a_vb", "paper", cohort, name, metric, split, value))
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def claim_a_vb(settings, seed):
+    """Paper 000's deterministic VB against the Monte Carlo q(w) (:func:`vb_runs`) on paper
+    000's cohorts."""
+    return vb_runs(_paper000_tasks(), settings, seed)
 
 
 def claim_b(settings, seed):
@@ -459,7 +535,8 @@ def claim_e(settings, seed):
     return frame[SPLIT_COLUMNS]
 
 
-CLAIMS = {"a_rank": claim_a, "b_bam": claim_b, "c_rflvm": claim_c, "d_bm2pca": claim_d}
+CLAIMS = {"a_rank": claim_a, "a_vb": claim_a_vb, "b_bam": claim_b, "c_rflvm": claim_c}
+CLAIMS["d_bm2pca"] = claim_d
 CLAIMS["e_mvgp"] = claim_e
 
 

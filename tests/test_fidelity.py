@@ -220,3 +220,29 @@ def test_bprobit_default_converges_on_a_real_kernel_map(fidelity):
             warnings.simplefilter("error", ConvergenceWarning)
             model = BayesianProbitClassifier(random_state=seed).fit(A, y[train])
         assert model.converged_ and 200 < model.n_iter_ < model.max_iter
+
+
+def test_vb_runs_measure_both_inferences_on_shared_splits(fidelity):
+    """Claim a_vb on a tiny synthetic cohort: every model, split and metric once; the paired
+    rows set each deterministic VB against the Monte Carlo q(w) of the same variant."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat(["pos", "neg"], 12)
+    logs = rng.normal(size=(24, 6)) + 1.5 * (labels == "pos")[:, None] * np.r_[1, 1, 0, 0, 0, 0]
+    tasks = {"toy": (logs, np.exp2, labels, ["pos"])}
+    settings = {"n_splits": 2, "n_fit_seeds": 2, "cohorts": None}
+    per_split = fidelity.vb_runs(tasks, settings, seed=3)
+    assert list(per_split.columns) == fidelity.SPLIT_COLUMNS
+    assert set(per_split["model"]) == set(fidelity.MODELS["a_vb"])
+    assert set(per_split["metric"]) == {"auroc", "w_scale", "auroc_seed_sd"}
+    assert len(per_split) == 4 * 2 * 3 and per_split["value"].notna().all()
+    auroc = per_split[per_split["metric"] == "auroc"]["value"]
+    assert auroc.between(0, 1).all()
+    assert (per_split[per_split["metric"] != "auroc"]["value"] >= 0).all()
+    table = fidelity.summarize(per_split)
+    paired = table[table["rival"].notna()]
+    assert len(paired) == 2 * 3  # two variants, three metrics
+    assert paired["model"].str.endswith(" vb_deterministic").all()
+    assert (paired["rival"] == paired["model"].str.replace(" vb_deterministic", " vb")).all()
+    # same splits and seeds: the run is reproducible
+    again = fidelity.vb_runs(tasks, settings, seed=3)
+    pd.testing.assert_frame_equal(per_split, again)
