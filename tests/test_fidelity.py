@@ -246,3 +246,22 @@ def test_vb_runs_measure_both_inferences_on_shared_splits(fidelity):
     # same splits and seeds: the run is reproducible
     again = fidelity.vb_runs(tasks, settings, seed=3)
     pd.testing.assert_frame_equal(per_split, again)
+
+
+def test_bam_claim_fits_the_linear_and_the_gaussian_kernel_map(fidelity, monkeypatch):
+    """Paper 001 reports both kernels: claim b_bam fits each cohort on both maps, under both
+    protocols, and the cohort's name says which map."""
+    seen = []
+
+    def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
+        seen.append((cohort, kw["protocol"], steps[0]["kernel"]))
+        return pd.DataFrame(columns=fidelity.SPLIT_COLUMNS)
+
+    monkeypatch.setattr(fidelity, "_classification", record)
+    fidelity.claim_b({"n_splits": 2, "cohorts": ["GSE7390"]}, seed=1)
+    er = "GSE7390 ER (negative, 64/198)"
+    assert sorted(seen) == sorted(
+        (cohort, protocol, kernel)
+        for cohort, kernel in ((er, "gaussian"), (f"{er}, linear kernel map", "linear"))
+        for protocol in ("paper", "default")
+    )
