@@ -88,7 +88,8 @@ def test_summary_verdicts_protocols_and_claims_of_one_run(fidelity):
 def test_contrasts_name_models_the_runs_fit(fidelity):
     for run, contrasts in fidelity.CONTRASTS.items():
         specs = fidelity.MODELS[run]
-        names = set().union(*specs.values()) if run == "b_bam" else set(specs)
+        nested = all("class" not in spec for spec in specs.values())  # per protocol
+        names = set().union(*specs.values()) if nested else set(specs)
         names |= {"popularity"} if run == "e_mvgp" else set()
         for _claim, winner, rival in contrasts:
             assert {winner, rival} <= names, (run, winner, rival)
@@ -265,3 +266,38 @@ def test_bam_claim_fits_the_linear_and_the_gaussian_kernel_map(fidelity, monkeyp
         for cohort, kernel in ((er, "gaussian"), (f"{er}, linear kernel map", "linear"))
         for protocol in ("paper", "default")
     )
+
+
+def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, monkeypatch):
+    """Claim e_mvgp on a tiny association matrix: Con. MV-GP, KPMF, PMF and popularity under
+    the default and the paper protocol (the paper's with more negative sets)."""
+    import anndata
+    import scipy.sparse as sp
+
+    import omicsbayes.io.associations as associations
+    from omicsbayes.protocols import disease_gene
+
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix((rng.random((12, 15)) < 0.3).astype(float))
+    graph = sp.csr_matrix((rng.random((12, 12)) < 0.3).astype(float))
+    adata = anndata.AnnData(X)
+    adata.obsp["graph"] = graph + graph.T
+    monkeypatch.setattr(associations, "load_omim", lambda: adata)
+    sets = []
+    fold = disease_gene.ranking_fold
+
+    def counted(*args, **kw):
+        sets.append((args[3]["class"], args[3].get("grid"), kw["n_negative_sets"]))
+        return fold(*args, **kw)
+
+    monkeypatch.setattr(fidelity, "ranking_fold", counted)
+    settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 2}
+    per_split = fidelity.claim_e(settings, seed=2)
+    models = {"ConMVGP-D", "KPMF", "PMF", "popularity"}
+    for protocol in ("paper", "default"):
+        part = per_split[per_split["protocol"] == protocol]
+        assert set(part["model"]) == models and part["value"].between(0, 1).all()
+    expected = {"ConstrainedMVGP", "KPMF", "PMF"}
+    assert {(c, g, n) for c, g, n in sets} == {(c, "paper", 2) for c in expected} | {
+        (c, None, 1) for c in expected
+    }
