@@ -87,6 +87,8 @@ COLUMNS = [
     "verdict",
 ]
 SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "value"]
+# Metrics that describe a fit rather than score it: their verdicts say "higher" / "lower".
+DESCRIPTIVE_METRICS = {"w_scale", "auroc_seed_sd"}
 DEFAULT_SEED = 20261122
 
 # Model specs as the workflow's config writes them; empty params = the constructor's defaults.
@@ -841,14 +843,15 @@ def review_defaults(seed, n_splits=10, n_repeats=5):
     }
 
 
-def verdict(difference, se):
-    """``"ahead"`` when a paired difference exceeds :data:`~omicsbayes.evaluate.winners.AHEAD_SE`
-    standard errors, ``"behind"`` when it is below minus that, else ``"tied"`` (also with a NaN
-    ``se``: a single split decides nothing)."""
+def verdict(difference, se, words=("ahead", "behind")):
+    """``words[0]`` (``"ahead"``) when a paired difference exceeds
+    :data:`~omicsbayes.evaluate.winners.AHEAD_SE` standard errors, ``words[1]`` (``"behind"``)
+    when it is below minus that, else ``"tied"`` (also with a NaN ``se``: a single split decides
+    nothing)."""
     if difference > AHEAD_SE * se:
-        return "ahead"
+        return words[0]
     if difference < -AHEAD_SE * se:
-        return "behind"
+        return words[1]
     return "tied"
 
 
@@ -865,13 +868,14 @@ def summarize(per_split):
     and number of splits (``rival`` empty); and one row per contrast of :data:`CONTRASTS` whose
     two models were both run: the claimed winner's mean, se and n, the ``rival``, the mean
     ``difference`` winner minus rival over the splits (paired by split), its standard error and
-    the :func:`verdict`.
+    the :func:`verdict` (``higher`` / ``lower`` for :data:`DESCRIPTIVE_METRICS`).
     """
     rows = []
     keys = ["claim", "protocol", "cohort", "metric"]
     for (run, protocol, cohort, metric), group in per_split.groupby(keys, sort=False):
         wide = group.pivot_table(index="split", columns="model", values="value", sort=False)
         base = {"protocol": protocol, "cohort": cohort, "metric": metric}
+        words = ("higher", "lower") if metric in DESCRIPTIVE_METRICS else ("ahead", "behind")
         for model in wide:
             mean, se, n = _mean_se(wide[model])
             rows.append({"claim": run, **base, "model": model, "mean": mean, "se": se, "n": n})
@@ -890,24 +894,28 @@ def summarize(per_split):
                         "rival": rival,
                         "difference": diff,
                         "difference_se": diff_se,
-                        "verdict": verdict(diff, diff_se),
+                        "verdict": verdict(diff, diff_se, words),
                     }
                 )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def figure(table, path):
-    """One panel per claim run and protocol: mean +- se of every model as a point."""
+    """One panel per claim run, protocol and metric: mean +- se of every model as a point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plain = table[table["rival"].isna()]
-    panels = list(dict.fromkeys(zip(plain["claim"], plain["protocol"])))
+    panels = list(dict.fromkeys(zip(plain["claim"], plain["protocol"], plain["metric"])))
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.2 * len(panels)), squeeze=False)
-    for ax, (claim, protocol) in zip(axes[:, 0], panels):
-        part = plain[(plain["claim"] == claim) & (plain["protocol"] == protocol)]
+    for ax, (claim, protocol, metric) in zip(axes[:, 0], panels):
+        part = plain[
+            (plain["claim"] == claim)
+            & (plain["protocol"] == protocol)
+            & (plain["metric"] == metric)
+        ]
         cohorts, models = list(dict.fromkeys(part["cohort"])), list(dict.fromkeys(part["model"]))
         width = 0.8 / len(models)
         for i, model in enumerate(models):
@@ -915,7 +923,7 @@ def figure(table, path):
             x = np.arange(len(cohorts)) + (i - (len(models) - 1) / 2) * width
             ax.errorbar(x, m["mean"], yerr=m["se"].fillna(0), fmt="o", label=model, capsize=3)
         ax.set_xticks(np.arange(len(cohorts)), cohorts, fontsize=8)
-        ax.set_ylabel(part["metric"].iloc[0])
+        ax.set_ylabel(metric)
         lo = np.nanmin(part["mean"] - part["se"].fillna(0))
         hi = np.nanmax(part["mean"] + part["se"].fillna(0))
         ax.set_ylim(lo - 0.15 * (hi - lo) - 1e-3, hi + 0.15 * (hi - lo) + 1e-3)  # zoomed
@@ -926,9 +934,14 @@ def figure(table, path):
     plt.close(fig)
 
 
+def _number(x):
+    """Three decimals; two significant digits for a nonzero value that would round to 0.000."""
+    return f"{x:.1e}" if 0 < abs(x) < 5e-4 else f"{x:.3f}"
+
+
 def _pm(mean, se):
-    """``mean +- se`` with three decimals (the se left out when NaN)."""
-    return f"{mean:.3f}" if pd.isna(se) else f"{mean:.3f} ± {se:.3f}"
+    """``mean +- se`` (:func:`_number`; the se left out when NaN)."""
+    return _number(mean) if pd.isna(se) else f"{_number(mean)} ± {_number(se)}"
 
 
 def markdown_table(table, argv=()):
@@ -949,7 +962,9 @@ def markdown_table(table, argv=()):
         ]
     lines += [
         f"Verdicts: *ahead* / *behind* when the paired difference exceeds {AHEAD_SE} of its"
-        " standard errors, else *tied*; n is the number of splits.",
+        " standard errors, else *tied*; *higher* / *lower* likewise for metrics that describe"
+        f" a fit rather than score it ({', '.join(sorted(DESCRIPTIVE_METRICS))}); n is the"
+        " number of splits.",
         "",
         "| claim | protocol | cohort | model | rival | metric | difference | verdict | n |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -106,7 +106,7 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     text = markdown.read_text()
     assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
     assert "not results" in text
-    assert "Claim runs not in this table: a_rank, b_bam, c_rflvm, e_mvgp." in text
+    assert "Claim runs not in this table: a_rank, a_vb, b_bam, c_rflvm, e_mvgp." in text
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
         in text
@@ -301,3 +301,16 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, monkeypatch):
     assert {(c, g, n) for c, g, n in sets} == {(c, "paper", 2) for c in expected} | {
         (c, None, 1) for c in expected
     }
+
+
+def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(fidelity):
+    """A collapsed scale is 'lower', not 'behind', and is not printed as 0.000."""
+    values = {
+        "R-L-BSVM/intensity vb_deterministic": [1e-5, 2e-5, 3e-5],
+        "R-L-BSVM/intensity vb": [0.21, 0.22, 0.23],
+    }
+    table = fidelity.summarize(_per_split(values, "a_vb", "paper", "c1", "w_scale"))
+    assert table.loc[table["rival"].notna(), "verdict"].tolist() == ["lower"]
+    text = fidelity.markdown_table(table)
+    assert "| w_scale | 2.0e-05 ± 5.8e-06 | 3 |" in text
+    assert "| w_scale | 0.220 ± 0.006 | 3 |" in text
