@@ -944,17 +944,23 @@ def _pm(mean, se):
     return _number(mean) if pd.isna(se) else f"{_number(mean)} ± {_number(se)}"
 
 
-def markdown_table(table, argv=()):
+def _command(argv):
+    return " ".join(["python -m benchmarks.fidelity", *argv])
+
+
+def markdown_table(table, argv=(), fitted_by=()):
     """The fidelity table as Markdown: the verdicts (one row per contrast), then every model's
-    mean, under the command line ``argv`` that made it; a ``--quick`` smoke run says its numbers
+    mean, under the command line ``argv`` that made it and the commands ``fitted_by`` that fitted
+    its per-split rows (when it summarises earlier runs); a ``--quick`` smoke run says its numbers
     are no result, and claim runs missing from the table are named."""
-    command = " ".join(["python -m benchmarks.fidelity", *argv])
     lines = ["<!-- generated from results/fidelity.tsv; do not edit -->", ""]
-    lines += [f"Made by `{command}`.", ""]
+    lines += [f"Made by `{_command(argv)}`.", ""]
+    if fitted_by:
+        lines += ["Per-split rows fitted by: " + "; ".join(f"`{c}`" for c in fitted_by) + ".", ""]
     missing = [run for run in CLAIMS if run not in set(table["claim"])]
     if missing:
         lines += [f"Claim runs not in this table: {', '.join(missing)}.", ""]
-    if "--quick" in argv:
+    if any("--quick" in command.split() for command in [_command(argv), *fitted_by]):
         lines += [
             "**Smoke run (`--quick`: few splits, short chains): these numbers test the command,"
             " they are not results.**",
@@ -992,14 +998,22 @@ def markdown_table(table, argv=()):
 def write(per_split, out, markdown=None, argv=()):
     """Write the per-split table, the summary table and the figure next to ``out``, and the
     Markdown table (:func:`markdown_table` of the command line ``argv``) to ``markdown`` (None:
-    none)."""
+    none).
+
+    The per-split table gains a ``command`` column (the command line of ``argv``) unless it has
+    one (rows of earlier runs, ``--from-splits``): the Markdown names every fitting command."""
+    if "command" not in per_split:
+        per_split = per_split.assign(command=_command(argv))
     per_split.to_csv(out.with_name(out.stem + "_splits.tsv"), sep="\t", index=False)
     table = summarize(per_split)
     table.to_csv(out, sep="\t", index=False, float_format="%.4f")
     figure(table, out.with_suffix(".png"))
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(markdown_table(table, argv))
+        fitted_by = list(dict.fromkeys(per_split["command"].dropna()))
+        if fitted_by == [_command(argv)]:
+            fitted_by = []  # this command fitted them: "Made by" says it
+        markdown.write_text(markdown_table(table, argv, fitted_by))
     return table
 
 

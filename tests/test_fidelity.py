@@ -314,3 +314,25 @@ def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(f
     text = fidelity.markdown_table(table)
     assert "| w_scale | 2.0e-05 ± 5.8e-06 | 3 |" in text
     assert "| w_scale | 0.220 ± 0.006 | 3 |" in text
+
+
+def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path):
+    runs = {
+        "a": (_per_split({"BAM_L": [0.8, 0.7], "BPROBIT": [0.6, 0.7]}), ["--only", "b_bam"]),
+        "b": (_per_split({"BM2PCA": [0.9, 0.8]}, "d_bm2pca"), ["--quick", "--only", "d_bm2pca"]),
+    }
+    for name, (per_split, argv) in runs.items():
+        fidelity.write(per_split, tmp_path / f"{name}.tsv", None, argv)
+        read = pd.read_csv(tmp_path / f"{name}_splits.tsv", sep="\t")
+        assert set(read["command"]) == {" ".join(["python -m benchmarks.fidelity", *argv])}
+    markdown = tmp_path / "table.md"
+    splits = [str(tmp_path / f"{name}_splits.tsv") for name in runs]
+    argv = ["--from-splits", *splits, "--out", str(tmp_path / "all.tsv"), "--markdown"]
+    assert fidelity.main([*argv, str(markdown)]) == 0
+    text = markdown.read_text()
+    assert (
+        "Per-split rows fitted by: `python -m benchmarks.fidelity --only b_bam`;"
+        " `python -m benchmarks.fidelity --quick --only d_bm2pca`." in text
+    )
+    assert "not results" in text  # one of the runs was a smoke run
+    assert "Claim runs not in this table: a_rank, a_vb, c_rflvm, e_mvgp." in text
