@@ -51,6 +51,7 @@ table ``docs/_generated/fidelity_table.md`` (:func:`markdown_table`) the docs in
 """
 
 import argparse
+import shlex
 import sys
 import time
 import warnings
@@ -945,7 +946,8 @@ def _pm(mean, se):
 
 
 def _command(argv):
-    return " ".join(["python -m benchmarks.fidelity", *argv])
+    """The command line of ``argv``, quoted for a shell."""
+    return shlex.join(["python", "-m", "benchmarks.fidelity", *argv])
 
 
 def markdown_table(table, argv=(), fitted_by=()):
