@@ -368,7 +368,7 @@ def vb_runs(tasks, settings, seed):
                 metrics = {
                     "auroc": aurocs[0],
                     "w_scale": w_scale,
-                    "auroc_seed_sd": float(np.std(aurocs, ddof=1)),
+                    "auroc_seed_sd": float(np.std(aurocs, ddof=1)) if np.ptp(aurocs) else 0.0,
                 }
                 for metric, value in metrics.items():
                     rows.append(("a_vb", "paper", cohort, name, metric, split, value))
@@ -936,8 +936,9 @@ def figure(table, path):
 
 
 def _number(x):
-    """Three decimals; two significant digits for a nonzero value that would round to 0.000."""
-    return f"{x:.1e}" if 0 < abs(x) < 5e-4 else f"{x:.3f}"
+    """Three decimals; two significant digits for a value that would round to 0.000 but is not
+    float noise (1e-12 or more in size)."""
+    return f"{x:.1e}" if 1e-12 <= abs(x) < 5e-4 else f"{x:.3f}"
 
 
 def _pm(mean, se):

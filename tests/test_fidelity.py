@@ -314,6 +314,7 @@ def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(f
     text = fidelity.markdown_table(table)
     assert "| w_scale | 2.0e-05 ± 5.8e-06 | 3 |" in text
     assert "| w_scale | 0.220 ± 0.006 | 3 |" in text
+    assert fidelity._pm(4e-17, 2e-17) == "0.000 ± 0.000"  # float noise of equal values
 
 
 def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path):
