@@ -144,6 +144,7 @@ def test_quick_run_writes_table_and_figure(fidelity, tmp_path):
     for (claim, _protocol, _cohort), group in plain.groupby(["claim", "protocol", "cohort"]):
         assert set(group["model"]) == expected[claim]
         assert (group["n"] == 2).all() and group["mean"].notna().all()
+    assert plain["cohort"].str.endswith("linear kernel map").sum() > 0  # paper 001's two kernels
     assert table["verdict"].dropna().isin(["ahead", "behind", "tied"]).all()
     assert table["rival"].notna().any()  # paired differences present
     assert out.with_suffix(".png").stat().st_size > 0
