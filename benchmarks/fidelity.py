@@ -46,8 +46,10 @@ constructor defaults (paper 002: these rows only; paper 004's Con. MV-GP, KPMF a
 GSE7390 grade moves with its fit seed, at the default run's settings.
 
 Writes ``results/fidelity.tsv`` (:data:`COLUMNS`; see :func:`summarize`),
-``results/fidelity_splits.tsv`` (one row per split), ``results/fidelity.png`` and the Markdown
-table ``docs/_generated/fidelity_table.md`` (:func:`markdown_table`) the docs include.
+``results/fidelity_splits.tsv`` (one row per split, with the ``command`` that fitted it),
+``results/fidelity.png`` and the Markdown table ``docs/_generated/fidelity_table.md``
+(:func:`markdown_table`) the docs include. ``--from-splits`` summarises per-split tables of
+claims run apart (the committed ones: ``docs/_generated/fidelity_splits/``).
 """
 
 import argparse
