@@ -2,17 +2,18 @@
 #   make run   -> set up .venv, run the default workflow, write results/report.html
 #   make test  -> set up .venv, run the whole test suite (what CI runs)
 #   make test-fast -> the library tier: no Snakemake runs, no slow statistical or cohort-scale tests
+#   make docs  -> the documentation site in docs/_build/html (tutorials executed, warnings are errors)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: run test test-fast lint bench setup browser slurm clean
+.PHONY: run test test-fast lint bench docs setup browser slurm clean
 
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,workflow,bench]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,workflow,bench,docs]"
 	touch $@
 
 setup: $(BIN)/.installed
@@ -47,5 +48,8 @@ lint: setup
 bench: setup
 	$(BIN)/python -m benchmarks
 
+docs: setup
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs .snakemake docs/_build docs/api/*.rst docs/api/generated

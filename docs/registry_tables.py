@@ -1,0 +1,80 @@
+"""Tables generated from the code's registries, so the pages cannot drift from it.
+
+``model-table``: every class of :mod:`omicsbayes.models` with its module and capabilities.
+``capability-table``: the capability names and what each promises.
+``kinds-table``: every experiment kind with its protocol types and required capabilities.
+"""
+
+import importlib
+
+import pandas as pd
+from docutils.parsers.rst import Directive
+from tables import table_node
+
+
+def model_rows():
+    """One row per estimator class: class, module, capabilities, first docstring line."""
+    models = importlib.import_module("omicsbayes.models")
+    base = importlib.import_module("omicsbayes.models._base")
+    rows = []
+    for name in models.__all__:
+        cls = getattr(models, name)
+        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        rows.append(
+            {
+                "class": name,
+                "module": cls.__module__.split("._")[0],
+                "capabilities": ", ".join(sorted(base.capabilities_of(cls))),
+                "summary": summary,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def capability_rows():
+    base = importlib.import_module("omicsbayes.models._base")
+    return pd.DataFrame(
+        [
+            {
+                "capability": k,
+                "what it promises": v,
+                "models": ", ".join(sorted(base.models_with(k))),
+            }
+            for k, v in base.CAPABILITIES.items()
+        ]
+    )
+
+
+def kind_rows():
+    protocols = importlib.import_module("omicsbayes.protocols")
+    rows = []
+    for kind in protocols.KINDS:
+        module = protocols.get(kind)
+        types = ", ".join(
+            f"{t} ({key}, default {default})" for t, (key, default) in module.SPLIT_COUNTS.items()
+        )
+        rows.append(
+            {
+                "kind": kind,
+                "protocol types (split count key, default)": types,
+                "model must declare": ", ".join(sorted(module.REQUIRES)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _directive(make_rows):
+    class TableFromRegistry(Directive):
+        has_content = False
+
+        def run(self):
+            return [table_node(make_rows())]
+
+    return TableFromRegistry
+
+
+DIRECTIVES = {
+    "model-table": _directive(model_rows),
+    "capability-table": _directive(capability_rows),
+    "kinds-table": _directive(kind_rows),
+}
