@@ -18,7 +18,6 @@ REPO = DOCS.parent
 sys.path.insert(0, str(DOCS))
 if (REPO / "src" / "omicsbayes").is_dir():
     sys.path.insert(0, str(REPO / "src"))
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 from api_pages import write_api_pages  # noqa: E402
 from registry_tables import DIRECTIVES  # noqa: E402
@@ -69,6 +68,7 @@ nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
+nb_output_stderr = "remove"  # progress bars and library warnings stay out of the pages
 
 # HTML
 html_theme = "pydata_sphinx_theme"
