@@ -255,7 +255,7 @@ def run(quick: bool) -> list[dict]:
     rng = np.random.default_rng(0)
     # compile the numba sweeps (cached on disk, but not in a fresh clone or after an edit)
     # outside the timings: every model timed here (a first fit that compiles made the
-    # difference of two dense fits negative in session 14's first run)
+    # difference of two dense fits negative)
     small = rng.standard_normal((10, 3))
     RFLVM(n_random_features=4, n_iter=2, random_state=0).fit(small)
     RFLVM(n_random_features=4, n_iter=2, random_state=0, sparse=False).fit(small)

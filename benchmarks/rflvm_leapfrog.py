@@ -2,9 +2,8 @@
 
     OMP_NUM_THREADS=1 PYTHONPATH=src python -m benchmarks.rflvm_leapfrog [--leapfrog 50 150]
 
-Since session 8 the HMC step size on (X, W) is found at the chain's first move and dual-averaged
-to an acceptance probability of 0.7 during burn-in, which made the steps 2-3x longer than the
-slow Robbins-Monro shrink before it; the trajectory (``hmc_leapfrog`` steps) grew with them. Each
+The HMC step size on (X, W) is found at the chain's first move and dual-averaged to an
+acceptance probability of 0.7 during burn-in; the trajectory is ``hmc_leapfrog`` steps of it. Each
 setting is fitted with the default sampler (IBP RFLVM, M = 50, 100 iterations, burn-in 50) on
 the same data, 20 % held-out mask and chain seed:
 

@@ -499,7 +499,7 @@ def test_vb_and_gibbs_agree_on_posterior_mean_decision_function(name):
     95 % of the samples within 0.75 sd, and correlated above 0.99 (for the latent max-margin
     form, whose VB estimates q(W) from draws, VB is averaged over three seeds; the Gibbs
     posterior pools two chains: with one, chain seeds alone moved the mean ratio over 0.11-0.30
-    for OR-L-BSVM, before and after session 8's change of the Gibbs random numbers).
+    for OR-L-BSVM).
 
     Mean-field VB is an approximation, and the Monte Carlo standard error of a 600-draw chain
     understates its run-to-run spread (two Gibbs seeds differ by up to 0.18 sd on average on

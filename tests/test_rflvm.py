@@ -560,8 +560,8 @@ def test_cambridge_bars_from_pca_start_settles_near_four_dims_and_beats_ibp_fact
     """From a non-planted start (8 dimensions of PCA scores, near-linear frequencies, every
     z_ik = 1) the IBP RFLVM switches the dimensions the data do not need off and settles near
     the four planted ones (median over the retained draws of the dimensions used by at least
-    10 % of the samples: 6 here; over data seeds 3, 7, 11 and chain seeds 7, 8, 9 after
-    session 8: 4 in three, 5 in three, 6 in three), and it beats IBPFactorModel's held-out log
+    10 % of the samples: 6 here; over data seeds 3, 7, 11 and chain seeds 7, 8, 9:
+    4 in three, 5 in three, 6 in three), and it beats IBPFactorModel's held-out log
     likelihood on the same mask by a wide margin (+581 here, at least +385 over that grid).
     From the paper's start (2 dimensions) the chain reaches three dimensions and scores below
     the linear model (docs/models.md, Paper 002)."""

@@ -229,7 +229,7 @@ def test_usage_line_reports_the_process_cpu_and_peak_memory():
 def test_workflow_profile_keeps_the_job_rate_but_polls_rarely():
     """profiles/default (the workflow profile of every run from the repository root): Snakemake's
     default average rate of 100 jobs per second, but a timespan of a minute, so the scheduler's
-    re-evaluation timer fires 60 times less often (docs/workflow.md, session 7)."""
+    re-evaluation timer fires 60 times less often (docs/workflow.md, "The workflow's own cost")."""
     from snakemake.settings.types import MaxJobsPerTimespan
 
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())

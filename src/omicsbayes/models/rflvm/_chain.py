@@ -209,7 +209,7 @@ class _Chain:
                     q_new = np.where(z[rows], ll[pick[rows], rows], cand["off"][rows])
                     q_old = np.where(z0[rows], ll[0, rows], cand["off"][rows])
                     log_r = np.sum(ll_new - q_new - ll_cur[rows] + q_old)
-                    ev = self.n_evals  # .get: a checkpoint of session 7 lacks these keys
+                    ev = self.n_evals  # .get: older checkpoints lack these keys
                     ev["z_rows64"] = ev.get("z_rows64", 0) + rows.size
                     if np.log(rng.uniform()) < log_r:
                         ll_cur[rows] = ll_new

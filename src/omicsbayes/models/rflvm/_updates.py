@@ -45,7 +45,7 @@ def logistic_rows(Y, weight, psi, block=32, task=128):
     their constants (Bernoulli with weight = 1, negative binomial with weight = y + r; ``Y``
     and ``weight`` zero at missing entries), in the precision of ``psi`` with the row sums in
     float64. numpy's vectorised exp and log1p over blocks of ``block`` rows that stay in cache
-    (float64: twice as fast as session 7's scalar numba loop, the same values to rounding),
+    (float64: faster than a scalar numba loop, the same values to rounding),
     ``task`` rows to a call on the worker threads (:func:`~omicsbayes.models._threads.map_blocks`;
     each row's sum is the same on any number of threads).
     In float32 (``Y``, ``weight`` and ``psi`` float32) it is a cheap deterministic

@@ -1,0 +1,162 @@
+"""The documentation: the site builds with warnings as errors (tutorials executed), the pages agree
+with the code's registries, and the project speaks of itself without a diary."""
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omicsbayes import pl, protocols, tl
+from omicsbayes.io.cohort import READERS, RENAMES
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+sys.path.insert(0, str(DOCS))
+
+import api_pages  # noqa: E402
+import registry_tables  # noqa: E402
+
+
+def _section(path, heading):
+    """The text of the markdown section under ``heading`` up to the next heading."""
+    text = Path(path).read_text()
+    start = text.index(heading + "\n") + len(heading) + 1
+    following = re.search(r"^#{1,6} ", text[start:], flags=re.M)
+    return text[start : start + following.start()] if following else text[start:]
+
+
+def _table(section):
+    """Rows of the first markdown table in ``section``, as lists of cell strings."""
+    lines = []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines:
+            break
+    rows = [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in lines]
+    return rows[2:]
+
+
+def _code_names(cell):
+    return re.findall(r"`([^`]+)`", cell)
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_warnings_as_errors(tmp_path):
+    """``make docs``'s build, into a temporary folder, executing every tutorial."""
+    env = {**os.environ, "OMICSBAYES_DOCS_EXECUTE": "force"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q"]
+    command += ["-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-5000:]
+    html = tmp_path / "html"
+    for page in ["index", "api/tl", "api/cli", "tutorials/notebook", "tutorials/workflow"]:
+        assert (html / f"{page}.html").is_file(), page
+    assert "omicsbayes fit --help" in (html / "api" / "cli.html").read_text()
+    for name in tl.__all__:
+        assert (html / "api" / "generated" / f"omicsbayes.tl.{name}.html").is_file(), name
+
+
+def test_api_pages_list_every_exported_name():
+    for package in api_pages.PACKAGES:
+        text = api_pages.page(package)
+        module = __import__(f"omicsbayes.{package}", fromlist=["__all__"])
+        names = set(re.findall(r"^   (\w+)$", text, flags=re.M))
+        assert set(module.__all__) <= names, package
+
+
+def test_model_table_covers_every_model_with_its_capabilities():
+    from omicsbayes import models
+    from omicsbayes.models._base import CAPABILITIES
+
+    rows = registry_tables.model_rows()
+    assert list(rows["class"]) == list(models.__all__)
+    for _, row in rows.iterrows():
+        declared = [c for c in row["capabilities"].split(", ") if c]
+        assert declared and set(declared) <= set(CAPABILITIES), row["class"]
+    readme_table = _table(_section(REPO / "README.md", "# omicsbayes"))
+    in_readme = {name for row in readme_table for name in _code_names(row[1])}
+    assert in_readme == set(models.__all__)
+
+
+def test_adding_a_model_names_the_registries_a_model_must_join():
+    from omicsbayes import models
+    from omicsbayes.models._base import CAPABILITIES, models_with
+
+    steps = _section(DOCS / "models.md", "## Adding a model")
+    for name in ["_WHERE", "capabilities", "CAPABILITIES", "config.schema.yaml", "REQUIRES"]:
+        assert f"`{name}" in steps or name in steps, name
+    assert set(models._WHERE) == set(models.__all__)
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    enum = schema["properties"]["models"]["additionalProperties"]["properties"]["class"]["enum"]
+    runnable = set()
+    for kind in protocols.KINDS:
+        required = protocols.get(kind).REQUIRES
+        runnable |= set.intersection(*(set(models_with(c)) for c in required))
+    assert set(enum) == runnable
+    assert set(CAPABILITIES) == set(registry_tables.capability_rows()["capability"])
+
+
+def test_experiment_kinds_table_matches_the_protocols():
+    rows = _table(_section(DOCS / "workflow.md", "### Experiment kinds"))
+    kinds = [_code_names(row[0])[0] for row in rows]
+    assert kinds == list(protocols.KINDS)
+    for kind, row in zip(kinds, rows):
+        named = {n for n in _code_names(row[1]) if not n.startswith("n_")}
+        types = set(protocols.get(kind).SPLIT_COUNTS)
+        assert types <= named, (kind, types - named)
+    assert list(registry_tables.kind_rows()["kind"]) == list(protocols.KINDS)
+
+
+def test_cohort_formats_table_matches_the_readers():
+    rows = _table(_section(DOCS / "workflow.md", "### Cohort formats"))
+    formats = [_code_names(row[0])[0] for row in rows]
+    assert sorted(formats) == sorted(READERS)
+    for fmt, row in zip(formats, rows):
+        allowed = set(inspect.signature(READERS[fmt]).parameters) | set(RENAMES.get(fmt, {}))
+        keys = {k for k in _code_names(re.sub(r"\([^)]*\)", "", row[1])) if k != "..."}
+        assert keys <= allowed, (fmt, keys - allowed)
+
+
+def test_usage_page_lists_every_tl_and_pl_function():
+    tl_section = _section(DOCS / "usage.md", "## `omicsbayes.tl`")
+    tl_rows = _table(tl_section[tl_section.index("| function |") :])
+    pl_rows = _table(_section(DOCS / "usage.md", "## `omicsbayes.pl`"))
+    tl_named = {_code_names(row[0])[0].split("(")[0] for row in tl_rows}
+    pl_named = {_code_names(row[0])[0].split("(")[0] for row in pl_rows}
+    assert tl_named == set(tl.__all__) - {"mcmc_diagnostics"}
+    assert pl_named == set(pl.__all__)
+
+
+DIARY = re.compile(r"session [0-9]+|sessions? [0-9]|work" r"\s" "period", re.I)
+PROJECT_TEXT = [
+    "README.md",
+    "CHANGELOG.md",
+    "docs",
+    "src",
+    "workflow",
+    "config",
+    "tests",
+    "benchmarks",
+]
+
+
+def test_no_line_dates_anything_by_a_work_period():
+    hits = []
+    for top in PROJECT_TEXT:
+        paths = [REPO / top] if (REPO / top).is_file() else sorted((REPO / top).rglob("*"))
+        for path in paths:
+            if not path.is_file() or path.suffix in {".gz", ".png", ".h5ad", ".pyc", ".nc"}:
+                continue
+            if "_build" in path.parts or "generated" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text(errors="ignore").splitlines(), 1):
+                if DIARY.search(line):
+                    hits.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not hits, "\n".join(hits)
