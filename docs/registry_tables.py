@@ -15,7 +15,7 @@ from tables import table_node
 def model_rows():
     """One row per estimator class: class, module, capabilities, first docstring line."""
     models = importlib.import_module("omicsbayes.models")
-    base = importlib.import_module("omicsbayes.models._base")
+    base = importlib.import_module("omicsbayes.models._capabilities")
     rows = []
     for name in models.__all__:
         cls = getattr(models, name)
@@ -32,7 +32,7 @@ def model_rows():
 
 
 def capability_rows():
-    base = importlib.import_module("omicsbayes.models._base")
+    base = importlib.import_module("omicsbayes.models._capabilities")
     return pd.DataFrame(
         [
             {

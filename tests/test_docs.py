@@ -73,7 +73,7 @@ def test_api_pages_list_every_exported_name():
 
 def test_model_table_covers_every_model_with_its_capabilities():
     from omicsbayes import models
-    from omicsbayes.models._base import CAPABILITIES
+    from omicsbayes.models._capabilities import CAPABILITIES
 
     rows = registry_tables.model_rows()
     assert list(rows["class"]) == list(models.__all__)
@@ -87,12 +87,23 @@ def test_model_table_covers_every_model_with_its_capabilities():
 
 def test_adding_a_model_names_the_registries_a_model_must_join():
     from omicsbayes import models
-    from omicsbayes.models._base import CAPABILITIES, models_with
+    from omicsbayes.models._capabilities import CAPABILITIES, models_with
 
     steps = _section(DOCS / "models.md", "## Adding a model")
-    for name in ["_WHERE", "capabilities", "CAPABILITIES", "config.schema.yaml", "REQUIRES"]:
+    for name in [
+        "BaseOmicsEstimator",
+        "_WHERE",
+        "capabilities",
+        "CAPABILITIES",
+        "config.schema.yaml",
+        "REQUIRES",
+    ]:
         assert f"`{name}" in steps or name in steps, name
     assert set(models._WHERE) == set(models.__all__)
+    from omicsbayes.models._base import BaseOmicsEstimator, MCMCEstimator, VBEstimator
+
+    assert issubclass(VBEstimator, BaseOmicsEstimator)
+    assert issubclass(MCMCEstimator, BaseOmicsEstimator)
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     enum = schema["properties"]["models"]["additionalProperties"]["properties"]["class"]["enum"]
     runnable = set()
