@@ -91,8 +91,8 @@ def optimal_log_zeta(ranking, mu, var, pos, neg):
     Returns
     -------
     ndarray
-        Pairwise, shape (|P|, |N|): log(E[exp f_n] + E[exp f_o]) (eq. 10). Listwise, shape
-        (|P|,): log(E[exp f_n] + sum_{o in N} E[exp f_o]) (eq. 11).
+        Pairwise, shape (``|P|``, ``|N|``): log(E[exp f_n] + E[exp f_o]) (eq. 10). Listwise, shape
+        (``|P|``,): log(E[exp f_n] + sum_{o in N} E[exp f_o]) (eq. 11).
     """
     log_e = mu + 0.5 * var
     if ranking == "pairwise":
@@ -122,7 +122,7 @@ def softmax_coefficients(ranking, log_zeta, pos, neg, n_samples):
     Returns
     -------
     c : ndarray of shape (n_samples,)
-        |N| for members of P (pairwise) or 1 (listwise); 0 for members of N.
+        ``|N|`` for members of P (pairwise) or 1 (listwise); 0 for members of N.
     log_r : ndarray of shape (n_samples,)
         log sum_{o in B_n} 1 / zeta (the sets of sections 3.2.2 and 3.3.2): pairwise, row sums
         of 1 / zeta for P and column sums for N; listwise, 1 / zeta_n for P and sum_{p in P}
@@ -516,7 +516,7 @@ class BAMClassifier(_BayesianLinearVB):
     ----------
     ranking : {"listwise", "pairwise"}, default "listwise"
         BAM_L (eq. 2, one softmax per member of the smaller class) or BAM_P (eq. 1, one per
-        positive-negative pair, held as a |P| x |N| matrix of zeta).
+        positive-negative pair, held as a ``|P| x |N|`` matrix of zeta).
     alpha_gamma, beta_gamma, alpha_eta, beta_eta, tol, random_state, verbose
         As for :class:`BayesianProbitClassifier`.
     max_iter : int, default 5000
@@ -529,7 +529,7 @@ class BAMClassifier(_BayesianLinearVB):
 
     Notes
     -----
-    The paper assumes |P| < |N| for the listwise form. When the positive class is larger, the
+    The paper assumes ``|P| < |N|`` for the listwise form. When the positive class is larger, the
     negatives are ranked instead: each negative must score below every positive, which is the
     listwise model for -f with the classes swapped; the prior being symmetric, the fit is run
     on swapped labels and (b, w, f) negated. The pairwise form is already symmetric.

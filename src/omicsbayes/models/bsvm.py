@@ -63,7 +63,7 @@ class BayesianSVM(ClassifierMixin, VBEstimator, MCMCEstimator):
     r, s : float
         TPBN shape parameters of the coefficient prior (``r = s = 1/2``: horseshoe).
     fit_intercept : bool
-        Add an unshrunk intercept with prior N(0, ``intercept_scale``^2).
+        Add an unshrunk intercept with prior ``N(0, intercept_scale^2)``.
     intercept_scale : float
     max_iter : int
         VB iterations (at most).

@@ -26,17 +26,17 @@ class EmpiricalKernelMap(_Transform):
     Parameters
     ----------
     kernel : {"linear", "gaussian"}, default "linear"
-        ``linear``: the cosine <x, x'> / (|x| |x'|), i.e. the linear kernel normalised to unit
+        ``linear``: the cosine ``<x, x'> / (|x| |x'|)``, i.e. the linear kernel normalised to unit
         diagonal (a sample of zero norm after z-scoring gets kernel value 0). ``gaussian``:
-        exp(-|x - x'|^2 / (2 s^2)) with width s the mean Euclidean distance over the pairs of
+        ``exp(-|x - x'|^2 / (2 s^2))`` with width s the mean Euclidean distance over the pairs of
         distinct training samples. Both are unchanged by a common rescaling of all features, so
         the ddof of the standard deviation does not matter.
 
     Attributes
     ----------
-    mean_, scale_ : ndarray of shape (n_features_in_,)
+    mean_, scale_ : ndarray of shape ``(n_features_in_,)``
         Training moments used for z-scoring.
-    train_ : ndarray of shape (n_train, n_features_in_)
+    train_ : ndarray of shape ``(n_train, n_features_in_)``
         The z-scored training samples.
     width_ : float
         Gaussian kernel width (``gaussian`` only).

@@ -8,15 +8,15 @@ quadratic form in ``w_{n,i} = a_i^T z_n`` (and ``f_n = beta^T z_n + b``)::
 
 so A, Z and beta share one conjugate update:
 
-==============  =================================  ========================================
-likelihood      P                                  H
-==============  =================================  ========================================
-gaussian        tau_i (noise precision, Gamma)     tau_i x_{n,i}
-rank (Hoff)     1                                  E[w], w ~ TN(a^T z, 1, w^l, w^u)
-maxmargin exact 1/lam^l + 1/lam^u                  (w^l + eps)/lam^l + (w^u - eps)/lam^u
-bsvm labels     1/lam^c                            y (1 + 1/lam^c)  (eq. 8)
-probit labels   1                                  E[s], s ~ TN(f, 1, sign y)
-==============  =================================  ========================================
+================  =================================  ========================================
+likelihood        P                                  H
+================  =================================  ========================================
+gaussian          tau_i (noise precision, Gamma)     tau_i x_{n,i}
+rank (Hoff)       1                                  E[w], w ~ TN(a^T z, 1, w^l, w^u)
+maxmargin exact   1/lam^l + 1/lam^u                  (w^l + eps)/lam^l + (w^u - eps)/lam^u
+bsvm labels       1/lam^c                            y (1 + 1/lam^c)  (eq. 8)
+probit labels     1                                  E[s], s ~ TN(f, 1, sign y)
+================  =================================  ========================================
 
 (maxmargin row: expanding eq. 7; it is the paper's Delta^{(k)}_{i,n} of section 7 summed over the
 coordinate updates, plus +-1 at the ends of a row, see below.)  A, Z and beta are
@@ -57,7 +57,7 @@ Errata applied (ERRATA.md, 000) and found here:
   missing side is absent (``1/lam = 0``).  Neighbours are fixed when updating A, Z and w
   (pseudo-likelihood, as published).
 * Lambda updates (sections 7-8): VB uses second moments, ``E[1/lam] = E[u^2]^(-1/2)``, with
-  ``E[u^2] = (<w^l> + eps - <w>)^2 + Var(w)`` (neighbour fixed); Gibbs draws IG(1/|u|, 1).
+  ``E[u^2] = (<w^l> + eps - <w>)^2 + Var(w)`` (neighbour fixed); Gibbs draws ``IG(1/|u|, 1)``.
 * <Gamma_{k,n}> and <beta_k> (section 8): the block form above is the corrected one.
 * Shrinkage conditionals: see :mod:`omicsbayes.inference.tpbn`.
 * DP mixture: psi_t ~ Ga(psi_s + K n_t / 2, psi_r + sum ||z_n - mu_t||^2 / 2); prior precision of

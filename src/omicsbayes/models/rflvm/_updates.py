@@ -17,7 +17,7 @@ def _softplus(x):
 def rff(XZ, W):
     """Random Fourier features (eq. 12): [cos(XZ W^T), sin(XZ W^T)] / sqrt(M), shape (N, 2M).
 
-    With w_m ~ N(0, I), phi(x) phi(x')^T is an unbiased estimate of exp(-|x - x'|^2 / 2).
+    With w_m ~ N(0, I), phi(x) phi(x')^T is an unbiased estimate of ``exp(-|x - x'|^2 / 2)``.
     """
     return rff_from_arg(XZ @ W.T)
 
