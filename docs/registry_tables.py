@@ -19,7 +19,8 @@ def model_rows():
     rows = []
     for name in models.__all__:
         cls = getattr(models, name)
-        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        first_paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+        summary = " ".join(first_paragraph.split()).replace("``", "")
         rows.append(
             {
                 "class": name,
