@@ -48,6 +48,7 @@ exclude_patterns = [
 ]
 templates_path = ["_templates"]
 root_doc = "index"
+smartquotes = False  # command lines keep their "--"
 
 # API reference
 autosummary_generate = True
@@ -106,7 +107,9 @@ class CommandHelp(Directive):
         for title, text in blocks:
             section = nodes.section(ids=[nodes.make_id(title)])
             section += nodes.title(text=title)
-            section += nodes.literal_block(text, text)
+            block = nodes.literal_block(text, text)
+            block["language"] = "text"
+            section += block
             out.append(section)
         return out
 
