@@ -142,7 +142,9 @@ def test_usage_page_lists_every_tl_and_pl_function():
     pl_rows = _table(_section(DOCS / "usage.md", "## `omicsbayes.pl`"))
     tl_named = {_code_names(row[0])[0].split("(")[0] for row in tl_rows}
     pl_named = {_code_names(row[0])[0].split("(")[0] for row in pl_rows}
-    assert tl_named == set(tl.__all__) - {"mcmc_diagnostics"}
+    assert tl_named == set(tl.__all__) - {"mcmc_diagnostics", "predict"}
+    usage = (DOCS / "usage.md").read_text()
+    assert "`tl.mcmc_diagnostics(idata)`" in usage and "`tl.predict(adata, fit" in usage
     assert pl_named == set(pl.__all__)
 
 
