@@ -814,7 +814,7 @@ def _paired(table, by, key, metric, reference):
 
 
 def review_defaults(seed, n_splits=10, n_repeats=5):
-    """The defaults issue 18 asks to check on real data (docs/fidelity.md, "Defaults reviewed"):
+    """Defaults checked on real data:
     BPROBIT's ``max_iter``, BM2PCA's ``n_components`` with ARD and the rank factor models'
     margin ``epsilon``. Returns the summary tables by name."""
     bprobit = _bprobit_sweeps(seed, n_splits)

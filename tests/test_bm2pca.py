@@ -531,7 +531,7 @@ def test_loadings_and_scores_follow_the_shared_vocabulary():
 
 
 def test_default_components_are_an_upper_bound_that_ard_prunes_on_real_digits():
-    """The default n_components=20 (docs/fidelity.md, defaults reviewed) on scikit-learn's digits,
+    """The default n_components=20 (benchmarks.fidelity --review-defaults) on scikit-learn's digits,
     3 training images per class: ARD switches off part of the 20 components in every
     one-vs-rest problem (11-12 of 20 stay on in the measured splits) instead of using them all."""
     from omicsbayes.io import load_demo

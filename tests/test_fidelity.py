@@ -179,7 +179,7 @@ def test_seed_spread_shares_splits_and_averages_the_seeds(fidelity):
 
 def test_bam_pairwise_default_converges_on_a_real_kernel_map():
     """BAM_P at its defaults reaches tol on a GSE7390 training split's Gaussian kernel map (with
-    the old max_iter=200 it stopped unconverged on every split, docs/fidelity.md claim b)."""
+    max_iter=200 it stops unconverged; python -m benchmarks.fidelity --only b_bam)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -203,7 +203,7 @@ def test_bam_pairwise_default_converges_on_a_real_kernel_map():
 def test_bprobit_default_converges_on_a_real_kernel_map(fidelity):
     """BPROBIT at its defaults reaches tol on claim (a)'s pbmc68k_reduced task (CD8+ cytotoxic
     against the other T/NK cells, Gaussian kernel map of the log1p counts), which needs more than
-    the former default of 200 sweeps from every start tried (docs/fidelity.md, defaults reviewed).
+    200 sweeps from every start tried (python -m benchmarks.fidelity --review-defaults).
     """
     import warnings
 

@@ -445,7 +445,7 @@ class BayesianProbitClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=1000,  # 28-404 sweeps on GSE7390 and pbmc68k kernel maps (docs/fidelity.md)
+        max_iter=1000,  # real kernel maps need up to 404 (benchmarks.fidelity --review-defaults)
         tol=1e-5,
         random_state=None,
         verbose=True,
@@ -545,7 +545,7 @@ class BAMClassifier(_BayesianLinearVB):
         beta_gamma=1.0,
         alpha_eta=1.0,
         beta_eta=1.0,
-        max_iter=5000,  # BAM_P: 376-3157 sweeps on GSE7390 maps, by start (docs/fidelity.md)
+        max_iter=5000,  # BAM_P needs up to 3157 from some starts (benchmarks.fidelity)
         tol=1e-5,
         random_state=None,
         verbose=True,

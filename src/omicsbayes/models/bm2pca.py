@@ -421,7 +421,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
         ``n_components_``).  ARD (the precisions r) switches off the components the data do
         not need, so k is an upper bound: the default 20 is
         ahead of the paper's 10 or level with it on three real cohorts at 1.1-2.2x the CPU,
-        and 40 gains nothing more (docs/fidelity.md, defaults reviewed).
+        and 40 gains nothing more (``python -m benchmarks.fidelity --review-defaults``).
     C : float or "cv"
         Hinge-loss weight (eq. 2).  ``"cv"`` picks C from {10, 20, 30, 40} by L-fold stratified
         cross-validation on the labelled training samples, L = min(5, smallest class count).
@@ -484,7 +484,7 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
         a_nu=1e-1,
         b_nu=1e-5,
         delta=1e-5,
-        max_iter=1000,  # tissue few-shot: every binary fit needs 312-352 sweeps (docs/fidelity.md)
+        max_iter=1000,  # tissue few-shot fits need over 300 (benchmarks.fidelity)
         tol=1e-6,
         random_state=None,
         verbose=True,

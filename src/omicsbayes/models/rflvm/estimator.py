@@ -37,7 +37,7 @@ class RFLVM(MCMCEstimator):
         Initial (sparse) or fixed (dense) latent dimension. The default 8, not the paper's 2:
         the chain does not grow dimensions from 2, and 8 scored better held-out entries on
         Wisconsin (+0.58 +- 0.01 per entry) and GSE7390 (+0.036 +- 0.005), every split, for
-        about 1.3x the CPU per iteration (docs/fidelity.md, claim c).
+        about 1.3x the CPU per iteration (``python -m benchmarks.fidelity --only c_rflvm``).
     n_iter : int
         MCMC iterations.
     burn_in : int or None
