@@ -174,3 +174,25 @@ def test_no_line_dates_anything_by_a_work_period():
                 if DIARY.search(line):
                     hits.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+def test_readme_links_point_at_files_of_the_repository():
+    text = (REPO / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links into the docs"
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, missing
+    assert len(text.splitlines()) <= 200
+
+
+@pytest.mark.slow
+def test_readme_notebook_example_runs(tmp_path):
+    code = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)[0]
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "pbmc.obfit").is_file()
