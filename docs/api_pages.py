@@ -8,6 +8,7 @@ the first public name found. The pages are regenerated on every build (they are 
 import importlib
 import inspect
 import pkgutil
+import shutil
 from pathlib import Path
 
 PACKAGES = ("io", "preprocess", "models", "tl", "pl", "evaluate", "protocols")
@@ -82,9 +83,11 @@ def page(package_name):
 
 
 def write_api_pages(folder):
-    """Write one page per package into ``folder`` (only where the text changed)."""
+    """Write one page per package into ``folder`` (only where the text changed), and clear the
+    stubs autosummary generated last time (``generated/``), so a removed name leaves no page."""
     folder = Path(folder)
     folder.mkdir(exist_ok=True)
+    shutil.rmtree(folder / "generated", ignore_errors=True)
     for package_name in PACKAGES:
         path = folder / f"{package_name}.rst"
         text = page(package_name)
