@@ -218,6 +218,19 @@ def mcmc_diagnostics(idata):
     pandas.DataFrame
         Indexed by variable; columns mean (scalar variables), r_hat, ess_bulk, ess_tail,
         n_chains, n_draws, identifiable, flagged. Empty when ``idata`` is None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes import tl
+    >>> from omicsbayes.models import IBPFactorModel
+    >>> Y = np.random.default_rng(0).normal(size=(30, 6))
+    >>> model = IBPFactorModel(n_iter=20, n_chains=2, random_state=0).fit(Y)
+    >>> table = tl.mcmc_diagnostics(model.idata_)
+    >>> {"r_hat", "ess_bulk", "ess_tail", "flagged"} <= set(table.columns)
+    True
+    >>> "log_likelihood_observed" in table.index
+    True
     """
     import pandas as pd
 

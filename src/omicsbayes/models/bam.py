@@ -436,6 +436,22 @@ class BayesianProbitClassifier(_BayesianLinearVB):
     n_iter_, converged_ : iterations run, whether ``tol`` was reached
     gamma_shape_, gamma_scale_, eta_shape_, eta_scale_ : q(gamma), q(eta) (shape-scale)
     f_mean_ : ndarray, E_q[f_n] of the training samples
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import BayesianProbitClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = BayesianProbitClassifier(random_state=0).fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     def __init__(
@@ -536,6 +552,22 @@ class BAMClassifier(_BayesianLinearVB):
 
     ``predict`` thresholds the decision function at zero; use :meth:`decision_function` for
     AUROC and AUPR, which is what BAM optimises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import BAMClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = BAMClassifier(ranking="pairwise", random_state=0).fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     def __init__(

@@ -127,7 +127,24 @@ class _CrammerSingerSVM(_Baseline):
 
 
 class FullSVM(_CrammerSingerSVM):
-    """Crammer-Singer linear SVM on the original features (paper 003's FULL)."""
+    """Crammer-Singer linear SVM on the original features (paper 003's FULL).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import FullSVM
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = FullSVM().fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
+    """
 
 
 class _ProjectedSVM(_CrammerSingerSVM):
@@ -156,6 +173,22 @@ class PCASVM(_ProjectedSVM):
         row passed to ``fit``, labelled or not (NaN / None label), as the paper's PCA baseline
         used the test samples; the instance then has the ``transductive`` capability, and the
         classification protocol fits it on the training and the (unlabelled) test samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import PCASVM
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = PCASVM(n_components=3).fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     capabilities = frozenset({"classifier", "transductive"})
@@ -196,6 +229,22 @@ class LDASVM(_ProjectedSVM):
         None: the paper's LDA (scikit-learn's SVD solver, no shrinkage).  Otherwise the
         within-class covariance is shrunk towards a scaled identity (``"auto"``: the
         Ledoit-Wolf amount) and the directions come from scikit-learn's eigen solver.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import LDASVM
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = LDASVM(n_components=1).fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     _parameter_constraints = {
@@ -220,7 +269,24 @@ class LDASVM(_ProjectedSVM):
 
 
 class LogisticBaseline(_Baseline):
-    """L2-penalised logistic regression (binary, or multinomial for more classes)."""
+    """L2-penalised logistic regression (binary, or multinomial for more classes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import LogisticBaseline
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = LogisticBaseline().fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
+    """
 
     def __init__(self, C=1.0, max_iter=1000, random_state=None):
         self.C = C
@@ -237,7 +303,24 @@ class LogisticBaseline(_Baseline):
 
 
 class LinearSVMBaseline(_Baseline):
-    """Linear SVM (squared hinge, one-vs-rest for more than two classes)."""
+    """Linear SVM (squared hinge, one-vs-rest for more than two classes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import LinearSVMBaseline
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = LinearSVMBaseline().fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
+    """
 
     def _classifier(self):
         return LinearSVC(C=self.C, max_iter=self.max_iter, random_state=self.random_state)

@@ -467,6 +467,22 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
     sweep is O(N d k + d k^2 + N k^2 + k^3): two ``N x d x k`` products (``X E[W]`` and
     ``X^T E[Z]``) dominate; the N per-sample ``k x k`` inverses reduce to one generalised
     eigen-decomposition because they differ only by the scalar ``E[1/lambda_n]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import BM2PCAClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(["case", "control"], 30)
+    >>> X = rng.normal(size=(60, 8))
+    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> clf = BM2PCAClassifier(n_components=3, random_state=0).fit(X, y)
+    >>> clf.classes_.tolist()
+    ['case', 'control']
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     capabilities = frozenset({"classifier", "semi_supervised", "vb"})
@@ -652,6 +668,19 @@ class BM2PCARegressor(RegressorMixin, TransformerMixin, VBEstimator):
     ----------
     loadings_, scores_, lower_bound_, n_iter_, n_components_, fits_
         As for a binary :class:`BM2PCAClassifier`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import BM2PCARegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 8))
+    >>> y = X[:, 0] + 0.1 * rng.normal(size=60)
+    >>> reg = BM2PCARegressor(n_components=3, random_state=0).fit(X, y)
+    >>> reg.predict(X[:4]).shape
+    (4,)
+    >>> bool(np.corrcoef(reg.predict(X), y)[0, 1] > 0.5)
+    True
     """
 
     capabilities = frozenset({"regressor", "vb"})

@@ -352,6 +352,19 @@ class IBPFactorModel(MCMCEstimator):
         the log likelihood and each sample's fitted value averaged over features
         ``predictive_mean`` (sample_stats; identifiable, for R-hat and ESS).
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import IBPFactorModel
+    >>> rng = np.random.default_rng(0)
+    >>> Y = rng.normal(size=(30, 2)) @ rng.normal(size=(2, 8)) + 0.1 * rng.normal(size=(30, 8))
+    >>> mask = rng.random(Y.shape) < 0.1  # entries to hold out
+    >>> model = IBPFactorModel(n_iter=30, random_state=0).fit(np.where(mask, np.nan, Y))
+    >>> model.n_iter_
+    30
+    >>> bool(np.isfinite(model.log_likelihood(Y, mask)))
+    True
     """
 
     capabilities = frozenset({"heldout_scoring", "mcmc"})

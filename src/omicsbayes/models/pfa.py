@@ -329,6 +329,19 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
         each sample's expected total count ``predictive_mean`` (sample_stats, identifiable:
         R-hat and ESS are computed on them).
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import PoissonFactorAnalysis
+    >>> counts = np.random.default_rng(0).poisson(3.0, size=(30, 12))
+    >>> pfa = PoissonFactorAnalysis(n_factors=3, n_iter=20, random_state=0).fit(counts)
+    >>> pfa.transform(counts[:4]).shape  # factor scores
+    (4, 3)
+    >>> mask = np.zeros(counts.shape, dtype=bool)
+    >>> mask[:, 0] = True
+    >>> bool(np.isfinite(pfa.log_likelihood(counts, mask)))
+    True
     """
 
     capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
@@ -553,6 +566,19 @@ class PFAClassifier(ClassifierMixin, TransformerMixin, MCMCEstimator):
         Training factor scores (posterior means, before standardisation).
     idata_ : arviz.InferenceData
         The draws of ``pfa_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import PFAClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> counts = rng.poisson(np.where(y[:, None] == 1, 6.0, 2.0), size=(40, 10))
+    >>> clf = PFAClassifier(n_factors=3, n_iter=20, random_state=0).fit(counts, y)
+    >>> clf.decision_function(counts[:4]).shape
+    (4,)
+    >>> bool((clf.predict(counts) == y).mean() > 0.7)
+    True
     """
 
     capabilities = frozenset({"classifier", "multi_task", "counts", "mcmc"})

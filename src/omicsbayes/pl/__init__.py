@@ -93,6 +93,16 @@ def loadings(adata, key="rank_factor", max_genes=50, n_labels=50, gene_symbols=N
 
     ``gene_symbols`` names a ``.var`` column of gene symbols to name the genes by (e.g.
     ``"gene_symbol"`` of a GEO platform); by default the ``var_names``.
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
+    ...                      max_iter=5)
+    >>> fig = pl.loadings(adata, max_genes=20)
+    >>> type(fig).__name__
+    'Figure'
     """
     frame = _loadings(adata, key)
     if gene_symbols is not None:
@@ -111,6 +121,16 @@ def scores(adata, key="rank_factor", groupby=None, components=(1, 2), style="gro
     (:func:`group_styles`), the legend, titled by the group column, outside the axes.
     ``style="paper"``: the black-and-red markers of the papers' figures
     (``bm2pca.projection_figure``).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
+    ...                      max_iter=5)
+    >>> fig = pl.scores(adata)
+    >>> type(fig).__name__
+    'Figure'
     """
     Z = _scores(adata, key)
     i, j = (c - 1 for c in components)
@@ -146,7 +166,17 @@ def scores(adata, key="rank_factor", groupby=None, components=(1, 2), style="gro
 
 
 def latent_heatmap(adata, key="rflvm", groupby=None):
-    """Samples (sorted by group) x latent dimensions (``rflvm.latent_heatmaps``)."""
+    """Samples (sorted by group) x latent dimensions (``rflvm.latent_heatmaps``).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("breast_cancer_wisconsin")[:60].copy()
+    >>> est = tl.ibp_factor(adata, n_iter=10)
+    >>> fig = pl.latent_heatmap(adata, key="ibp_factor", groupby="diagnosis")
+    >>> type(fig).__name__
+    'Figure'
+    """
     return rflvm_plots.latent_heatmaps({key: _scores(adata, key)}, _groups(adata, key, groupby)[0])
 
 
@@ -157,6 +187,16 @@ def trace(adata, key="rank_factor", burn_in=None):
     retained draws) and the burn-in shaded: ``burn_in``, by default the fit's. The axis says
     what the trace is: a lower bound only where the model's is one; any other VB history is an
     objective, and a note under the axes says it need not increase.
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
+    ...                      max_iter=5)
+    >>> fig = pl.trace(adata)
+    >>> type(fig).__name__
+    'Figure'
     """
     uns = _uns(adata, key)
     if "trace" not in uns:
@@ -181,7 +221,18 @@ def trace(adata, key="rank_factor", burn_in=None):
 
 
 def coefficients(adata, key="rank_factor"):
-    """Classifier coefficients over factors, one panel per task (Figures 3 and 6)."""
+    """Classifier coefficients over factors, one panel per task (Figures 3 and 6).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
+    ...                      max_iter=5)
+    >>> fig = pl.coefficients(adata)
+    >>> type(fig).__name__
+    'Figure'
+    """
     uns = _uns(adata, key)
     if "coef" not in uns:
         raise ValueError(f"adata.uns[{key!r}] has no coefficients")
@@ -190,7 +241,18 @@ def coefficients(adata, key="rank_factor"):
 
 
 def gene_network(adata, key="rank_factor", n_genes=50, threshold=0.8, max_edges=100):
-    """Figure 7: genes joined by strongly correlated loading vectors (``gene_network_figure``)."""
+    """Figure 7: genes joined by strongly correlated loading vectors (``gene_network_figure``).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, pl, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
+    ...                      max_iter=5)
+    >>> fig = pl.gene_network(adata, n_genes=20)
+    >>> type(fig).__name__
+    'Figure'
+    """
     frame = _loadings(adata, key)
     edges = rank_factor_plots.gene_network_edges(
         frame, frame.index, n_genes=n_genes, threshold=threshold, max_edges=max_edges

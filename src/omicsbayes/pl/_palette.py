@@ -11,6 +11,15 @@ def group_styles(n):
     Up to 10 groups: matplotlib's ``tab10``; up to 20: ``tab20`` with its ten dark shades first
     and the ten light ones after, so that neighbouring groups differ in hue. Beyond 20 the
     colours repeat with another marker.
+
+    Examples
+    --------
+    >>> from omicsbayes import pl
+    >>> styles = pl.group_styles(12)  # one (colour, marker) pair per group
+    >>> len(styles)
+    12
+    >>> len(set(colour for colour, _ in styles))
+    12
     """
     if n <= 10:
         colours = list(mpl.colormaps["tab10"].colors)

@@ -17,6 +17,20 @@ def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
     columns : sequence of str
         Metrics to draw; a metric that is NaN everywhere (AUROC for a multiclass task, perplexity
         for real-valued data) is skipped. Metrics in [0, 1] share that axis range.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from omicsbayes import pl
+    >>> metrics = pd.DataFrame({
+    ...     "transform": "zscore", "model": ["logistic"] * 3 + ["R-L-BSVM"] * 3,
+    ...     "split": [0, 1, 2] * 2, "task": "ER+",
+    ...     "auroc": [0.81, 0.84, 0.79, 0.86, 0.88, 0.83],
+    ...     "accuracy": [0.75, 0.78, 0.74, 0.80, 0.82, 0.79],
+    ... })
+    >>> fig = pl.metric_boxplots(metrics, title="gse7390_er", columns=("auroc", "accuracy"))
+    >>> len(fig.axes)  # one panel per metric
+    2
     """
     present = [c for c in columns if c in metrics and metrics[c].notna().any()]
     per_split = metrics.groupby(["transform", "model", "split"], sort=True)[present].mean()

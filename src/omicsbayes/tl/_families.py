@@ -99,6 +99,19 @@ def rank_factor(
     RankFactorClassifier, or the AnnData copy if ``copy``. Written: ``.obsm["X_<key>"]`` (factor
     scores), ``.varm["<key>_loadings"]``, ``.obs["<key>_decision[_<task>]"]`` and ``.uns[key]``
     (params, coef, intercept, classes, tasks, the bound trace, and for Gibbs the diagnostics).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=3,
+    ...                      max_iter=10)
+    >>> adata.obsm["X_rank_factor"].shape  # samples x factors
+    (189, 3)
+    >>> adata.varm["rank_factor_loadings"].shape  # genes x factors
+    (500, 3)
+    >>> adata.uns["rank_factor"]["trace_name"]
+    'lower_bound'
     """
     from ..models import RankFactorClassifier
 
@@ -170,6 +183,16 @@ def bam(
     classes), or the AnnData copy if ``copy``. Written: ``.obs["<key>_decision[_<class>]"]``,
     the coefficients on the genes in ``.varm["<key>_loadings"]`` (``kernel=None``) or on the
     training samples' kernel columns in ``.obsm["<key>_dual_coef"]``, and ``.uns[key]``.
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("gse7390")
+    >>> est = tl.bam(adata, label_key="er", variant="BPROBIT")
+    >>> adata.obs["bam_decision"].shape
+    (198,)
+    >>> adata.obsm["bam_dual_coef"].shape  # weights on the training samples' kernel columns
+    (198, 1)
     """
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.pipeline import make_pipeline
@@ -271,6 +294,16 @@ def bm2pca(
     BM2PCAClassifier, or the AnnData copy if ``copy``. Written: ``.obsm["X_<key>"]`` (the
     variational projection), ``.varm["<key>_loadings"]``, ``.obs["<key>_decision[_<class>]"]``
     (with labels) and ``.uns[key]`` (the bound trace per one-vs-rest problem).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> est = tl.bm2pca(adata, label_key="tissue", n_components=3, max_iter=20)
+    >>> adata.obsm["X_bm2pca"].shape  # 3 components for each of the 7 one-vs-rest subspaces
+    (189, 21)
+    >>> sorted(est.classes_)[:2]
+    ['cerebellum', 'colon']
     """
     from ..models import BM2PCAClassifier
 
@@ -347,6 +380,16 @@ def rflvm(
     RFLVM, or the AnnData copy if ``copy``. Written: ``.obsm["X_<key>"]`` (posterior mean latent
     positions), ``.uns[key]`` (log-likelihood trace, active dimensions per iteration, acceptance
     rates and the R-hat / ESS table of the identifiable draws).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("breast_cancer_wisconsin")[:60].copy()
+    >>> est = tl.rflvm(adata, n_random_features=10, n_latent=2, n_iter=6, hmc_leapfrog=10)
+    >>> adata.obsm["X_rflvm"].shape[0]
+    60
+    >>> adata.uns["rflvm"]["trace_name"]
+    'log_likelihood'
     """
     from ..models import RFLVM
 
@@ -386,6 +429,16 @@ def ibp_factor(
     IBPFactorModel, or the AnnData copy if ``copy``. Written: ``.obsm["X_<key>"]`` (posterior mean
     of Z * X), ``.varm["<key>_loadings"]`` (final draw), ``.uns[key]`` (log-likelihood trace,
     IBP concentration and active features per sweep, R-hat / ESS table).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("breast_cancer_wisconsin")[:60].copy()
+    >>> est = tl.ibp_factor(adata, n_iter=10)
+    >>> adata.obsm["X_ibp_factor"].shape[0]
+    60
+    >>> "diagnostics" in adata.uns["ibp_factor"]
+    True
     """
     from ..models import IBPFactorModel
 
@@ -438,6 +491,14 @@ def pfa(
     The estimator, or the AnnData copy if ``copy``. Written: ``.obsm["X_<key>"]`` (posterior mean
     scores theta), ``.varm["<key>_loadings"]`` (loading simplices), ``.obs["<key>_decision..."]``
     (classifier), ``.uns[key]`` (log-likelihood trace, R-hat / ESS table).
+
+    Examples
+    --------
+    >>> from omicsbayes import io, tl
+    >>> adata = io.simulate_counts(n_samples=30, n_genes=60, random_state=0)
+    >>> est = tl.pfa(adata, layer="counts", n_factors=3, n_iter=10)
+    >>> adata.obsm["X_pfa"].shape
+    (30, 3)
     """
     from ..models import PFAClassifier, PoissonFactorAnalysis
 
@@ -528,6 +589,18 @@ def mvgp(
     The estimator, or the AnnData copy if ``copy``. Written: ``.layers[key]`` (the posterior mean
     of every entry), ``.obsm["X_<key>"]`` and ``.varm["<key>_loadings"]`` (row and column
     factors of the factor models) and ``.uns[key]`` (params, objective trace).
+
+    Examples
+    --------
+    >>> import anndata as ad
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from omicsbayes import tl
+    >>> known = sp.csr_matrix(np.eye(6, 5) + np.eye(6, 5, k=1))  # stored entries: associations
+    >>> adata = ad.AnnData(known)
+    >>> est = tl.mvgp(adata, model="PMF", negative_ratio=1.0, rank=2, sigma2=0.1)
+    >>> adata.layers["mvgp"].shape  # posterior mean of every entry
+    (6, 5)
     """
     from .. import models
     from ..evaluate.splitters import sample_negatives

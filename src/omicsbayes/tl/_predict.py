@@ -86,11 +86,21 @@ def predict(adata, fit, key_added=None, *, layer=_FIT_LAYER, copy=False):
 
     Examples
     --------
-    >>> import omicsbayes as ob                                       # doctest: +SKIP
-    >>> ob.tl.rank_factor(train, label_key="tissue", n_factors=3)     # doctest: +SKIP
-    >>> ob.io.save_fit(est, "tissue.obfit")                           # doctest: +SKIP
-    >>> ob.tl.predict(new_cohort, "tissue.obfit")                     # doctest: +SKIP
-    >>> new_cohort.obs["rank_factor_decision_kidney"]                 # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from omicsbayes import io, tl
+    >>> adata = io.load_demo("tissue_gene_expression")
+    >>> is_new = np.random.default_rng(0).random(adata.n_obs) < 0.2
+    >>> train, new = adata[~is_new].copy(), adata[is_new].copy()
+    >>> est = tl.rank_factor(train, label_key="tissue", variant="G-L-Probit", n_factors=3,
+    ...                      max_iter=10)
+    >>> path = Path(tempfile.mkdtemp()) / "tissue.obfit"
+    >>> fit_file = io.save_fit(est, path)
+    >>> new = new[:, ::-1].copy()  # genes are matched by name, in any order
+    >>> est = tl.predict(new, fit_file)
+    >>> new.obs.filter(like="rank_factor_decision").shape[1]  # one column per tissue
+    7
     """
     from ..io import load_fit
 

@@ -74,6 +74,18 @@ class ConstrainedMVGP(_FactorModel):
         Whether a stopping rule of ``tol`` was met before ``max_rank``.
     gradient_norm_ : float
         Last leading singular value of the gradient (``lam`` at an exact optimum).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import ConstrainedMVGP
+    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> model = ConstrainedMVGP(lam=1.0, sigma2=0.1, random_state=0)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5), row_kernel=np.eye(6))
+    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    (2,)
+    >>> model.predict_rows().shape  # every row x column entry
+    (6, 5)
     """
 
     _frobenius = True

@@ -51,6 +51,18 @@ class MVGP(_Estimator):
     alpha_ : ndarray, shape (L,)
         Dual weights of the observed entries.
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import MVGP
+    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> model = MVGP(sigma2=0.1, random_state=0)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
+    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    (2,)
+    >>> model.predict_rows().shape  # every row x column entry
+    (6, 5)
     """
 
     _parameter_constraints = _SHARED_CONSTRAINTS

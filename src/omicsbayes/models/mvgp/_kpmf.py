@@ -53,6 +53,18 @@ class KPMF(_FactorModel):
     lower_bound_ : list of float
         The monitored objective: objective (4) (minimised) at the start and at the end.
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import KPMF
+    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> model = KPMF(rank=2, sigma2=0.1, random_state=0)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
+    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    (2,)
+    >>> model.predict_rows().shape  # every row x column entry
+    (6, 5)
     """
 
     _parameter_constraints = {**_SHARED_CONSTRAINTS, "rank": [_COUNT], "init_scale": [_POSITIVE]}

@@ -13,6 +13,18 @@ class PMF(KPMF):
     ``fit`` takes the same arguments as every model here so that one call fits a whole
     comparison; ``row_kernel`` and ``col_kernel`` are ignored (PMF has no side information and
     cannot score rows without training entries).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import PMF
+    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> model = PMF(rank=2, sigma2=0.1, random_state=0)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
+    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    (2,)
+    >>> model.predict_rows().shape  # every row x column entry
+    (6, 5)
     """
 
     def _kernels(self, row_kernel, col_kernel):

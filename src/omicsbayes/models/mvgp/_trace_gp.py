@@ -13,6 +13,18 @@ class TraceGP(ConstrainedMVGP):
 
     Same parameters and attributes as :class:`ConstrainedMVGP`; a numeric ``lam`` must be > 0
     (with lam = 0 the problem has no regulariser at all).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import TraceGP
+    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> model = TraceGP(lam=1.0, sigma2=0.1, random_state=0)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
+    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    (2,)
+    >>> model.predict_rows().shape  # every row x column entry
+    (6, 5)
     """
 
     _frobenius = False

@@ -153,6 +153,23 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         to rotation and scale); the log pseudo-likelihood in sample_stats.
     log_likelihood_ : Gibbs: log pseudo-likelihood after each sweep (first chain).
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import RankFactorClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 8))
+    >>> y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    >>> clf = RankFactorClassifier.from_variant(
+    ...     "R-L-BSVM", n_factors=3, max_iter=30, random_state=0
+    ... ).fit(X, y)
+    >>> clf.decision_function(X[:5]).shape
+    (5,)
+    >>> clf.transform(X[:5]).shape  # factor scores of new samples
+    (5, 3)
+    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    True
     """
 
     capabilities = frozenset({"classifier", "multi_task", "model_figures", "vb", "mcmc"})

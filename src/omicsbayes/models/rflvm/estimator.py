@@ -116,6 +116,20 @@ class RFLVM(MCMCEstimator):
         in the collapsed sweeps of x ("collapsed_rows", dense model) and of (z, x)
         ("collapsed_z", sparse model).
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from omicsbayes.models import RFLVM
+    >>> rng = np.random.default_rng(0)
+    >>> Y = np.sin(rng.normal(size=(40, 2)) @ rng.normal(size=(2, 6)))
+    >>> mask = rng.random(Y.shape) < 0.1  # entries to hold out
+    >>> model = RFLVM(n_random_features=10, n_latent=2, n_iter=10, hmc_leapfrog=10,
+    ...               random_state=0).fit(np.where(mask, np.nan, Y))
+    >>> model.latent_.shape[0]  # latent coordinates of each sample
+    40
+    >>> bool(np.isfinite(model.log_likelihood(Y, mask)))
+    True
     """
 
     capabilities = frozenset({"heldout_scoring", "counts", "mcmc"})
