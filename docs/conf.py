@@ -114,8 +114,18 @@ class CommandHelp(Directive):
         return out
 
 
+def drop_type_docstrings(app, what, name, obj, options, lines):
+    """A constant without a ``#:`` comment gets its type's docstring (numpy's ``ndarray``):
+    leave it out, the page then shows the value only."""
+    doc = type(obj).__doc__
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if what in ("data", "attribute") and doc and first and first in doc:
+        lines[:] = []
+
+
 def setup(app):
     write_api_pages(DOCS / "api")
+    app.connect("autodoc-process-docstring", drop_type_docstrings)
     app.add_directive("command-help", CommandHelp)
     app.add_directive("results-table", TableDirective)
     for name, directive in DIRECTIVES.items():

@@ -5,7 +5,7 @@
 - :func:`coefficient_figure`: Figures 3 and 6, classifier coefficients beta per task.
 - :func:`loadings_heatmap`: the loadings matrix A (genes x factors).
 - :func:`loadings_images`: Figures 4 and 5, columns of A reshaped to images (digit data).
-- :func:`top_genes_table`: the top genes of each factor by |loading|, as a table.
+- :func:`top_genes_table`: the top genes of each factor by ``|loading|``, as a table.
 - :func:`discriminative_weights`: each gene's weight ``A beta_t`` in each task's decision.
 - :func:`pixel_grid`: image shape and order of pixel features (``pixel_<row>_<col>``).
 - :func:`feature_labels`: gene symbols (a GEO platform's ``.var["gene_symbol"]``) in place of
@@ -103,7 +103,7 @@ def coefficient_figure(coef, task_names=None):
 
 def loadings_heatmap(loadings, gene_names=None, max_genes=200, n_labels=60):
     """Heatmap of the loadings (genes x factors), the ``max_genes`` genes of largest norm,
-    grouped by the factor of their largest |loading|, ordered within a group by that loading.
+    grouped by the factor of their largest ``|loading|``, ordered within a group by that loading.
 
     The ``n_labels`` genes of largest norm are named on the vertical axis (all of them when
     there are no more); the label says how many genes are drawn and how many named.
@@ -155,7 +155,7 @@ def loadings_images(loadings, image_shape, n_columns=None, per_row=6):
 
 
 def top_genes_table(loadings, gene_names, n_top=200):
-    """Top ``n_top`` genes of each factor by |loading|: columns factor, rank, gene, loading."""
+    """Top ``n_top`` genes of each factor by ``|loading|``: columns factor, rank, gene, loading."""
     frame = _as_frame(loadings, index=list(gene_names))
     pieces = []
     for j, column in enumerate(frame.columns):
@@ -200,7 +200,7 @@ def discriminative_weights(loadings, coef):
 
     The classifier acts on the factor scores, ``beta_t^T z``, and ``w = A z`` links scores to
     (latent) gene values, so ``A beta_t`` is the direction in gene space that the task reads;
-    the gene of largest |weight| is the most discriminative one (Figure 1).
+    the gene of largest ``|weight|`` is the most discriminative one (Figure 1).
 
     Parameters
     ----------
