@@ -115,17 +115,16 @@ class CommandHelp(Directive):
 
 
 def drop_type_docstrings(app, what, name, obj, options, lines):
-    """A constant without a ``#:`` comment gets its type's docstring (numpy's ``ndarray``):
-    leave it out, the page then shows the value only."""
-    doc = type(obj).__doc__
+    """A constant without a ``#:`` comment gets its type's docstring (numpy's ``ndarray``,
+    which opens with its constructor's signature): leave it out, the page shows the value."""
     first = next((line.strip() for line in lines if line.strip()), "")
-    if what in ("data", "attribute") and doc and first and first in doc:
+    if what in ("data", "attribute") and first.startswith(f"{type(obj).__name__}("):
         lines[:] = []
 
 
 def setup(app):
     write_api_pages(DOCS / "api")
-    app.connect("autodoc-process-docstring", drop_type_docstrings)
+    app.connect("autodoc-process-docstring", drop_type_docstrings, priority=100)  # before numpydoc
     app.add_directive("command-help", CommandHelp)
     app.add_directive("results-table", TableDirective)
     for name, directive in DIRECTIVES.items():
