@@ -40,6 +40,7 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 exclude_patterns = [
     "_build",
+    "_generated",
     "**.ipynb_checkpoints",
     "api_pages.py",
     "tables.py",
