@@ -552,6 +552,7 @@ def test_cambridge_bars_planted_state_keeps_four_dims_and_beats_ibp_factor_model
                 draws.append(ch.snapshot())
     est.draws_ = draws
     est.n_samples_fit_, est.n_features_in_ = Y.shape
+    est.offset_ = np.zeros(Y.shape[1])  # the chain ran on Y as it is
     assert 3 <= np.median(n_active[30:]) <= 6
     assert est.log_likelihood(Y, mask) > lin.log_likelihood(Y, mask) + 200
 
@@ -593,7 +594,7 @@ def _toy_matrix(likelihood, rng, n, J, gaussian_noise=0.0):
 def _observed_loglik(m, Y, obs):
     """Observed-entry log likelihood of the last draw, written out independently."""
     d = m.draws_[-1]
-    psi = rff(d["XZ"], d["W"]) @ d["beta"]
+    psi = rff(d["XZ"], d["W"]) @ d["beta"] + m.offset_
     th = d["theta"]
     if m.likelihood == "gaussian":
         e = stats.norm.logpdf(Y, psi, np.sqrt(th))
@@ -628,6 +629,27 @@ def test_nan_poisoned_heldout_entries_are_never_used(likelihood):
         assert m.perplexity(Y, mask) > 1.0
     assert m.latent_.shape[0] == 30
     assert m.idata_.posterior["n_active"].shape == (1, 2)
+
+
+def test_gaussian_fits_uncentred_columns_and_its_predictive_recovers_the_offset():
+    """Eq. (13)'s weights have prior mean zero and the features no constant: the Gaussian RFLVM
+    samples the centred columns and its predictive adds the observed column means back, so a
+    level of 100 (scikit-learn's check_n_features_in) neither breaks the beta step's Cholesky
+    factor nor the predictive. The count likelihoods keep a zero offset."""
+    rng = np.random.default_rng(31)
+    level = np.array([100.0, -40.0, 250.0, 7.0])
+    Y = level + rng.standard_normal((60, 4))
+    mask = rng.uniform(size=Y.shape) < 0.1
+    m = RFLVM(n_iter=10, burn_in=5, n_latent=2, n_random_features=6, random_state=0)
+    m.fit(np.where(mask, np.nan, Y))
+    assert np.allclose(m.offset_, level, atol=0.5)
+    psi = np.mean([m._draw_psi(d) for d in m.draws_], axis=0)
+    assert np.allclose(psi.mean(axis=0), level, atol=0.5)
+    assert np.allclose(m.idata_.sample_stats["predictive_mean"].mean(), level.mean(), atol=0.5)
+    # held-out entries of unit noise: a per-entry log density near N(0, 1)'s, not ~ -level^2
+    assert m.log_likelihood(Y, mask) / mask.sum() > -3.0
+    counts = RFLVM(likelihood="poisson", n_iter=2, n_random_features=4, random_state=0)
+    assert np.array_equal(counts.fit(rng.poisson(5.0, (10, 3))).offset_, np.zeros(3))
 
 
 def test_thin_keeps_every_thin_th_draw_of_the_same_chain():

@@ -5,8 +5,7 @@ handling, pickling, DataFrame feature names, ``NotFittedError``, dtype handling,
 estimators are every model of ``omicsbayes.models`` that is not fitted on matrix entries (the
 registry, not a list kept here), the Bayesian SVM head of ``PFAClassifier``, and a few settings
 that take other code paths. The only expected failures are the two semantic departures of
-:func:`semantic_departures` and one known defect, marked strict: a check that starts passing
-fails the test.
+:func:`semantic_departures`, marked strict: a check that starts passing fails the test.
 """
 
 import inspect
@@ -66,20 +65,11 @@ MULTI_TASK = "a 2-D y is several binary tasks fitted jointly (the multi_task cap
 UNLABELLED = "NaN labels mark unlabelled samples (the semi_supervised capability)"
 
 
-GAUSSIAN_RFLVM_CHOLESKY = (
-    "a defect, not a departure: on Y with mean 100 the Gaussian RFLVM's beta step "
-    "(rflvm/_chain.py) finds Phi^T Phi + I / c not positive definite"
-)
-
-
 def semantic_departures(estimator):
     """The checks ``estimator`` fails by design, with the reason: a 2-D ``y`` is several tasks
-    fitted jointly (``multi_task``); NaN labels are unlabelled samples (``semi_supervised``).
-    One known defect is listed too, so that its fix shows (strict)."""
+    fitted jointly (``multi_task``); NaN labels are unlabelled samples (``semi_supervised``)."""
     capabilities = capabilities_of(estimator)
     departures = {}
-    if isinstance(estimator, models.RFLVM) and estimator.likelihood == "gaussian":
-        departures["check_n_features_in"] = GAUSSIAN_RFLVM_CHOLESKY
     if "multi_task" in capabilities:
         departures["check_supervised_y_2d"] = MULTI_TASK
     if "semi_supervised" in capabilities:

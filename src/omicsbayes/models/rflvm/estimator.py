@@ -97,10 +97,15 @@ class RFLVM(MCMCEstimator):
         Log likelihood of the observed entries after each iteration (first chain).
     draws_ : list of dict
         Retained draws of every chain (XZ, W, beta, theta), for the held-out predictive.
+    offset_ : ndarray (n_features,)
+        Per-column offset of the linear predictor: the chains sample ``Y - offset_`` and the
+        predictive adds it back. Gaussian likelihood: the observed column means (eq. 13's
+        weights have prior mean zero); the count and binary likelihoods: zeros.
     idata_ : arviz.InferenceData
         Retained draws of every chain: alpha, eta, n_active, n_clusters and X * Z (posterior),
         the log likelihood (``log_likelihood_observed``) and each sample's linear predictor
-        averaged over features (``predictive_mean``) in sample_stats, both identifiable.
+        (``offset_`` included) averaged over features (``predictive_mean``) in sample_stats,
+        both identifiable.
     acceptance_rate_ : float
         Acceptance rate of the frequency Metropolis-Hastings step.
     hmc_acceptance_ : float
@@ -272,6 +277,8 @@ class RFLVM(MCMCEstimator):
         Y = self._check_Y(Y, reset=True)
         obs = ~np.isnan(Y)
         key = fingerprint(self, Y)
+        offset = likelihood_of(self.likelihood).offset(Y)
+        Y = Y - offset
         chains = self._sample_chains(
             lambda rng, state: _Chain.start(self, Y, obs, rng, state),
             check_rng(self.random_state),
@@ -289,6 +296,7 @@ class RFLVM(MCMCEstimator):
         self.ess_evals_ = first.final["ess_evals"]
         self.row_totals_ = first.final["row_totals"]
         self.n_samples_fit_ = Y.shape[0]
+        self.offset_ = offset
         d_max = max(max(snap["XZ"].shape[1] for snap, _, _ in c.draws) for c in chains)
         d_max = max(d_max, 1)
         Xs = []
@@ -313,7 +321,9 @@ class RFLVM(MCMCEstimator):
             posterior=post,
             sample_stats={
                 "log_likelihood_observed": [st[:, 4] for st in stats],
-                "predictive_mean": [np.stack([m for _, _, m in c.draws]) for c in chains],
+                "predictive_mean": [
+                    np.stack([m for _, _, m in c.draws]) + offset.mean() for c in chains
+                ],
             },
             dims={"X": ["sample", "latent_dim"], "predictive_mean": ["sample"]},
         )
@@ -339,7 +349,7 @@ class RFLVM(MCMCEstimator):
         return Y, mask
 
     def _draw_psi(self, d):
-        return rff(d["XZ"], d["W"]) @ d["beta"]
+        return rff(d["XZ"], d["W"]) @ d["beta"] + self.offset_
 
     def log_likelihood(self, Y, mask):
         """Held-out log posterior predictive, sum over entries with ``mask`` True.
