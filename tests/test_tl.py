@@ -1,5 +1,8 @@
 """omicsbayes.tl: scanpy-style fits that write into the AnnData."""
 
+import subprocess
+import sys
+
 import anndata as ad
 import numpy as np
 import pandas as pd
@@ -28,6 +31,35 @@ def planted(n=60, d=30, n_classes=2, seed=0):
 
 
 RF = {"variant": "G-L-BSVM", "n_factors": 3, "max_iter": 30}
+
+
+def _loaded_after(code):
+    """Names of the ``omicsbayes.models`` and ``numba`` modules loaded after running ``code``
+    in a fresh interpreter."""
+    listing = (
+        "import sys\n"
+        "print(' '.join(m for m in sys.modules if m.startswith(('omicsbayes.models', 'numba'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\n{listing}"], capture_output=True, text=True, check=True
+    )
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("module", ["omicsbayes", "omicsbayes.tl"])
+def test_import_loads_no_model_and_no_numba(module):
+    assert _loaded_after(f"import {module}") == []
+
+
+def test_a_tl_function_imports_its_models_when_called():
+    called = (
+        "from omicsbayes import tl\n"
+        "try:\n"
+        "    tl.mvgp(None, model='NoSuchModel')\n"
+        "except ValueError as e:\n"
+        "    assert 'ConstrainedMVGP' in str(e), e"
+    )
+    assert "omicsbayes.models" in _loaded_after(called)
 
 
 def test_rank_factor_writes_scores_loadings_decision_and_uns():

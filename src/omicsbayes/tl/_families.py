@@ -7,12 +7,10 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from ..models._capabilities import models_with
 from ._anndata import joint_targets, labels_of, matrix_of, run, values_of, write_results
 from ._checks import check_entries, check_estimator_memory, check_matrix, check_memory
 
 BAM_VARIANTS = {"BAM_L": "listwise", "BAM_P": "pairwise", "BPROBIT": None}
-MVGP_MODELS = tuple(sorted(models_with("matrix_completion")))
 
 _COMMON = """
     mask_var : None, bool array or str
@@ -604,10 +602,12 @@ def mvgp(
     """
     from .. import models
     from ..evaluate.splitters import sample_negatives
+    from ..models._capabilities import models_with
 
     who = "tl.mvgp"
-    if model not in MVGP_MODELS:
-        raise ValueError(f"{who}: model={model!r}; expected one of {list(MVGP_MODELS)}")
+    known = sorted(models_with("matrix_completion"))
+    if model not in known:
+        raise ValueError(f"{who}: model={model!r}; expected one of {known}")
 
     def fit(target):
         M = values_of(target, layer, who)
