@@ -49,7 +49,8 @@ def _draw_moments(est, rows, cols):
     """Per-draw mean and variance of the Gaussian predictive at entries (rows, cols)."""
     if hasattr(est, "draws_"):  # RFLVM
         pairs = [
-            ((rff(d["XZ"], d["W"]) @ d["beta"])[rows, cols], d["theta"][cols]) for d in est.draws_
+            ((rff(d["XZ"], d["W"]) @ d["beta"] + est.offset_)[rows, cols], d["theta"][cols])
+            for d in est.draws_
         ]
     else:  # IBPFactorModel
         draws = est._draws
