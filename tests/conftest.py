@@ -60,12 +60,11 @@ def tiny_config():
 
 def check_workflow_config(config):
     """What the workflow checks before any job (workflow/rules/common.smk), in process: the JSON
-    schema (``WorkflowError``), then :func:`omicsbayes.config.check_config` (``ConfigError``)."""
-    from snakemake.utils import validate
+    schema with the registries' enums, then :func:`omicsbayes.config.check_config` (each raises
+    ``ConfigError``)."""
+    from omicsbayes.config import check_config, validate_config
 
-    from omicsbayes.config import check_config
-
-    validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
     check_config(config)
 
 

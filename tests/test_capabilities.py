@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from omicsbayes import models, protocols
+from omicsbayes.config import ConfigError, config_schema, validate_config
 from omicsbayes.models import rflvm
 from omicsbayes.models._capabilities import CAPABILITIES, capabilities_of, models_with
 
@@ -45,12 +46,44 @@ def test_unknown_capabilities_are_refused():
         capabilities_of(Odd)
 
 
+def _enums(schema):
+    properties = schema["properties"]
+    return {
+        section: properties[section]["additionalProperties"]["properties"][key].get("enum")
+        for section, key in (("models", "class"), ("experiments", "kind"), ("protocols", "type"))
+    }
+
+
 def test_schema_model_enum_is_every_runnable_model():
-    schema = yaml.safe_load(SCHEMA.read_text())
-    enum = schema["properties"]["models"]["additionalProperties"]["properties"]["class"]["enum"]
+    """The schema file keeps no list; the schema the workflow validates with has the registry's."""
+    assert set(_enums(yaml.safe_load(SCHEMA.read_text())).values()) == {None}
+    enums = _enums(config_schema(SCHEMA))
     runnable = frozenset().union(*(models_with(c) for c in RUNNABLE))
-    assert set(enum) == runnable, _disagreement(enum, runnable)
-    assert len(enum) == len(set(enum)), "the enum repeats a class"
+    assert set(enums["models"]) == runnable, _disagreement(enums["models"], runnable)
+    assert len(enums["models"]) == len(set(enums["models"])), "the enum repeats a class"
+    assert enums["experiments"] == list(protocols.KINDS)
+    types = [t for kind in protocols.KINDS for t in protocols.get(kind).SPLIT_COUNTS]
+    assert enums["protocols"] == types and "heldout_entries" in types
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [("models", "class", "RandomForest"), ("experiments", "kind", "survival")],
+)
+def test_validate_config_refuses_what_no_registry_knows(section, key, value, tiny_config):
+    name = next(iter(tiny_config[section]))
+    tiny_config[section][name][key] = value
+    with pytest.raises(
+        ConfigError, match=rf"^config key {section}\.{name}\.{key}: '{value}' is not one of"
+    ):
+        validate_config(tiny_config, SCHEMA)
+
+
+def test_validate_config_fills_in_the_schema_defaults(tiny_config):
+    experiment = next(iter(tiny_config["experiments"].values()))
+    experiment.pop("kind", None)
+    validate_config(tiny_config, SCHEMA)
+    assert experiment["kind"] == "classification"
 
 
 @pytest.mark.parametrize("kind", protocols.KINDS)
@@ -101,8 +134,9 @@ def test_count_likelihoods_agree():
 
 
 def test_cli_lists_every_matrix_completion_model():
-    """The command line keeps its own list (it imports no model module before a fit)."""
+    """The command line's model table takes the matrix-completion models from the registry."""
     from omicsbayes import cli
 
     declared = models_with("matrix_completion")
-    assert set(cli._MVGP) == declared, "cli._MVGP: " + _disagreement(cli._MVGP, declared)
+    listed = {name for name, (func, _, _) in cli.models().items() if func == "mvgp"}
+    assert listed == declared, "cli.models(): " + _disagreement(listed, declared)

@@ -58,7 +58,7 @@ def cohort(tmp_path_factory):
 def test_help_lists_every_model_and_the_formats():
     result = omicsbayes("--help")
     assert result.returncode == 0
-    for name in cli.MODELS:
+    for name in cli.models():
         assert name in result.stdout
     for fmt in ("*.h5ad", "demo:NAME", "--save-fit", "--draws"):
         assert fmt in result.stdout

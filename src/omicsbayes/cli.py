@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import logging
 import os
 import re
@@ -36,29 +37,58 @@ _RANK_FACTOR = (
     "G-NL-BSVM",
     "R-NL-BSVM",
 )
-_MVGP = ("ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF")
 
-# model name -> (tl function, fixed arguments, labels: "required" / "optional" / "none")
-MODELS = {
-    **{v: ("rank_factor", {"variant": v}, "required") for v in _RANK_FACTOR},
-    "RankFactorClassifier": ("rank_factor", {}, "required"),
-    "BAM_L": ("bam", {"variant": "BAM_L"}, "required"),
-    "BAM_P": ("bam", {"variant": "BAM_P"}, "required"),
-    "BPROBIT": ("bam", {"variant": "BPROBIT"}, "required"),
-    "BAMClassifier": ("bam", {"variant": "BAM_L"}, "required"),
-    "BayesianProbitClassifier": ("bam", {"variant": "BPROBIT"}, "required"),
-    "BM2PCA": ("bm2pca", {}, "optional"),
-    "BM2PCAClassifier": ("bm2pca", {}, "optional"),
-    "RFLVM": ("rflvm", {}, "none"),
-    "IBP-RFLVM": ("rflvm", {"sparse": True}, "none"),
-    "IBPFactorModel": ("ibp_factor", {}, "none"),
-    "IBP-linear": ("ibp_factor", {}, "none"),
-    "PFA": ("pfa", {}, "none"),
-    "PoissonFactorAnalysis": ("pfa", {}, "none"),
-    "PFA-L-BSVM": ("pfa", {}, "required"),
-    "PFAClassifier": ("pfa", {}, "required"),
-    **{m: ("mvgp", {"model": m}, "none") for m in _MVGP},
-}
+
+@functools.cache
+def models():
+    """Model name -> (tl function, fixed arguments, labels: "required" / "optional" / "none").
+
+    The ``tl.mvgp`` models are the registry's matrix-completion models
+    (:func:`omicsbayes.models._capabilities.models_with`), so the table imports every model
+    family: it is built when a fit is parsed or the help shown, not when the parser is.
+    """
+    from .models._capabilities import models_with
+
+    return {
+        **{v: ("rank_factor", {"variant": v}, "required") for v in _RANK_FACTOR},
+        "RankFactorClassifier": ("rank_factor", {}, "required"),
+        "BAM_L": ("bam", {"variant": "BAM_L"}, "required"),
+        "BAM_P": ("bam", {"variant": "BAM_P"}, "required"),
+        "BPROBIT": ("bam", {"variant": "BPROBIT"}, "required"),
+        "BAMClassifier": ("bam", {"variant": "BAM_L"}, "required"),
+        "BayesianProbitClassifier": ("bam", {"variant": "BPROBIT"}, "required"),
+        "BM2PCA": ("bm2pca", {}, "optional"),
+        "BM2PCAClassifier": ("bm2pca", {}, "optional"),
+        "RFLVM": ("rflvm", {}, "none"),
+        "IBP-RFLVM": ("rflvm", {"sparse": True}, "none"),
+        "IBPFactorModel": ("ibp_factor", {}, "none"),
+        "IBP-linear": ("ibp_factor", {}, "none"),
+        "PFA": ("pfa", {}, "none"),
+        "PoissonFactorAnalysis": ("pfa", {}, "none"),
+        "PFA-L-BSVM": ("pfa", {}, "required"),
+        "PFAClassifier": ("pfa", {}, "required"),
+        **{m: ("mvgp", {"model": m}, "none") for m in sorted(models_with("matrix_completion"))},
+    }
+
+
+class _ModelNames:
+    """The names of :func:`models` as argparse ``choices``, read when a value is checked."""
+
+    def __contains__(self, name):
+        return name in models()
+
+    def __iter__(self):
+        return iter(models())
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose ``epilog`` may be a function, called when the help is shown."""
+
+    def format_help(self):
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
 
 # parameters of the tl function (not of the estimator) that --param may set
 TL_PARAMS = {
@@ -89,7 +119,7 @@ RFLVM and IBP-RFLVM are the IBP (sparse) RFLVM; the dense RFLVM of paper 002:
 
 def _models_help():
     groups = {}
-    for name, (func, _, labels) in MODELS.items():
+    for name, (func, _, labels) in models().items():
         groups.setdefault((func, labels), []).append(name)
     lines = ["models (--model), by omicsbayes.tl function:"]
     for (func, labels), names in groups.items():
@@ -261,7 +291,7 @@ def cmd_fit(args):
     from . import io, tl
 
     prog = "omicsbayes fit"
-    func, fixed, labels = MODELS[args.model]
+    func, fixed, labels = models()[args.model]
     if labels == "required" and args.label is None:
         raise SystemExit(f"{prog}: --model {args.model} needs --label COLUMN (an .obs column)")
     if labels == "none" and args.label is not None:
@@ -492,17 +522,17 @@ def cmd_run(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="omicsbayes",
         description="Bayesian latent factor models for omics cohorts.",
-        epilog=f"{_models_help()}\n\n{FORMATS}",
+        epilog=lambda: f"{_models_help()}\n\n{FORMATS}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser(
         "fit",
         help="fit one model on a cohort file and write the cohort with its outputs",
-        epilog=f"{_models_help()}\n\n{FORMATS}",
+        epilog=lambda: f"{_models_help()}\n\n{FORMATS}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_predict_parser(sub)
@@ -510,7 +540,7 @@ def build_parser():
     fit.add_argument(
         "--model",
         required=True,
-        choices=list(MODELS),
+        choices=_ModelNames(),
         metavar="NAME",
         help="model name (listed below; the dense RFLVM: --model RFLVM --param sparse=false)",
     )

@@ -1,7 +1,9 @@
-"""Checks of a workflow config beyond its JSON schema.
+"""Checks of a workflow config: its JSON schema, then what a schema cannot check.
 
-The schema (workflow/schemas/config.schema.yaml) checks types, names and ranges
-(:func:`schema_message` turns its first error into one line naming the key); this module checks
+The schema (workflow/schemas/config.schema.yaml) checks types, names and ranges; its lists of
+model classes, experiment kinds and protocol types come from the registries
+(:func:`config_schema`), and :func:`validate_config` checks a config against it
+(:func:`schema_message` turns the first error into one line naming the key). This module checks
 what a schema cannot: that every experiment refers to a defined cohort, transform, model and
 protocol, that transform steps and model parameters exist, what its experiment kind asks
 (:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model capabilities),
@@ -11,6 +13,7 @@ Each problem is one :class:`ConfigError` naming the config key.
 """
 
 import os
+from pathlib import Path
 
 from . import protocols
 from .protocols import ExperimentError, make_estimator
@@ -29,6 +32,68 @@ SPLIT_KEYS = {"stratified_kfold": "n_splits", "few_shot": "n_per_class"}
 
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key and what was expected."""
+
+
+def config_schema(schema):
+    """The workflow's config schema with the enums the registries own.
+
+    ``schema`` is the schema as loaded from workflow/schemas/config.schema.yaml (a dict, not
+    changed) or the path of that file.
+
+    ``models.<name>.class``: every model class some experiment kind can run (the models of
+    :func:`omicsbayes.protocols.models_for` each kind's ``REQUIRES``); ``experiments.<name>.kind``:
+    :data:`omicsbayes.protocols.KINDS`; ``protocols.<name>.type``: the protocol types of every
+    kind (their ``SPLIT_COUNTS``), in kind order.
+
+    Returns
+    -------
+    dict
+    """
+    import copy
+
+    import yaml
+
+    if isinstance(schema, dict):
+        schema = copy.deepcopy(schema)
+    else:
+        schema = yaml.safe_load(Path(schema).read_text())
+    kinds = [protocols.get(kind) for kind in protocols.KINDS]
+    runnable = frozenset().union(*(protocols.models_for(kind.REQUIRES) for kind in kinds))
+    properties = schema["properties"]
+    entry = properties["models"]["additionalProperties"]["properties"]
+    entry["class"]["enum"] = sorted(runnable)
+    experiment = properties["experiments"]["additionalProperties"]["properties"]
+    experiment["kind"]["enum"] = list(protocols.KINDS)
+    protocol = properties["protocols"]["additionalProperties"]["properties"]
+    protocol["type"]["enum"] = [t for kind in kinds for t in kind.SPLIT_COUNTS]
+    return schema
+
+
+def validate_config(config, schema):
+    """Check ``config`` against :func:`config_schema` of ``schema`` (the loaded schema or its
+    path), filling in the schema's defaults (as Snakemake's ``validate`` does). Needs jsonschema
+    (the ``workflow`` extra).
+
+    Raises
+    ------
+    ConfigError
+        The first schema error, as one line naming the key (:func:`schema_message`).
+    """
+    from jsonschema import Draft202012Validator, validators
+
+    schema = config_schema(schema)
+    check_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema):
+        for name, subschema in properties.items():
+            if "default" in subschema and isinstance(instance, dict):
+                instance.setdefault(name, subschema["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    Validator = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})
+    error = next(Validator(schema).iter_errors(config), None)
+    if error is not None:
+        raise ConfigError(schema_message(error))
 
 
 def schema_message(error):
