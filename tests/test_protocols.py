@@ -249,12 +249,27 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
         n_splits({"type": "nope"})
 
 
+@pytest.mark.parametrize("kind", protocols.KINDS)
+def test_every_kind_names_the_metric_its_winner_is_judged_on(kind):
+    """The report's winner metric is the kind's own (evaluate.winners asks the kind)."""
+    from omicsbayes.evaluate.winners import primary_metric
+
+    module = protocols.get(kind)
+    for task in ("binary", "multiclass"):
+        experiment = {"kind": kind, "task": {"kind": task}}
+        metric, higher = module.primary_metric(experiment)
+        assert metric in module.METRICS and isinstance(higher, bool)
+        assert primary_metric(experiment) == (metric, higher)
+    assert primary_metric({"task": {"kind": "multiclass"}}) == ("accuracy", True)
+    assert primary_metric({"kind": "rating"}) == ("rmse", False)
+
+
 def test_every_kind_has_its_rule_file_and_schema_entry():
     """Adding a kind: its protocol module (and name in KINDS), workflow/rules/<kind>.smk (which the
     Snakefile includes for every kind) and the schema's kind enum; no rule file without a kind."""
     rules = {p.stem for p in (REPO / "workflow" / "rules").glob("*.smk")}
-    shared = {"common", "data", "preprocess", "split", "evaluate", "model_figures", "sweeps"}
-    assert rules - shared - {"report"} == set(protocols.KINDS)
+    shared = {"common", "data", "downloads", "preprocess", "split", "evaluate", "model_figures"}
+    assert rules - shared - {"sweeps", "report"} == set(protocols.KINDS)
     schema = config_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
     experiment = schema["properties"]["experiments"]["additionalProperties"]["properties"]
     assert experiment["kind"]["enum"] == list(protocols.KINDS)

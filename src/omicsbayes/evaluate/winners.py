@@ -2,13 +2,14 @@
 
 The report's summary page (``results/winners.tsv``) is built from the per-split metric tables of
 the experiments (``results/{experiment}/metrics.tsv``). Each experiment is judged on one metric,
-the one its paper reports: AUROC for binary and one-vs-rest tasks (paper 000's Tables 2-5, paper
-001's Figure 3), accuracy for multiclass tasks (paper 003's Tables 2-4), the held-out log
-likelihood per entry (paper 002's Table 1), R@k at the largest k (paper 004's Tables 1-2), RMSE
-for ratings (paper 004's Table 3). Every model and transform of the experiment saw the same
-splits, so the margin of the winner over the runner-up gets the standard error of the paired
-per-split differences. The winner is *ahead* when its margin exceeds :data:`AHEAD_SE` (two) such
-standard errors, the rule the report's captions and the docs use too.
+the one its paper reports, which its experiment kind names (``primary_metric``): AUROC for binary
+and one-vs-rest tasks (paper 000's Tables 2-5, paper 001's Figure 3), accuracy for multiclass tasks
+(paper 003's Tables 2-4), the held-out log likelihood per entry (paper 002's Table 1), R@k at the
+largest k (paper 004's Tables 1-2), RMSE for ratings (paper 004's Table 3). Every model and
+transform of the experiment saw the same splits, so the margin of the winner over the runner-up
+gets the standard error of the paired per-split differences. The winner is *ahead* when its margin
+exceeds :data:`AHEAD_SE` (two) such standard errors, the rule the report's captions and the docs
+use too.
 """
 
 import numpy as np
@@ -17,11 +18,6 @@ import pandas as pd
 AHEAD_SE = 2
 """A margin counts as ahead when it exceeds this many standard errors of the paired differences."""
 
-PRIMARY = {  # experiment kind -> (metric column, True if higher is better)
-    "heldout_entries": ("log_likelihood_per_entry", True),
-    "disease_gene": ("recall", True),
-    "rating": ("rmse", False),
-}
 COLUMNS = [
     "paper",
     "experiment",
@@ -39,7 +35,8 @@ COLUMNS = [
 
 
 def primary_metric(experiment):
-    """The metric an experiment is judged on and whether higher is better.
+    """The metric an experiment is judged on and whether higher is better (its experiment
+    kind's ``primary_metric``, :mod:`omicsbayes.protocols`).
 
     Parameters
     ----------
@@ -50,11 +47,9 @@ def primary_metric(experiment):
     -------
     (str, bool)
     """
-    kind = experiment.get("kind", "classification")
-    if kind == "classification":
-        multiclass = experiment.get("task", {}).get("kind") == "multiclass"
-        return ("accuracy", True) if multiclass else ("auroc", True)
-    return PRIMARY[kind]
+    from .. import protocols
+
+    return protocols.get(protocols.kind_of(experiment)).primary_metric(experiment)
 
 
 def per_split_scores(metrics, metric):

@@ -13,9 +13,9 @@ kind                   protocol
 =====================  ====================================================================
 
 The interface every kind module has (the workflow's rules and scripts use only this; adding a
-kind means one module here and its name in :data:`KINDS`, its rule file
-``workflow/rules/<kind>.smk`` (the Snakefile includes one per kind) and the config schema's
-``kind`` enum):
+kind means one module here and its name in :data:`KINDS`, and its rule file
+``workflow/rules/<kind>.smk`` (the Snakefile includes one per kind); the config schema's ``kind``
+and protocol ``type`` enums come from these modules, :func:`omicsbayes.config.config_schema`):
 
 ``KIND`` : str
     The name a config's ``experiments.<name>.kind`` gives.
@@ -34,6 +34,9 @@ kind means one module here and its name in :data:`KINDS`, its rule file
 ``metric_table(joined)``
     Per-split metrics from the concatenated fold tables; returns (table, metric columns,
     extra grouping keys of the summary).
+``primary_metric(experiment)``
+    The metric column an experiment is judged on (the report's winner) and whether higher is
+    better.
 ``figure(metrics, title, experiment, specs)``
     The metrics figure of one experiment (``specs``: its model entries).
 ``check(name, experiment, config)``

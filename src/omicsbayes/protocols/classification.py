@@ -309,6 +309,15 @@ def score_predictions(predictions):
     return pd.DataFrame(out)
 
 
+def primary_metric(experiment):
+    """The metric the experiment is judged on and whether higher is better: accuracy for a
+    multiclass task (paper 003's Tables 2-4), else AUROC (paper 000's Tables 2-5, paper 001's
+    Figure 3)."""
+    if experiment.get("task", {}).get("kind") == "multiclass":
+        return "accuracy", True
+    return "auroc", True
+
+
 def metric_table(joined):
     """Per-split metrics (:func:`score_predictions`), the summary columns and ``task``."""
     return score_predictions(joined), METRICS, ["task"]

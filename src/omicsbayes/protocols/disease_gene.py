@@ -76,6 +76,12 @@ def estimator_of(spec, where="grid", random_state=None):
         raise ExperimentError(f"{where}: {err}") from None
 
 
+def primary_metric(experiment):
+    """The metric the experiment is judged on and whether higher is better: R@k at the largest
+    k (paper 004's Tables 1-2)."""
+    return "recall", True
+
+
 def metric_table(joined):
     """The fold tables as they are (P@k and R@k per k); summarised per ``k``."""
     keys = ["transform", "model", "split"]

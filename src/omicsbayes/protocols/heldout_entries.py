@@ -55,6 +55,12 @@ def check(name, experiment, config):
     """Nothing beyond the shared checks."""
 
 
+def primary_metric(experiment):
+    """The metric the experiment is judged on and whether higher is better: the held-out log
+    likelihood per entry (paper 002's Table 1)."""
+    return "log_likelihood_per_entry", True
+
+
 def metric_table(joined):
     """The fold rows as they are (log likelihood per entry and perplexity)."""
     keys = ["transform", "model", "split"]

@@ -52,6 +52,12 @@ def check(name, experiment, config):
         estimator_of(config["models"][model], f"models.{model}.grid")
 
 
+def primary_metric(experiment):
+    """The metric the experiment is judged on and whether higher is better: RMSE (paper 004's
+    Table 3)."""
+    return "rmse", False
+
+
 def metric_table(joined):
     """The fold rows as they are (RMSE and R@k); summarised per ``k``."""
     keys = ["transform", "model", "split"]
