@@ -364,6 +364,21 @@ def test_each_chain_draws_its_own_bar_and_verbose_false_draws_none(parallel, mon
     assert capsys.readouterr().err == ""
 
 
+def test_a_short_fit_stays_silent_unless_tqdm_delay_says_otherwise(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "DELAY", 60.0)
+    monkeypatch.setattr(progress, "_interactive", lambda: True)  # as in a terminal
+    monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.delenv("TQDM_DELAY", raising=False)
+    _toy_chains(verbose=True)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("TQDM_DELAY", "0")
+    _toy_chains(verbose=True)
+    assert "toy chain 2/2: 100%" in capsys.readouterr().err
+    monkeypatch.setenv("TQDM_DELAY", "soon")
+    with pytest.raises(ValueError, match="TQDM_DELAY must be a number of seconds. Got 'soon'"):
+        _toy_chains(verbose=True)
+
+
 def test_progress_without_a_terminal_is_a_line_every_tenth(monkeypatch, capsys):
     monkeypatch.setattr(progress, "DELAY", 0.0)
     monkeypatch.setattr(progress, "_interactive", lambda: False)  # a log file or a pipe

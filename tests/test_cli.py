@@ -289,7 +289,7 @@ def test_fit_shows_a_bar_on_a_terminal(cohort, tmp_path):
         ],
         stdout=subprocess.DEVNULL,
         stderr=child,
-        env=ENV,
+        env=dict(ENV, TQDM_DELAY="0"),  # this fit ends before the default delay
     )
     os.close(child)
     chunks = []

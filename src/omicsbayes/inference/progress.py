@@ -1,6 +1,7 @@
 """Progress of an iterative fit.
 
-With ``verbose`` a fit that runs longer than :data:`DELAY` seconds shows its progress:
+With ``verbose`` a fit that runs longer than :data:`DELAY` seconds (or the ``TQDM_DELAY``
+environment variable, tqdm's own override of its ``delay``) shows its progress:
 a ``tqdm.auto`` bar in a terminal (text) or in Jupyter (a widget), one bar per chain on its own
 line (``position``), and, when stderr is neither (a log file, a pipe), a line every ~10 % of the
 iterations instead. Every fit also logs those lines at INFO level on the ``omicsbayes`` logger.
@@ -13,6 +14,7 @@ bars (:class:`ChainBars`), so that the bars of parallel chains appear where the 
 import contextlib
 import contextvars
 import logging
+import os
 import secrets
 import sys
 import threading
@@ -23,6 +25,20 @@ logger = logging.getLogger("omicsbayes")
 
 DELAY = 2.0
 """Seconds a fit runs before its progress shows (shorter fits stay silent)."""
+
+
+def _delay():
+    """Seconds before progress shows: ``TQDM_DELAY`` from the environment, else :data:`DELAY`."""
+    value = os.environ.get("TQDM_DELAY")
+    if value is None:
+        return DELAY
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(
+            f"The environment variable TQDM_DELAY must be a number of seconds. Got {value!r}."
+        ) from None
+
 
 _CHAIN = contextvars.ContextVar("omicsbayes_chain", default=(0, 1, None))
 
@@ -70,6 +86,7 @@ class Progress:
         self.verbose = bool(verbose)
         self.conn = Client(relay[0], authkey=relay[1]) if verbose and relay else None
         self.chain = chain
+        self.delay = _delay()
         self.bar = None
         if self.conn is not None:
             self.conn.send(("open", chain, self.total, self.name, self.first))
@@ -82,7 +99,7 @@ class Progress:
                 desc=self.name,
                 position=chain,
                 leave=True,
-                delay=DELAY,
+                delay=self.delay,
             )
 
     def step(self, iteration, value, label="bound"):
@@ -107,7 +124,7 @@ class Progress:
             )
             line = "%s iteration %d/%d %s %.6g elapsed %.1fs left ~%.1fs"
             logger.info(line, *args)
-            if self.verbose and self.bar is None and elapsed >= DELAY:
+            if self.verbose and self.bar is None and elapsed >= self.delay:
                 if not logger.isEnabledFor(logging.INFO) or not logger.hasHandlers():
                     print(line % args, file=sys.stderr, flush=True)
 
