@@ -566,3 +566,28 @@ def test_balanced_factors_keep_the_product_when_rank_exceeds_a_side(shape):
     np.testing.assert_allclose(Ub @ Vb.T, U @ V.T, atol=1e-10)
     assert Ub.shape[1] == Vb.shape[1] <= min(shape)
     np.testing.assert_allclose(Ub.T @ Ub, Vb.T @ Vb, atol=1e-9)  # balanced: equal Gram matrices
+
+
+@pytest.mark.parametrize(
+    ("cls", "name"),
+    [
+        (MVGP, "MV-GP CG"),
+        (KPMF, "KPMF"),
+        (PMF, "PMF"),
+        (ConstrainedMVGP, "Con. MV-GP"),
+        (TraceGP, "Trace GP"),
+    ],
+)
+def test_progress_is_on_by_default_through_the_shared_bars(tiny, cls, name, monkeypatch, capsys):
+    from omicsbayes.inference import progress
+
+    rng, M, N, rows, cols, y, Km, Kn = tiny
+    monkeypatch.setattr(progress, "_interactive", lambda: True)  # as in a terminal
+    monkeypatch.setenv("TQDM_DELAY", "0")
+    model = cls(sigma2=0.5)
+    assert model.verbose is True
+    model.fit(rows, cols, y, (M, N), Km, Kn)
+    err = capsys.readouterr().err
+    assert f"{name}: " in err and "it/s]" in err  # a tqdm bar
+    cls(sigma2=0.5, verbose=False).fit(rows, cols, y, (M, N), Km, Kn)
+    assert capsys.readouterr().err == ""

@@ -81,6 +81,7 @@ class Progress:
         self.total = int(total)
         self.name = name if n_chains == 1 else f"{name} chain {chain + 1}/{n_chains}"
         self.first = int(first)
+        self.done = self.first
         self.start = time.perf_counter()
         self.every = max(1, self.total // 10)
         self.verbose = bool(verbose)
@@ -103,15 +104,17 @@ class Progress:
             )
 
     def step(self, iteration, value, label="bound"):
-        """Record that 0-based ``iteration`` finished with ``value`` of the monitored ``label``."""
+        """Record that 0-based ``iteration`` finished with ``value`` of the monitored ``label``
+        (the progress moves to ``iteration + 1`` of ``total``, so a step may skip iterations)."""
         if self.conn is not None:
             self.conn.send(("step", self.chain, iteration, float(value), label))
             return
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix({label: f"{value:.4g}"}, refresh=False)
         done = iteration + 1
-        if done % self.every == 0 or done == self.total:
+        if self.bar is not None:
+            self.bar.update(done - self.bar.n)
+            self.bar.set_postfix({label: f"{value:.4g}"}, refresh=False)
+        previous, self.done = self.done, done
+        if done // self.every > previous // self.every or done == self.total:
             elapsed = time.perf_counter() - self.start
             args = (
                 self.name,

@@ -1,18 +1,17 @@
 """Con. MV-GP: the nuclear-norm constrained matrix-variate GP mean, equation (11), by greedy rank
 growth and L-BFGS refinement of its factors."""
 
-import time
 from numbers import Real
 
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils._param_validation import Interval
-from tqdm.auto import tqdm
 
 from omicsbayes.inference.convergence import check_finite
+from omicsbayes.inference.progress import Progress
 
 from ._estimator import _AUTO, _COUNT, _SHARED_CONSTRAINTS, _FactorModel, _sigma2_path
-from ._solver import _balanced, _factor_objective, _leading_singular_pairs, _progress
+from ._solver import _balanced, _factor_objective, _leading_singular_pairs
 
 
 class ConstrainedMVGP(_FactorModel):
@@ -48,7 +47,7 @@ class ConstrainedMVGP(_FactorModel):
     random_state : int, Generator or None
         Seed of the validation split and of the start vectors of the singular-pair search.
     verbose : bool
-        Show a tqdm progress bar over the rank grown.
+        Show progress over the rank grown (:class:`~omicsbayes.inference.progress.Progress`).
 
     Attributes
     ----------
@@ -105,7 +104,7 @@ class ConstrainedMVGP(_FactorModel):
         tol=1e-6,
         max_iter=200,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.lam = lam
         self.sigma2 = sigma2
@@ -136,8 +135,7 @@ class ConstrainedMVGP(_FactorModel):
         self.n_iter_ = 0
         self.converged_ = False
         self.gradient_norm_ = np.nan
-        start = time.perf_counter()
-        bar = tqdm(total=self.max_rank, disable=not self.verbose, desc=self._name)
+        progress = Progress(self.max_rank, self._name, self.verbose)
 
         def fun(x, r):
             Ux, Vx = x[: M * r].reshape(M, r), x[M * r :].reshape(N, r)
@@ -184,12 +182,11 @@ class ConstrainedMVGP(_FactorModel):
             f_prev = f
             f, _, _, e = _factor_objective(U, V, problem, lam, sigma2, frob)
             self.lower_bound_.append(float(f))
-            bar.update(s.size)
-            _progress(self._name, U.shape[1], self.max_rank, start, f)
+            progress.step(U.shape[1] - 1, f, "objective")
             if f_prev - f <= self.tol * abs(f):
                 self.converged_ = True
                 break
-        bar.close()
+        progress.close()
         self.shape_ = problem.shape
         self.rank_ = U.shape[1]
         self.row_factors_ = problem.Km.sqrt_matmat(U)

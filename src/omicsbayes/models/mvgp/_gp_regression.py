@@ -1,17 +1,14 @@
 """MV-GP: the plain matrix-variate GP posterior mean, equation (1a), by conjugate gradients."""
 
-import time
-
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from omicsbayes.inference.convergence import check_finite
+from omicsbayes.inference.progress import Progress
 
 from ._estimator import _SHARED_CONSTRAINTS, _Estimator, _sigma2_path
 from ._problem import _check_index
-from ._solver import _progress
 
 
 class MVGP(_Estimator):
@@ -42,7 +39,8 @@ class MVGP(_Estimator):
     random_state : int, Generator or None
         Seed of the validation split of ``"auto"``.
     verbose : bool
-        Show a tqdm progress bar over CG iterations (progress is logged at INFO every 10 %).
+        Show progress over the CG iterations (:class:`~omicsbayes.inference.progress.Progress`;
+        logged at INFO every 10 % either way).
 
     Attributes
     ----------
@@ -74,7 +72,7 @@ class MVGP(_Estimator):
         tol=1e-8,
         max_iter=1000,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.sigma2 = sigma2
         self.selection_metric = selection_metric
@@ -123,22 +121,17 @@ class MVGP(_Estimator):
             return self._kron_at(S, s_at, problem.rows, problem.cols) + sigma2 * a
 
         self.n_iter_ = 0
-        start = time.perf_counter()
-        bar = tqdm(total=self.max_iter, disable=not self.verbose, desc="MV-GP CG")
+        progress = Progress(self.max_iter, "MV-GP CG", self.verbose)
 
         def callback(xk):
             self.n_iter_ += 1
-            bar.update(1)
-            if self.n_iter_ % max(1, self.max_iter // 10) == 0:
-                _progress(
-                    "MV-GP CG (|alpha|)", self.n_iter_, self.max_iter, start, np.linalg.norm(xk)
-                )
+            progress.step(self.n_iter_ - 1, np.linalg.norm(xk), "|alpha|")
 
         op = LinearOperator((L, L), matvec=matvec, dtype=float)
         alpha, info = cg(
             op, problem.y, x0=warm, rtol=self.tol, maxiter=self.max_iter, callback=callback
         )
-        bar.close()
+        progress.close()
         check_finite(alpha, "MV-GP conjugate-gradient solve", self.n_iter_)
         self.converged_ = info == 0
         self.alpha_ = alpha

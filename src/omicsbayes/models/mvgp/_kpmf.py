@@ -1,15 +1,13 @@
 """KPMF: kernelised probabilistic matrix factorisation, the MAP of equation (4)."""
 
-import time
-
 import numpy as np
 from scipy.optimize import minimize
-from tqdm.auto import tqdm
 
 from omicsbayes.inference.convergence import check_finite
+from omicsbayes.inference.progress import Progress
 
 from ._estimator import _COUNT, _POSITIVE, _SHARED_CONSTRAINTS, _FactorModel, _sigma2_path
-from ._solver import _factor_objective, _progress
+from ._solver import _factor_objective
 
 
 class KPMF(_FactorModel):
@@ -42,7 +40,8 @@ class KPMF(_FactorModel):
         Standard deviation of the random start.
     random_state : int, Generator or None
     verbose : bool
-        Show a tqdm progress bar over L-BFGS iterations (progress is logged at INFO every 10 %).
+        Show progress over the L-BFGS iterations (:class:`~omicsbayes.inference.progress.Progress`;
+        logged at INFO every 10 % either way).
 
     Attributes
     ----------
@@ -78,7 +77,7 @@ class KPMF(_FactorModel):
         max_iter=500,
         init_scale=0.1,
         random_state=None,
-        verbose=False,
+        verbose=True,
     ):
         self.rank = rank
         self.sigma2 = sigma2
@@ -100,7 +99,6 @@ class KPMF(_FactorModel):
         x0 = self.init_scale * rng.standard_normal((M + N) * r)
         if warm is not None:  # the random part moves a collapsed start off the saddle at 0
             x0 += warm
-        start = time.perf_counter()
         self.n_iter_ = 0
         self.sigma2_ = sigma2
 
@@ -110,13 +108,11 @@ class KPMF(_FactorModel):
             check_finite(f, "KPMF objective (4)", self.n_iter_)
             return 2.0 * f, 2.0 * np.concatenate([gU.ravel(), gV.ravel()])
 
-        bar = tqdm(total=self.max_iter, disable=not self.verbose, desc="KPMF")
+        progress = Progress(self.max_iter, type(self).__name__, self.verbose)
 
-        def callback(xk):
+        def callback(intermediate_result):
             self.n_iter_ += 1
-            bar.update(1)
-            if self.n_iter_ % max(1, self.max_iter // 10) == 0:
-                _progress("KPMF", self.n_iter_, self.max_iter, start, fun(xk)[0])
+            progress.step(self.n_iter_ - 1, intermediate_result.fun, "objective")
 
         f0 = fun(x0)[0]
         res = minimize(
@@ -127,7 +123,7 @@ class KPMF(_FactorModel):
             callback=callback,
             options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-3 * self.tol},
         )
-        bar.close()
+        progress.close()
         U, V = res.x[: M * r].reshape(M, r), res.x[M * r :].reshape(N, r)
         self.lower_bound_ = [float(f0), float(res.fun)]
         self.shape_ = problem.shape

@@ -1,14 +1,8 @@
 """The shared solver of the paper-004 estimators: objective (11) on factors ``B = U V^T`` and its
-gradient, the leading singular pairs of its gradient (Lanczos), balanced factors, and progress
-logging."""
-
-import logging
-import time
+gradient, the leading singular pairs of its gradient (Lanczos), and balanced factors."""
 
 import numpy as np
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
-logger = logging.getLogger("omicsbayes")
 
 
 def _factor_objective(U, V, problem, lam, sigma2, frobenius):
@@ -97,20 +91,6 @@ def _top_of_gram(S, Ka, Kb, U, V, rng, k):
     u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
     norm = np.linalg.norm(u, axis=0)
     return np.sqrt(np.maximum(top[order], 0.0)), v, u / np.where(norm > 0, norm, 1.0)
-
-
-def _progress(name, it, total, start, value):
-    elapsed = time.perf_counter() - start
-    left = elapsed / max(it, 1) * max(total - it, 0)
-    logger.info(
-        "%s iteration %d/%d objective %.6g elapsed %.1fs est. left %.1fs",
-        name,
-        it,
-        total,
-        value,
-        elapsed,
-        left,
-    )
 
 
 def _balanced(U, V, rel=1e-8):
