@@ -171,6 +171,10 @@ def test_each_chain_is_the_single_chain_fit_of_its_spawned_generator():
             both.idata_.posterior["theta"].values[c], single.idata_.posterior["theta"].values[0]
         )
     np.testing.assert_array_equal(both.scores_, singles[0].scores_)  # factors: first chain
+    np.testing.assert_array_equal(both.log_likelihood_, singles[0].log_likelihood_)
+    np.testing.assert_array_equal(  # every chain's whole trace, burn-in included
+        both.log_likelihood_chains_, [single.log_likelihood_ for single in singles]
+    )
     # held-out: the predictive averages over the draws of both chains
     rows, cols = np.nonzero(mask)
     y = X[rows, cols]
@@ -291,6 +295,9 @@ def test_several_chains_of_every_sampler(tmp_path):
     assert gibbs.log_likelihood_.shape == (10,)
     assert np.all(np.isfinite(gibbs.decision_function(Y)))
     for i, model in enumerate((clf, ibp, rf, gibbs)):  # savable (workflow's draws.nc)
+        sampler = getattr(model, "pfa_", model)  # PFAClassifier: its factor model's chains
+        assert sampler.log_likelihood_chains_.shape == (2, sampler.log_likelihood_.size)
+        np.testing.assert_array_equal(sampler.log_likelihood_chains_[0], sampler.log_likelihood_)
         path = tmp_path / f"draws{i}.nc"
         model.idata_.to_netcdf(path)
         assert az.from_netcdf(path).posterior.sizes["chain"] == 2
@@ -431,3 +438,21 @@ def test_a_vb_history_is_a_lower_bound_only_where_the_model_says_so():
     assert chain_mod.trace_label(BM2PCAClassifier(), "lower_bound") == "lower bound"
     assert chain_mod.trace_label(RankFactorClassifier(), "lower_bound") == "objective"
     assert chain_mod.trace_label(RFLVM(), "log_likelihood") == "log likelihood"
+
+
+@pytest.mark.parametrize(
+    ("declared", "label"), [(None, "objective"), ("lower bound", "lower bound")]
+)
+def test_vb_progress_lines_name_what_the_history_is(declared, label, caplog):
+    from omicsbayes.models._base import VBEstimator
+
+    class Toy(VBEstimator):
+        def __init__(self, max_iter=4, tol=0.0, verbose=False):
+            self.max_iter, self.tol, self.verbose = max_iter, tol, verbose
+
+    if declared is not None:
+        Toy._trace_label = declared
+    with caplog.at_level("INFO", logger="omicsbayes"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        Toy()._run_vb(lambda it: -10.0 / (it + 1), name="toy VB")
+    assert f"toy VB iteration 4/4 {label} -2.5" in caplog.text

@@ -59,7 +59,9 @@ def test_trace_draws_every_chain_and_the_fits_burn_in(fitted):
     ax = fig.axes[0]
     lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["chain 1", "chain 2"]
-    assert len(lines[0].get_xdata()) == 12 and list(lines[1].get_xdata()) == list(range(7, 13))
+    for line in lines:  # every chain at every iteration, burn-in included
+        assert list(line.get_xdata()) == list(range(1, 13))
+        assert np.isfinite(line.get_ydata()).all()
     draws = fitted.uns["ibp_chains"]["diagnostics"]
     assert (draws["n_chains"] == 2).all() and (draws["n_draws"] == 6).all()
     assert _burn_in_span(ax) == (0.5, 6.5)  # burn_in=None: the fit's n_iter // 2

@@ -299,7 +299,9 @@ def whole_chain_traces(trace, kept, thin=1):
     return traces, int(burn_in)
 
 
-def run_vb(step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min_iter=1):
+def run_vb(
+    step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min_iter=1, label="objective"
+):
     """Iterate ``bound = step(iteration)`` until the lower bound settles.
 
     Stops after iteration ``n`` (1-based) when ``n >= min_iter`` and
@@ -314,6 +316,9 @@ def run_vb(step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min
         The bound at the start, kept as the first entry of the history.
     lag, min_iter : int
         A Monte Carlo objective fluctuates: compare with the bound ``lag`` iterations back.
+    label : str
+        What the bound is, in progress lines (:func:`trace_label`: "lower bound" or
+        "objective").
 
     Returns
     -------
@@ -329,7 +334,7 @@ def run_vb(step, *, max_iter, tol, name, verbose=False, initial=None, lag=1, min
     for it in range(max_iter):
         bound = float(check_finite(step(it), f"{name}: lower bound", it + 1))
         bounds.append(bound)
-        progress.step(it, bound)
+        progress.step(it, bound, label)
         n_iter = it + 1
         if len(bounds) > lag and n_iter >= min_iter:
             if abs(relative_improvement(bounds[-1 - lag], bound)) / lag < tol:

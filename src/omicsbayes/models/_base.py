@@ -36,6 +36,7 @@ The shared helpers used by modules that do not subclass the base yet stay import
 
 import functools
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import get_tags
 from sklearn.utils._available_if import _AvailableIfDescriptor
@@ -46,6 +47,7 @@ from ..inference.chain import (
     check_burn_in,
     run_vb,
     sample_estimator_chains,
+    trace_label,
 )
 from ._capabilities import omics_tags
 from ._threads import blas_limit, limit_blas, map_blocks
@@ -164,6 +166,7 @@ class VBEstimator(BaseOmicsEstimator):
             initial=initial,
             lag=lag,
             min_iter=min_iter,
+            label=trace_label(self, "lower_bound"),
         )
         if record:
             self.lower_bound_, self.n_iter_, self.converged_ = result
@@ -194,10 +197,12 @@ class MCMCEstimator(BaseOmicsEstimator):
     def _record_chains(
         self, chains, posterior, sample_stats=None, dims=None, coords=None, n_iter=None
     ):
-        """Set the trace attributes: ``log_likelihood_`` (the first chain's trace), ``n_iter_``
+        """Set the trace attributes: ``log_likelihood_`` (the first chain's trace),
+        ``log_likelihood_chains_`` (every chain's, shape ``(n_chains, n_iter)``), ``n_iter_``
         (``n_iter``, default the ``n_iter`` parameter) and ``idata_``
         (:func:`~omicsbayes.inference.chain.chains_to_idata` of the per-chain ``posterior`` and
         ``sample_stats``)."""
         self.log_likelihood_ = chains[0].traces["log_likelihood"]
+        self.log_likelihood_chains_ = np.stack([c.traces["log_likelihood"] for c in chains])
         self.n_iter_ = self.n_iter if n_iter is None else n_iter
         self.idata_ = chains_to_idata(posterior, sample_stats, dims=dims, coords=coords)

@@ -318,6 +318,9 @@ def write_results(
     kept = _draws_trace(idata)
     if trace_name == "log_likelihood" and kept is not None:  # every chain, burn-in for figures
         chains, uns["burn_in"] = whole_chain_traces(trace, kept, fitted(estimator, "thin") or 1)
+        full = fitted(estimator, "log_likelihood_chains_")  # every iteration of every chain
+        if full is not None and np.shape(full) == chains.shape:
+            chains = np.asarray(full, dtype=float)
         uns["trace"] = chains if len(chains) > 1 else trace
     if idata is not None:
         uns["diagnostics"] = mcmc_diagnostics(idata)
