@@ -363,7 +363,7 @@ def test_workflow_saves_the_whole_cohort_fit_draws_and_diagnostics(tmp_path, sna
     fitted = ad.read_h5ad(out / "fit.h5ad")
     assert fitted.obsm["X_rank_factor"].shape == (539, 3)
     decision = fitted.obs[[f"rank_factor_decision_task:{d}" for d in "358"]].to_numpy()
-    np.testing.assert_allclose(load_fit(out / "fit.joblib").decision_function(fitted.X), decision)
+    np.testing.assert_allclose(load_fit(out / "fit.obfit").decision_function(fitted.X), decision)
     draws = az.from_netcdf(out / "draws.nc")
     assert draws.posterior.sizes["draw"] == 20 and "train_decision" in draws.posterior
     table = pd.read_csv(tmp_path / "results/digits_ovr/diagnostics.tsv", sep="\t")

@@ -1,6 +1,6 @@
 # Paper 000's figures of a fitted factor model: for every model an experiment lists under
 # `figures:` (RankFactorClassifier only), one fit on the whole cohort by omicsbayes.tl, saved as
-# fit.h5ad (the cohort with the tl outputs), fit.joblib (the estimator), tables and, for Gibbs
+# fit.h5ad (the cohort with the tl outputs), fit.obfit (the estimator), tables and, for Gibbs
 # fits, draws.nc; then the figures drawn from those files (never from a live model), the trace of
 # each fit and one convergence-diagnostics table per experiment.
 #
@@ -22,7 +22,7 @@ rule fit_summary:
         coef=_table("coef", "coefficients (tasks x factors)"),
         scores=_table("scores", "factor scores (samples x factors)"),
         fit=f"{FIGURE_FOLDER}/fit.h5ad",
-        estimator=f"{FIGURE_FOLDER}/fit.joblib",
+        estimator=f"{FIGURE_FOLDER}/fit.obfit",
         trace=_figure("trace", "convergence trace"),
     wildcard_constraints:
         experiment=r"[^/]+",
@@ -94,7 +94,7 @@ rule model_loadings_images:
 # The MCMC draws of a Gibbs fit as ArviZ netCDF, from the saved estimator.
 rule fit_draws:
     input:
-        f"{FIGURE_FOLDER}/fit.joblib",
+        f"{FIGURE_FOLDER}/fit.obfit",
     output:
         f"{FIGURE_FOLDER}/draws.nc",
     wildcard_constraints:

@@ -1,7 +1,7 @@
 """Fit one RankFactorClassifier on the whole cohort with ``omicsbayes.tl.rank_factor``.
 
 Writes the cohort with the tl outputs (``fit.h5ad``: scores, loadings, decision values, the
-trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.joblib``) and its
+trace and, for Gibbs fits, the R-hat / ESS table), the fitted estimator (``fit.obfit``) and its
 loadings (with the features' ``gene_symbol`` when the cohort has one), coefficients and scores as
 tables for paper 000's figures. The experiment's first
 transform is used; its steps that learn from samples are fitted on every sample (there is no test
