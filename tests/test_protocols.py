@@ -28,16 +28,34 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_task_targets_kinds():
-    labels = pd.Series(["a", "b", None, "c", "a"])
+    labels = pd.Series(["a", "b", None, "c", "a", "b", "c"])
     binary = task_targets(labels, {"kind": "binary", "positive": ["a", "c"]})
-    np.testing.assert_array_equal(binary.iloc[:, 0], [1, 0, np.nan, 1, 1])
+    np.testing.assert_array_equal(binary.iloc[:, 0], [1, 0, np.nan, 1, 1, 0, 1])
     ovr = task_targets(labels, {"kind": "one_vs_rest"})
     assert list(ovr.columns) == ["a", "b", "c"]
-    np.testing.assert_array_equal(ovr["b"], [0, 1, np.nan, 0, 0])
+    np.testing.assert_array_equal(ovr["b"], [0, 1, np.nan, 0, 0, 1, 0])
     multi = task_targets(labels, {"kind": "multiclass"})
-    assert multi["multiclass"].tolist() == ["a", "b", None, "c", "a"]
+    assert multi["multiclass"].tolist() == ["a", "b", None, "c", "a", "b", "c"]
     with pytest.raises(ExperimentError, match="not found: \\['z'\\]"):
         task_targets(labels, {"kind": "binary", "positive": ["z"]})
+
+
+@pytest.mark.parametrize("kind", ["one_vs_rest", "multiclass"])
+def test_a_continuous_label_column_is_refused_before_it_becomes_tasks(kind):
+    values = np.repeat(np.random.default_rng(0).uniform(0, 10, 15), 2)  # two samples each
+    mito = pd.Series(values, name="percent_mito")
+    with pytest.raises(
+        ExperimentError,
+        match=r"task \S+: .obs\['percent_mito'\] looks continuous.*task.allow_many_classes: true",
+    ):
+        task_targets(mito, {"kind": kind})
+    allowed = task_targets(mito, {"kind": kind, "allow_many_classes": True})
+    assert allowed.shape == ((30, 15) if kind == "one_vs_rest" else (30, 1))
+    singleton = pd.Series(["a"] * 5 + ["b"] * 5 + ["c"], name="group")
+    with pytest.raises(ExperimentError, match=r"1 class\(es\) with fewer than 2 .*'c' \(1\)"):
+        task_targets(singleton, {"kind": kind})
+    binary = task_targets(mito, {"kind": "binary", "positive": [str(mito[0])]})
+    assert binary.shape == (30, 1)  # one task whatever the column: not checked
 
 
 def test_fit_split_matches_direct_sklearn_fit():

@@ -91,6 +91,21 @@ def check(name, experiment, config):
         )
 
 
+def _check_task_classes(labels, values, labelled, kind, allow_many_classes):
+    """``check_classes`` of ``tl`` on a label column about to become tasks (ExperimentError)."""
+    from ..tl._checks import check_classes
+
+    strings = values.astype(object).where(labelled.to_numpy(), None).to_numpy()
+    classes = sorted(set(values[labelled]))
+    try:
+        check_classes(
+            labels, strings, classes, labels.name, f"task {kind}", bool(allow_many_classes)
+        )
+    except ValueError as error:
+        message = str(error).replace("allow_many_classes=True", "task.allow_many_classes: true")
+        raise ExperimentError(message) from None
+
+
 def task_targets(labels, task):
     """Turn a label column into task targets.
 
@@ -100,7 +115,9 @@ def task_targets(labels, task):
         One label per sample; missing values mean unlabelled.
     task : dict
         ``{"kind": "binary", "positive": [...]}``, ``{"kind": "one_vs_rest"}`` or
-        ``{"kind": "multiclass"}``.
+        ``{"kind": "multiclass"}``. For the last two the label column must be classes
+        (:func:`omicsbayes.tl._checks.check_classes`: not continuous or mostly unique unless
+        ``"allow_many_classes": True``, at least two samples per class), as ``tl`` requires.
 
     Returns
     -------
@@ -113,6 +130,8 @@ def task_targets(labels, task):
         raise ExperimentError(f"task kind {kind!r} is unknown; expected one of {TASK_KINDS}")
     labelled = labels.notna()
     values = labels.astype("string")
+    if kind != "binary":
+        _check_task_classes(labels, values, labelled, kind, task.get("allow_many_classes", False))
     if kind == "multiclass":
         multiclass = values.astype(object).where(labelled.to_numpy(), None)
         return pd.DataFrame({"multiclass": multiclass})
