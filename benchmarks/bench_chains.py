@@ -1,4 +1,4 @@
-"""Several MCMC chains (issue 16): ``n_chains=2`` against one chain of the same length, wall
+"""Several MCMC chains: ``n_chains=2`` against one chain of the same length, wall
 time measured side by side in one run.
 
 ``sample_chains`` runs the chains in parallel processes (joblib's loky backend, one BLAS thread

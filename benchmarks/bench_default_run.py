@@ -1,4 +1,4 @@
-"""``make run`` (the default config) against issue 17's goal: under 10 minutes on 2 cores.
+"""``make run`` (the default config) against the goal: under 10 minutes on 2 cores.
 
 Runs what ``make run`` runs, in a fresh temporary working directory: the workflow on
 config/config.yaml with ``--cores 2``, then the HTML report (``--cores 1 --report``), each through
@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks.common import row
 from benchmarks.workflow_overhead import REPO, measure
 
-GOAL_SECONDS = 600.0  # issue 17: `make run` under 10 minutes on 2 cores
+GOAL_SECONDS = 600.0  # `make run` under 10 minutes on 2 cores
 CORES = 2
 
 

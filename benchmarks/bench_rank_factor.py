@@ -1,5 +1,5 @@
 """RankFactorClassifier (paper 000) on a cohort the size of the tuberculosis study, and at
-single-cell scale (issue 17).
+single-cell scale.
 
 334 samples x 4,732 genes, K = 20 factors, 4 tasks sharing one factor model (R-L-BSVM, VB), as in
 Table 4 of the paper (180 s per fold in Matlab).  Rows:
@@ -22,7 +22,7 @@ Table 4 of the paper (180 s per fold in Matlab).  Rows:
 
 Every time is wall-clock; the notes add the process CPU time, which a busy machine inflates
 less.  ``quick=True`` runs the cohort rows on 120 x 400 with K = 5.  ``python -m
-benchmarks.bench_rank_factor --ties`` runs the experiment of issue 18 (:func:`ties_experiment`),
+benchmarks.bench_rank_factor --ties`` runs the tie-group experiment (:func:`ties_experiment`),
 which is not part of ``make bench``.
 """
 
@@ -273,7 +273,7 @@ def single_cell_worker():
 
 
 def ties_experiment(cells=4000, seed=0):
-    """Issue 18: is the near-chance held-out AUROC on single cells caused by the tie groups of
+    """Is the near-chance held-out AUROC on single cells caused by the tie groups of
     zeros?  On ``cells`` training and as many held-out cells of :func:`sparse_cohort`, prints
     (JSON) the share of nonzero entries whose margins overlap (``w^l + eps > w^u - eps``: the
     pseudo-likelihood says nothing about the value) in training and prediction, the held-out

@@ -1,11 +1,11 @@
 """IBP RFLVM (paper 002): seconds per MCMC iteration, share per sampler step, the floating-point
-floor, and the ratios of issue 17.
+floor, and the ratios to the reference and the target.
 
-Two problems from issue 5: the Wisconsin breast-cancer matrix (569 x 30, standardised, 20 % of
+Two problems: the Wisconsin breast-cancer matrix (569 x 30, standardised, 20 % of
 the entries held out, Gaussian likelihood) and a simulated 500 x 2,000 negative-binomial count
 matrix, both with M = 50 random frequencies (p = 2M = 100 features). A few iterations are timed.
 
-Issue 17's ratios (column ``ratio`` of the rows named ``... vs reference`` and ``... vs target``):
+the ratios (column ``ratio`` of the rows named ``... vs reference`` and ``... vs target``):
 * the dense RFLVM (``sparse=False``) on Wisconsin with 2 and with 8 latent dimensions, seconds
   per iteration against the public dense RFLVM reference (gwgundersen/rflvm: a MAP step for X,
   not MCMC), which cannot be installed here; its seconds per iteration were measured once on this
@@ -56,9 +56,9 @@ from omicsbayes.models._threads import _allowed_threads
 from omicsbayes.models.rflvm._updates import logistic_rows
 
 # seconds per iteration of gwgundersen/rflvm (dense, MAP step for X) on Wisconsin, M = 50,
-# by latent dimensions: measured once and recorded in issue 17 (not installable here)
+# by latent dimensions, measured once (the reference is not installable here)
 REFERENCE = {2: 0.75, 8: 4.2}
-NB_TARGET = 2.0  # seconds per iteration, negative binomial 500 x 2,000 (issue 17)
+NB_TARGET = 2.0  # seconds per iteration, negative binomial 500 x 2,000
 BURN_IN = 10  # iterations before the timed ones in the rows against the reference and the goal
 
 

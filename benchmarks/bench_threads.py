@@ -1,4 +1,4 @@
-"""BLAS threads and a busy machine (issue 17): no stall on small problems, and the size below
+"""BLAS threads and a busy machine: no stall on small problems, and the size below
 which one BLAS thread is used (``models._threads.SMALL_PROBLEM``).
 
 Every ratio is measured in one run, side by side, while a competing process keeps the other
@@ -110,7 +110,7 @@ _SIZES = {
     "counts": ((129, 500), (1000, 4300)),
     "rflvm": ((129, 30), (300, 60)),  # its policy: one thread always (N x 2M features)
     # count likelihoods: one BLAS thread, feature and row blocks on the process's threads
-    # (map_blocks); 500 x 2,000 is issue 17's negative-binomial problem
+    # (map_blocks); 500 x 2,000 is the negative-binomial problem
     "rflvm_counts": ((129, 500), (500, 2000)),
     "entries": ((150, 3000), (1000, 220_000)),  # side, entries (policy: side x rank)
 }

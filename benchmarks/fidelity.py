@@ -181,7 +181,7 @@ CONTRASTS = {
 # (the workflow's config uses 2, the paper 5; one fit of Con. MV-GP with 2 sets took over 2 min
 # on the shared machine);
 # heldout_iter: sweeps of every held-out model in (c), half of them burn-in; None: each model's
-# defaults (RFLVM 100, IBPFactorModel 200; issue 18 found 30 too short to decide the claim);
+# defaults (RFLVM 100, IBPFactorModel 200; a review found 30 too short to decide the claim);
 # n_fit_seeds: fits per split and model in a_vb (the seed spread).
 SETTINGS = {
     "full": {

@@ -1,4 +1,4 @@
-"""Why paper 002's held-out predictive is narrow on Wisconsin; what a log transform does (issue 18).
+"""Why paper 002's held-out predictive is narrow on Wisconsin; what a log transform does.
 
 The workflow's ``breast_cancer_heldout`` protocol (its five masks, its chain seeds, the config's
 model entries) run per transform, with per-entry diagnostics of each Gaussian model's posterior

@@ -1,4 +1,4 @@
-"""Snakemake's own CPU time against its jobs' (issue 19's scheduling overhead), one run.
+"""Snakemake's own CPU time against its jobs' (scheduling overhead), one run.
 
     python -m benchmarks.workflow_overhead --workdir /tmp/overhead --configfile my.yaml --cores 2
 

@@ -1,5 +1,5 @@
 """The shared estimator conventions of models/_base.py: input checks written once, and DataFrames
-with feature names through every estimator that uses them (issue 16)."""
+with feature names through every estimator that uses them."""
 
 from numbers import Integral
 

@@ -1,4 +1,4 @@
-"""The lists of models by capability are the estimators' own declarations (issue 15).
+"""The lists of models by capability are the estimators' own declarations.
 
 Each model class declares ``capabilities`` (names from ``models._capabilities.CAPABILITIES``); the
 config schema's ``models.class`` enum must equal the union of ``models_with(capability)`` over the
@@ -123,7 +123,7 @@ def test_config_refuses_a_model_its_kind_cannot_run():
 
 
 def test_count_likelihoods_agree():
-    """The held-out experiment takes RFLVM's own list of count likelihoods (issue 15: a Bernoulli
+    """The held-out experiment takes RFLVM's own list of count likelihoods (a Bernoulli
     RFLVM was a count model to one and not to the other)."""
     from omicsbayes.models import RFLVM
     from omicsbayes.protocols.heldout_entries import takes_counts

@@ -1,6 +1,5 @@
-"""The shared MCMC driver and VB loop (omicsbayes.inference.chain, issue 15), several chains
-with R-hat / ESS (issue 16) and the warning of an unconverged fit, burn-in following n_iter
-(issue 18)."""
+"""The shared MCMC driver and VB loop (omicsbayes.inference.chain), several chains
+with R-hat / ESS and the warning of an unconverged fit, burn-in following n_iter."""
 
 import re
 import warnings
@@ -95,7 +94,7 @@ def test_run_chain_refuses_a_non_finite_log_likelihood():
 
 def test_burn_in_none_is_half_of_n_iter():
     assert burn_in_of(None, 61) == 30 and burn_in_of(5, 61) == 5
-    # issue 18: IBPFactorModel(n_iter=60) failed with the fixed default burn_in=100
+    # IBPFactorModel(n_iter=60) failed with the fixed default burn_in=100
     Y = np.random.default_rng(0).standard_normal((6, 3))
     for model in (IBPFactorModel(n_iter=6), RFLVM(n_iter=6, n_random_features=3, hmc_moves=0)):
         assert model.fit(Y).idata_.posterior.sizes["draw"] == 3

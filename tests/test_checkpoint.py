@@ -1,4 +1,4 @@
-"""Checkpoint / resume of long MCMC fits (issue 9, interrupted runs): a chain interrupted after
+"""Checkpoint / resume of long MCMC fits (interrupted runs): a chain interrupted after
 iteration k and resumed from its checkpoint gives exactly the draws of an uninterrupted chain."""
 
 import logging

@@ -1,4 +1,4 @@
-"""The workflow as a deployable unit (issue 19): a config runs alone, the catalogue layout, the
+"""The workflow as a deployable unit: a config runs alone, the catalogue layout, the
 conda environment every rule names, and use as a module of another workflow."""
 
 import json

@@ -1,5 +1,5 @@
 """Each hyperparameter changed alone to a value in its documented range gives a working estimator
-(issue 18: "changing one hyperparameter never breaks another").
+("changing one hyperparameter never breaks another").
 
 Generated from the estimators themselves: every class in ``omicsbayes.models``, every parameter of
 its ``__init__``, values read from its ``_parameter_constraints`` (both ends of an ``Interval``,

@@ -139,7 +139,7 @@ def test_singular_pair_search_retries_when_lanczos_does_not_converge(tiny, monke
 
 
 def test_rank_at_most_doubles_per_step_and_objective_never_rises():
-    """Issue 17: the pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
+    """The pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
     a fit capped at rank 12 takes at most 5 growth steps, each lowering objective (11)."""
     M, N, rows, cols, K = _planted(4, M=40, N=60)
     y = np.ones(rows.size)
@@ -295,7 +295,7 @@ def test_kpmf_objective_and_pmf_is_identity_kpmf(tiny):
 
 
 def test_grid_params_is_the_estimators_own_selection():
-    """The workflow's grid entry becomes lam / sigma2 of the estimator (issue 18)."""
+    """The workflow's grid entry becomes lam / sigma2 of the estimator."""
     assert grid_params(ConstrainedMVGP(), "paper") == {"lam": "auto", "sigma2": "auto"}
     assert grid_params(PMF(), "paper") == {"sigma2": "auto"}
     grid = [{"lam": lam, "sigma2": s2} for s2 in (1.0, 0.1) for lam in (10, 1)]
@@ -427,7 +427,7 @@ def test_fit_takes_its_blas_threads_from_the_kernels_not_from_the_entries(tiny, 
     assert calls == [((M, M), (M, 2))]  # a dense M x M kernel keeps all M eigenvectors
 
 
-# ------------------------------------------------- lam="auto" / sigma2="auto" (issue 18)
+# ------------------------------------------------- lam="auto" / sigma2="auto"
 def _planted_gaussian(seed=1, M=20, N=15, rank=2, n_obs=180, noise=0.5):
     """A rank-2 matrix, a random subset of its entries observed with Gaussian noise."""
     rng = np.random.default_rng(seed)

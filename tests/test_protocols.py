@@ -351,7 +351,7 @@ def test_workflow_fold_is_one_fold_of_disease_gene_cv():
 
 
 def test_workflow_grid_paper_is_the_estimators_auto_selection(monkeypatch):
-    """Issue 18: a fold with ``grid: paper`` chooses exactly what the estimator's own
+    """A fold with ``grid: paper`` chooses exactly what the estimator's own
     lam="auto", sigma2="auto" fit chooses on that fold's training entries (the positives and
     the first sampled negative set, drawn as averaged_scores draws them)."""
     import anndata as ad
@@ -407,7 +407,7 @@ def test_bad_grid_is_refused_at_config_check(kind):
 
 
 def test_bernoulli_rflvm_scores_heldout_entries_without_perplexity(caplog):
-    """Issue 15: a Bernoulli RFLVM in a held-out experiment gets its held-out log likelihood
+    """A Bernoulli RFLVM in a held-out experiment gets its held-out log likelihood
     (negative, finite) and a NaN perplexity with the reason logged (it used to run its chain and
     then fail in ``perplexity``)."""
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Issue 18's held-out predictive diagnostics (benchmarks/rflvm_heldout) and the Wisconsin
+"""The held-out predictive diagnostics (benchmarks/rflvm_heldout) and the Wisconsin
 held-out experiment's log transform."""
 
 import importlib

@@ -254,7 +254,7 @@ def test_twenty_thousand_cells_stay_sparse_until_the_model(tmp_path, monkeypatch
     assert 5 * sparse_mb < 0.6 * dense_mb  # so the bound above excludes a dense cohort
     # 5 iterations of the rank factor model's Monte Carlo VB: the held-out AUROC varies with the
     # seed here (0.77-0.95 over random_state 0-4; seeds 0-5 gave 0.79-0.98 before the random
-    # numbers moved into the sweep): single-cell prediction is weak (issue 17, docs/models.md)
+    # numbers moved into the sweep): single-cell prediction is weak (docs/models.md)
     assert roc_auc_score(predictions["y_true"], predictions["score"]) > 0.75
     print(
         f"\n20,000 x 2,000 sparse ({sparse_mb:.0f} MB CSR, {dense_mb:.0f} MB dense): peak "

@@ -1,5 +1,5 @@
-"""BLAS threads: the estimators' thread policy (issue 17) and results that do not depend on it
-(issue 9).
+"""BLAS threads: the estimators' thread policy and results that do not depend on it
+.
 
 Each model is fitted twice on the same data and seed, with BLAS limited to one thread and to two
 (the estimators' own one-thread policy for small problems switched off, so two threads really

@@ -150,7 +150,7 @@ def test_disease_gene_run_with_inner_selection(tmp_path, snakemake_run):
 
 @pytest.mark.workflow
 def test_model_figures_with_a_gene_selecting_transform(tmp_path, tiny_config, snakemake_run):
-    """`figures:` with `top_genes` in the experiment's first transform (issue 19): the
+    """`figures:` with `top_genes` in the experiment's first transform: the
     whole-cohort fit keeps the genes selected on all samples and the tables and figures name
     them (recomputed here with numpy from the cohort as read)."""
     import anndata as ad

@@ -1,4 +1,4 @@
-"""One MCMC driver and one VB loop for every model (issue 15).
+"""One MCMC driver and one VB loop for every model.
 
 :func:`run_chain` runs one Markov chain: restore from a checkpoint, sweep, check the log
 likelihood is finite, record the per-iteration traces, keep a draw at ``burn_in + j * thin``,
@@ -76,7 +76,7 @@ class ChainResult:
 
 
 def burn_in_of(burn_in, n_iter):
-    """The burn-in a ``burn_in`` parameter means: ``None`` is ``n_iter // 2`` (issue 18)."""
+    """The burn-in a ``burn_in`` parameter means: ``None`` is ``n_iter // 2``."""
     return int(n_iter) // 2 if burn_in is None else int(burn_in)
 
 

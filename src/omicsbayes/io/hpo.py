@@ -121,7 +121,7 @@ def _knn_graph(X, k, block_rows=512):
     Only positive similarities make edges; ties go to the lower column index, so the graph does
     not depend on the sort algorithm numpy picks for the CPU. ``S`` is formed ``block_rows``
     rows at a time: on OMIM the whole of it has 10 million entries (a quarter of all pairs),
-    which with the sort took 0.6 GB (issue 17).
+    which with the sort took 0.6 GB.
     """
     X = sp.csr_matrix(X)
     XT = sp.csr_matrix(X.T)

@@ -5,7 +5,7 @@
 (:class:`~omicsbayes.models._base.BaseOmicsEstimator` wraps every public fit / predict /
 transform / scoring method of its subclasses). Tiny matrix products on several threads spin
 when the cores are busy (36x slower for BPROBIT on a 129 x 129 kernel with another process on
-the other core, issue 17), so small problems run on one. :func:`map_blocks` runs independent
+the other core), so small problems run on one. :func:`map_blocks` runs independent
 blocks of work on Python threads instead (an estimator with ``_worker_blocks = True``: as many
 as its caller allowed, :func:`worker_threads`).
 """
@@ -90,7 +90,7 @@ def map_blocks(fn, *iterables):
 
     For blocks that are independent and spend their time in code that releases the GIL (numpy,
     BLAS on one thread, ``polyagamma``, numba ``nogil`` kernels). Unlike BLAS's and OpenMP's
-    workers, which spin while they wait (36x stalls with the other core busy, issue 17), a
+    workers, which spin while they wait (36x stalls with the other core busy), a
     waiting Python thread sleeps, so a busy core costs time but does not stall. Each call takes
     the next block, so a slow thread takes fewer. The results are in block order and do not
     depend on the number of threads when every block draws from its own generator. Called

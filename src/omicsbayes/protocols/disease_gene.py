@@ -160,7 +160,7 @@ def averaged_scores(
         if i == 0:
             chosen = chosen_params(model)
             fixed = {p: chosen[f"chosen_{p}"] for p in ("lam", "sigma2") if f"chosen_{p}" in chosen}
-        # summed in place a block of rows at a time: one score matrix in memory (issue 17)
+        # summed in place a block of rows at a time: one score matrix in memory
         for start in range(0, score_rows.size, 512):
             total[start : start + 512] += model.predict_rows(score_rows[start : start + 512])
     scores = np.divide(total, n_negative_sets, out=total)

@@ -49,7 +49,7 @@ leading singular pairs found by Lanczos (``eigsh``) on its Gram matrix of the sm
 ``lam`` the optimality condition of (11) holds and the fit stops; otherwise the pairs above
 ``lam`` (as many as the current rank, at least one: the rank at most doubles per step) are added,
 each ``-u_i v_i^T`` with the mean of their exact line-search steps, and all factors are refined
-with L-BFGS. Adding several pairs per step (issue 17) needs about half the L-BFGS iterations of
+with L-BFGS. Adding several pairs per step needs about half the L-BFGS iterations of
 one at a time for the same objective. Memory is O((rows + columns) r + L), never rows x columns.
 
 Hyperparameters: ``lam="auto"`` and ``sigma2="auto"`` (the defaults) choose them inside ``fit`` by

@@ -112,7 +112,7 @@ class _Estimator(BaseOmicsEstimator):
 
 
 def _blas_limit(problem, rank):
-    """One BLAS thread when the largest product of a fit is small (issue 17: threads spin)."""
+    """One BLAS thread when the largest product of a fit is small (threads spin)."""
     q = max(problem.Km.eigvecs.shape[1], problem.Kn.eigvecs.shape[1], 1)
     return blas_limit((max(problem.shape), q), (max(problem.shape), rank))  # entries: no BLAS
 

@@ -57,7 +57,7 @@ def _top_of_gram(S, Ka, Kb, U, V, rng, k):
     ``X^T X x = G_b [S^T K_a S y + S^T P (V^T x)] + V [P^T S y + U^T U V^T x]`` with ``y = G_b x``
     and ``P = G_a U``; ``K_a = G_a^2 = W diag(d - t_w) W^T + diag(t)`` enters through
     ``B = W^T S`` (q x N, never larger than W), formed once, so no Lanczos step multiplies by
-    the M x q eigenvectors (issue 17: those products were the fit's hot spot).
+    the M x q eigenvectors (those products were the fit's hot spot).
     """
     W, t = Ka.eigvecs, Ka.tail
     dd = Ka.eigvals - Ka._t_w  # K_a = W diag(d - t_w) W^T + diag(t): t = t_w where W != 0

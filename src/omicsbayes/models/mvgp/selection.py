@@ -19,7 +19,7 @@ after removing the row's training positives (section 5.1, :func:`top_k_metric`);
 (lower is better) and ``"log_likelihood"`` (mean Gaussian log density ``N(y; psi, sigma2)``)
 score the held-out entries themselves.
 
-The workflow's per-model ``grid`` entry is this same selection (issue 18): :func:`grid_params`
+The workflow's per-model ``grid`` entry is this same selection: :func:`grid_params`
 turns it into the estimator's ``lam`` / ``sigma2`` ("paper" -> "auto"; a list of settings ->
 each parameter's values), and :func:`chosen_params` is what the protocols report per fold.
 """
