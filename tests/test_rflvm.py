@@ -652,6 +652,20 @@ def test_gaussian_fits_uncentred_columns_and_its_predictive_recovers_the_offset(
     assert np.array_equal(counts.fit(rng.poisson(5.0, (10, 3))).offset_, np.zeros(3))
 
 
+def test_a_fit_without_offset_predicts_as_it_was_fitted_on_uncentred_columns():
+    """A fit file written before ``offset_`` existed holds a model of the uncentred columns: its
+    predictive is the draws' own, with no offset added."""
+    rng = np.random.default_rng(5)
+    Y = rng.standard_normal((20, 4))
+    mask = rng.uniform(size=Y.shape) < 0.2
+    m = RFLVM(n_iter=6, burn_in=3, n_latent=2, n_random_features=4, random_state=0)
+    m.fit(np.where(mask, np.nan, Y))
+    m.offset_ = np.zeros(4)
+    expected = m.log_likelihood(Y, mask)
+    del m.offset_
+    assert m.log_likelihood(Y, mask) == expected
+
+
 def test_thin_keeps_every_thin_th_draw_of_the_same_chain():
     """thin changes which draws are kept, never the chain: the draws of thin=3 are every third
     draw of thin=1 with the same seed."""

@@ -349,7 +349,8 @@ class RFLVM(MCMCEstimator):
         return Y, mask
 
     def _draw_psi(self, d):
-        return rff(d["XZ"], d["W"]) @ d["beta"] + self.offset_
+        # a fit file of a release without offset_ holds a model fitted on uncentred columns
+        return rff(d["XZ"], d["W"]) @ d["beta"] + getattr(self, "offset_", 0.0)
 
     def log_likelihood(self, Y, mask):
         """Held-out log posterior predictive, sum over entries with ``mask`` True.
