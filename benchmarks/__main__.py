@@ -2,12 +2,16 @@
 
 Each module has ``run(quick: bool) -> list[dict]`` with the columns of
 :func:`benchmarks.common.row`.
-The matrix-product rate is measured once here, in the same run, and recorded in every row.
+The matrix-product rate is measured once here, in the same run, and recorded in every row with
+the machine (processor, CPUs the process may use) and the date of the run.
 """
 
 import argparse
+import datetime
 import importlib
+import os
 import pkgutil
+import platform
 import sys
 from pathlib import Path
 
@@ -23,6 +27,8 @@ def main(argv=None):
     parser.add_argument("--out", default="results/benchmarks.tsv")
     args = parser.parse_args(argv)
 
+    machine = f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} CPUs"
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     rate = matmul_rate()
     print(f"float64 matrix-product rate: {rate:.1f} GFLOP/s", flush=True)
     rows = []
@@ -33,7 +39,9 @@ def main(argv=None):
         module = importlib.import_module(f"benchmarks.{info.name}")
         print(f"running {info.name} ...", flush=True)
         for r in module.run(quick=args.quick):
-            rows.append({"module": info.name, "matmul_gflops": rate, **r})
+            rows.append(
+                {"module": info.name, "machine": machine, "date": date, "matmul_gflops": rate, **r}
+            )
             print("  ", r, flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
