@@ -1,6 +1,7 @@
 """The shared MCMC driver and VB loop (omicsbayes.inference.chain), several chains
 with R-hat / ESS and the warning of an unconverged fit, burn-in following n_iter."""
 
+import logging
 import re
 import warnings
 
@@ -389,6 +390,11 @@ def test_progress_without_a_terminal_is_a_line_every_tenth(monkeypatch, capsys):
     monkeypatch.setattr(progress, "DELAY", 0.0)
     monkeypatch.setattr(progress, "_interactive", lambda: False)  # a log file or a pipe
     monkeypatch.setattr(chain_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    # a logger without handlers, whatever logging an earlier test configured: the lines then go
+    # to stderr themselves
+    quiet = logging.getLogger("omicsbayes.test_progress_without_a_terminal")
+    monkeypatch.setattr(quiet, "propagate", False)
+    monkeypatch.setattr(progress, "logger", quiet)
     _toy_chains(verbose=True)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 20 and "\r" not in "".join(lines)

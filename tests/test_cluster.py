@@ -36,11 +36,21 @@ def test_cluster_run_equals_local_run(tmp_path, tiny_config, snakemake_run):
 
 
 def test_cluster_reports_a_failed_job(tmp_path, tiny_config, snakemake_run):
+    """A fault the config check cannot see (a matrix cell holding text, found by the reader in
+    the data job) fails that job on the cluster, and nothing runs after it."""
+    cohort = Path(__file__).with_name("bad_inputs") / "non_numeric_cell"
     config = copy.deepcopy(tiny_config)
-    config["cohorts"]["breast_cancer"]["label"] = "no_such_column"
+    config["cohorts"]["breast_cancer"] = {
+        "format": "delimited",
+        "path": str(cohort / "matrix.tsv"),
+        "sample_sheet": str(cohort / "samples.tsv"),
+        "orientation": "samples_as_columns",
+        "label": "group",
+    }
+    config["experiments"]["malignant"]["task"] = {"kind": "binary", "positive": ["b"]}
     queue = tmp_path / "queue"
     result = snakemake_run(tmp_path / "run", *_cluster_args(queue), config=config)
     assert result.returncode != 0
     rcs = [p.read_text().strip() for p in queue.glob("*.rc")]
     assert rcs and all(rc != "0" for rc in rcs)  # the data job failed and nothing ran after it
-    assert "no_such_column" in (tmp_path / "run/logs/data/breast_cancer.log").read_text()
+    assert "abc" in (tmp_path / "run/logs/data/breast_cancer.log").read_text()
