@@ -315,7 +315,7 @@ PAPER_FIXTURES = {
     ".annot.gz": GEO / PLATFORM,
     "HiSeqV2.gz": next((REPO / "tests/fixtures/examples/tcga").glob("*.data.txt.gz")),
     "_clinicalMatrix": REPO / "tests/fixtures/examples/tcga/COADREAD.clinical.tsv",
-    "NRTI_DataSet.txt": REPO / "tests/fixtures/hiv/NRTI_DataSet.txt",
+    "NRTI_DataSet.Full.txt": REPO / "tests/fixtures/hiv/NRTI_DataSet.txt",
     "members.csv": REPO / "tests/fixtures/io/samples.tsv",
     ".csv": REPO / "tests/fixtures/io/expr_rows.tsv",
 }
