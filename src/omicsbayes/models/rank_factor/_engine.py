@@ -575,17 +575,20 @@ class _Engine:
         return self.data_ll + label + log_prior + entropy_z - kl_a - kl_b
 
 
-def _newton_scores(moments, Ea, EAA, typical, max_iter):
+def _newton_scores(moments, Ea, EAA, typical, max_iter, prior_precision=1.0, prior_mean=None):
     """Scores z_* of new samples with the loadings fixed (section 3, "Predictions"), for a rank
-    likelihood without the mixture: each z_* maximises
+    likelihood: each z_* maximises
 
-        L(z) = sum_i log Z_i(a_i^T z) - z^T (C + I) z / 2,   C = sum_i Cov(a_i),
+        L(z) = sum_i log Z_i(a_i^T z) - z^T C z / 2 - psi ||z - mu||^2 / 2,   C = sum_i Cov(a_i),
 
     with ``Z_i(mu)`` the normaliser of N(w; mu, 1) times the pseudo-likelihood of w given its
     training neighbours (``moments(mu, rows)`` -> E[w], Var(w) and row sums of log Z for the
-    new samples ``rows``, all (samples, features)).  Its stationary point is the fixed point of
-    the VB update ``z = S^-1 A^T E[w]``, ``S = sum_i E[a_i a_i^T] + I``; L is concave (log Z_i
-    is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T diag(Var w) A)``.
+    new samples ``rows``, all (samples, features)) and the prior N(mu, psi^-1 I) of z_*
+    (``prior_mean`` mu, default 0, and ``prior_precision`` psi, default 1: the linear model's
+    N(0, I); a component of the DP mixture otherwise).  Its stationary point is the fixed point
+    of the VB update ``z = S^-1 (A^T E[w] + psi mu)``, ``S = sum_i E[a_i a_i^T] + psi I``; L is
+    concave (log Z_i is, the pseudo-likelihood being log-concave), with Hessian ``-(S - A^T
+    diag(Var w) A)``.
     The start is the VB update with E[w] replaced by ``typical`` (samples, features), the mean
     training w at each new value's place: from z = 0 the first Newton steps on single-cell
     counts overshot over 64-fold and took 26 evaluations a sample instead of 4.  With at
@@ -606,19 +609,23 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
     = S^-1)`` per sample.
     """
     d, k = Ea.shape
-    S = EAA.sum(axis=0) + np.eye(k)
+    S = EAA.sum(axis=0) + prior_precision * np.eye(k)
     _, cov, _ = _gaussian_block(S[None], np.zeros((1, k)))
     CI = S - Ea.T @ Ea
+    shift = np.zeros(k) if prior_mean is None else prior_precision * np.asarray(prior_mean)
     sym = _Sym(k)
     aa_flat = sym.flat(Ea[:, :, None] * Ea[:, None, :]).astype(np.float32)
-    z = (typical @ Ea) @ cov[0]  # the VB step as if E[w] were the typical training w
+    z = (typical @ Ea + shift) @ cov[0]  # the VB step as if E[w] were the typical training w
+
+    def objective(log_z, z):  # L up to a constant
+        return log_z - 0.5 * np.einsum("nk,kl,nl->n", z, CI, z) + z @ shift
 
     def solve(active):  # Newton steps for the samples ``active``, updating z in place
         mean, var, log_z = moments(z[active] @ Ea.T, active)
-        value = log_z - 0.5 * np.einsum("nk,kl,nl->n", z[active], CI, z[active])
+        value = objective(log_z, z[active])
         previous = np.full(len(active), np.nan)  # each one's last full Newton step (NaN: none)
         for _ in range(max_iter):
-            grad = mean @ Ea - z[active] @ S
+            grad = mean @ Ea - z[active] @ S + shift
             # -Hessian S - A^T diag(Var w) A = CI + A^T diag(1 - Var w) A: the second term, positive
             # semi-definite, in float32 (it only shapes the step; the fixed point is the gradient's)
             hess = CI + sym.unflat(np.subtract(1.0, var, dtype=np.float32) @ aa_flat)
@@ -640,7 +647,7 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
                 return
             new = z[active] + step
             new_mean, new_var, log_z = moments(new @ Ea.T, active)
-            new_value = log_z - 0.5 * np.einsum("nk,kl,nl->n", new, CI, new)
+            new_value = objective(log_z, new)
             worse = new_value < value
             previous = np.where(worse, np.nan, size)  # shortened or replaced steps are not Newton's
             for _ in range(_SHRINKS):  # shorten the Newton step where L would decrease
@@ -649,16 +656,12 @@ def _newton_scores(moments, Ea, EAA, typical, max_iter):
                 step[worse] *= 0.25
                 new[worse] = z[active[worse]] + step[worse]
                 new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
-                new_value[worse] = log_z - 0.5 * np.einsum(
-                    "nk,kl,nl->n", new[worse], CI, new[worse]
-                )
+                new_value[worse] = objective(log_z, new[worse])
                 worse = new_value < value
             if worse.any():  # the VB step never decreases L (it is an EM step in w)
-                new[worse] = (mean[worse] @ Ea) @ cov[0]
+                new[worse] = (mean[worse] @ Ea + shift) @ cov[0]
                 new_mean[worse], new_var[worse], log_z = moments(new[worse] @ Ea.T, active[worse])
-                new_value[worse] = log_z - 0.5 * np.einsum(
-                    "nk,kl,nl->n", new[worse], CI, new[worse]
-                )
+                new_value[worse] = objective(log_z, new[worse])
             change = np.max(np.abs(new - z[active]), axis=1)
             z[active] = new
             moving = change >= 1e-3 * max(1.0, float(np.abs(z).mean()))
@@ -703,7 +706,14 @@ class _GibbsSampler:
             out["EAA"] = eng.EAA
         out["W"] = est._train_w(eng)
         if est.mixture:
-            out.update(Emu=eng.Emu, Epsi=eng.Epsi, Elogpsi=eng.Elogpsi, Elogq=eng.Elogq, R=eng.R)
+            out.update(
+                Emu=eng.Emu,
+                Enorm_mu=eng.Enorm_mu,
+                Epsi=eng.Epsi,
+                Elogpsi=eng.Elogpsi,
+                Elogq=eng.Elogq,
+                R=eng.R,
+            )
         return out
 
     def sweep(self, it):

@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from ...inference.bsvm import expected_inv_lambda
+from ...inference.bsvm import expected_hinge, expected_inv_lambda
 from ...inference.chain import run_chain, sample_chains
 from ...inference.convergence import check_finite
 from ...inference.truncnorm import _log_diff_cdf, truncnorm_moments
@@ -405,8 +405,9 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
     # ----------------------------------------------------------------- prediction
     def _infer_new(self, X):
         """Posterior moments of z_* for new samples with the loadings fixed (section 3,
-        "Predictions"): ``(E[z], E[z z^T], responsibilities)``.  All samples are updated together,
-        as matrix products and elementwise kernels over (samples, features) arrays."""
+        "Predictions"): ``(E[z], E[z z^T], responsibilities)``, with the mixture those of z_*
+        given each component (:meth:`_mixture_scores`).  All samples are updated together, as
+        matrix products and elementwise kernels over (samples, features) arrays."""
         X = self._check_X(X, reset=False)
         means = self._means
         k = self.n_factors
@@ -418,10 +419,9 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         eps = self.epsilon
         if self.likelihood == "gaussian":
             Xs = (X - self.center_) / self.scale_
-            P = self.noise_precision_[None, :]
-            H = self.noise_precision_ * Xs
+            P_data = self.noise_precision_[None, :]  # the Gaussian likelihood's P and H
+            H_data = self.noise_precision_ * Xs
         else:
-            P = np.ones((1, self.n_features_in_))
 
             def neighbours(rows):
                 lo_t, up_t, typical_t = self._index.new_neighbours(means["W"], X[rows].T)
@@ -444,12 +444,19 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
 
                 return moments
 
-            if not (self.mixture or exact):
+            if not exact:
                 # samples in blocks of a few million entries (each sample's z_* is its own problem)
                 step = max(1, _BLOCK // self.n_features_in_)
+                blocks = [slice(i, min(i + step, m)) for i in range(0, m, step)]
+                if self.mixture:
+                    parts = []
+                    for rows in blocks:
+                        lo, up, typical = neighbours(rows)
+                        component = self._newton_component(moments_of(lo, up), typical)
+                        parts.append(self._mixture_scores(component))
+                    return tuple(np.concatenate(part) for part in zip(*parts))
                 Ez = np.empty((m, k))
-                for start in range(0, m, step):
-                    rows = slice(start, min(start + step, m))
+                for rows in blocks:
                     lo, up, typical = neighbours(rows)
                     Ez[rows], cov = _newton_scores(
                         moments_of(lo, up), Ea, EAA, typical, self.transform_iter
@@ -457,81 +464,154 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
                 cov = np.broadcast_to(cov[0], (m, k, k))
                 return Ez, _second(Ez, cov), np.ones((m, 1))
             lo, up, _ = neighbours(slice(None))
-            moments = moments_of(lo, up)
         if exact:
             eaa_flat = sym.flat(EAA)
             has_l, has_u = np.isfinite(lo), np.isfinite(up)
             lo0, up0 = np.where(has_l, lo, 0.0), np.where(has_u, up, 0.0)
-        if self.mixture:
-            c = means["Emu"].shape[0]
-            R = np.full((m, c), 1.0 / c)
-        else:
-            R = np.ones((m, 1))
-        Ez = np.zeros((m, k))
-        EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
-        active = np.ones(m, dtype=bool)  # each sample stops on its own, as if predicted alone
-        for _ in range(self.transform_iter):
-            if self.likelihood in ("rank", "maxmargin_rank") and not exact:
-                H, _, _ = moments(Ez @ Ea.T)
-            elif exact:
-                wbar = Ez @ Ea.T
-                var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
-                var = 0.0 if self.inference == "vb_deterministic" else var
-                u_l = lo0 + eps - wbar
-                u_u = wbar + eps - up0
-                il = np.where(has_l, expected_inv_lambda(u_l**2 + var), 0.0)
-                iu = np.where(has_u, expected_inv_lambda(u_u**2 + var), 0.0)
-                P = il + iu
-                H = il * (lo0 + eps) + iu * (up0 - eps) + has_l - has_u
-            if self.mixture:
-                psibar = R @ means["Epsi"]
-                rhs = R @ (means["Epsi"][:, None] * means["Emu"])
-            else:
-                psibar, rhs = np.ones(m), np.zeros((m, k))
-            if P.shape[0] == 1:
-                S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
-            else:
-                S = sym.unflat(P @ eaa_flat)
-            S[:, np.arange(k), np.arange(k)] += psibar[:, None]
-            new, new_ezz, _ = _gaussian_block(S, rhs + H @ Ea, second=True)
-            change = np.max(np.abs(new - Ez), axis=1)
-            Ez = np.where(active[:, None], new, Ez)
-            EZZ = np.where(active[:, None, None], new_ezz, EZZ)
-            if self.mixture:
-                norm_mu = np.sum(means["Emu"] ** 2, axis=1)
-                sq = np.trace(EZZ, axis1=1, axis2=2)[:, None] - 2 * Ez @ means["Emu"].T + norm_mu
-                logp = means["Elogq"] + 0.5 * k * means["Elogpsi"] - 0.5 * means["Epsi"] * sq
-                logp -= logp.max(axis=1, keepdims=True)
-                new_r = np.exp(logp)
-                R = np.where(active[:, None], new_r / new_r.sum(axis=1, keepdims=True), R)
-            if self.likelihood == "gaussian" and not self.mixture:
-                break
-            if self.likelihood != "gaussian":
+
+        def margin_terms(Ez, EZZ):
+            """The exact form's E[1/lam^l], E[1/lam^u], hinge residuals and Var(a^T z)."""
+            wbar = Ez @ Ea.T
+            var = np.maximum(sym.inner(sym.flat(EZZ), eaa_flat) - wbar**2, 0.0)
+            var = 0.0 if self.inference == "vb_deterministic" else var
+            u_l = lo0 + eps - wbar
+            u_u = wbar + eps - up0
+            il = np.where(has_l, expected_inv_lambda(u_l**2 + var), 0.0)
+            iu = np.where(has_u, expected_inv_lambda(u_u**2 + var), 0.0)
+            return il, iu, u_l, u_u, var
+
+        def solve(precision, mean):
+            """VB updates of q(z_*) = N(E[z], S^-1) under the prior N(mean, I / precision) until
+            each sample's E[z] settles: ``(E[z], E[z z^T], log det S^-1)``."""
+            if self.likelihood == "gaussian":
+                P, H = P_data, H_data
+            Ez = np.zeros((m, k))
+            EZZ = np.broadcast_to(np.eye(k), (m, k, k)).copy()
+            logdet = np.zeros(m)
+            active = np.ones(m, dtype=bool)  # each sample stops on its own, as if predicted alone
+            for _ in range(self.transform_iter):
+                if exact:
+                    il, iu, _, _, _ = margin_terms(Ez, EZZ)
+                    P = il + iu
+                    H = il * (lo0 + eps) + iu * (up0 - eps) + has_l - has_u
+                if P.shape[0] == 1:
+                    S = np.broadcast_to(np.einsum("i,ikl->kl", P[0], EAA), (m, k, k)).copy()
+                else:
+                    S = sym.unflat(P @ eaa_flat)
+                S[:, np.arange(k), np.arange(k)] += precision
+                new, new_ezz, new_logdet = _gaussian_block(
+                    S, precision * mean + H @ Ea, second=True
+                )
+                change = np.max(np.abs(new - Ez), axis=1)
+                Ez = np.where(active[:, None], new, Ez)
+                EZZ = np.where(active[:, None, None], new_ezz, EZZ)
+                logdet = np.where(active, new_logdet, logdet)
+                if self.likelihood == "gaussian":  # one update is the exact conditional
+                    break
                 active &= change >= 1e-3 * np.maximum(1.0, np.abs(Ez).mean(axis=1))
                 if not active.any():
                     break
-        return Ez, EZZ, R
+            return Ez, EZZ, logdet
+
+        if not self.mixture:
+            Ez, EZZ, _ = solve(1.0, np.zeros(k))
+            return Ez, EZZ, np.ones((m, 1))
+
+        def component(precision, mean):
+            """:meth:`_mixture_scores`' ``component``: :func:`solve` and ``E[log p(x_* | z_*)]``
+            up to terms that do not depend on q(z_*)."""
+            Ez, EZZ, logdet = solve(precision, mean)
+            if self.likelihood == "gaussian":  # sum_i tau_i (x_i a_i^T z - (a_i^T z)^2 / 2)
+                S = np.einsum("i,ikl->kl", P_data[0], EAA)
+                loglik = np.sum((H_data @ Ea) * Ez, axis=1) - 0.5 * np.einsum("kl,nkl->n", S, EZZ)
+            else:  # the exact form's log pseudo-likelihood (eq. 6), as in training
+                _, _, u_l, u_u, var = margin_terms(Ez, EZZ)
+                hinge = np.where(has_l, expected_hinge(u_l, var), 0.0) + np.where(
+                    has_u, expected_hinge(u_u, var), 0.0
+                )
+                loglik = -2.0 * hinge.sum(axis=1)
+            return Ez, EZZ, logdet, loglik
+
+        return self._mixture_scores(component)
+
+    def _newton_component(self, moments, typical):
+        """:meth:`_mixture_scores`' ``component`` for the rank likelihoods (the Newton steps of
+        :func:`_newton_scores` under each component's prior).  With q(w) at its optimum given
+        q(z) = N(m, S^-1), ``E[log p(x_* | z_*)] = sum_i log Z_i(a_i^T m) - m^T C m / 2 - tr(sum_i
+        E[a_i a_i^T] S^-1) / 2`` (``Z_i`` and ``C`` as in :func:`_newton_scores`)."""
+        means = self._means
+        Ea, EAA = means["Ea"], means["EAA"]
+        gram = EAA.sum(axis=0)
+        C = gram - Ea.T @ Ea
+
+        def component(precision, mean):
+            z, cov = _newton_scores(moments, Ea, EAA, typical, self.transform_iter, precision, mean)
+            _, _, log_z = moments(z @ Ea.T)
+            loglik = log_z - 0.5 * np.einsum("nk,kl,nl->n", z, C, z) - 0.5 * np.sum(gram * cov[0])
+            logdet = np.full(len(z), np.linalg.slogdet(cov[0])[1])
+            return z, _second(z, cov), logdet, loglik
+
+        return component
+
+    def _mixture_scores(self, component):
+        """Moments of new samples under the DP mixture with q(z_*, t_*) = q(t_*) q(z_* | t_*):
+        for each component t, q(z_* | t) = N(E[z], E[z z^T] - E[z] E[z]^T) is fitted under the
+        component's prior N(mu_t, psi_t^-1 I) by ``component(E[psi_t], E[mu_t])`` (which returns
+        those moments, ``log det Cov`` and ``E[log p(x_* | z_*)]``), and q(t) is proportional to
+        the exponentiated bound
+
+            E[log q_t] + E[log p(x_* | z_*)] + K E[log psi_t] / 2
+            - E[psi_t] E||z_* - mu_t||^2 / 2 + log det Cov(z_* | t) / 2,
+
+        the approximate evidence of x_* under component t (ERRATA 000, section 7, t(n) without
+        the label).  Returns ``(E[z | t], E[z z^T | t], q(t))``, shaped (m, c, k), (m, c, k, k)
+        and (m, c)."""
+        means = self._means
+        k = self.n_factors
+        Epsi, Emu = means["Epsi"], means["Emu"]
+        # E||mu_t||^2; a fit file written without it: the squared posterior mean
+        norm_mu = means.get("Enorm_mu", np.sum(Emu**2, axis=1))
+        moments = [component(Epsi[t], Emu[t]) for t in range(len(Epsi))]
+        Ez = np.stack([z for z, _, _, _ in moments], axis=1)
+        EZZ = np.stack([zz for _, zz, _, _ in moments], axis=1)
+        logdet = np.stack([d for _, _, d, _ in moments], axis=1)
+        loglik = np.stack([ll for _, _, _, ll in moments], axis=1)
+        sq = np.trace(EZZ, axis1=2, axis2=3) - 2 * np.einsum("nck,ck->nc", Ez, Emu) + norm_mu
+        bound = (
+            means["Elogq"] + loglik + 0.5 * k * means["Elogpsi"] - 0.5 * Epsi * sq + 0.5 * logdet
+        )
+        R = np.exp(bound - bound.max(axis=1, keepdims=True))
+        return Ez, EZZ, R / R.sum(axis=1, keepdims=True)
 
     def transform(self, X):
-        """Posterior mean factor scores z_* (n_samples, n_factors) of new samples."""
-        return self._infer_new(X)[0]
+        """Posterior mean factor scores z_* (n_samples, n_factors) of new samples (with the
+        mixture, averaged over the components with their responsibilities)."""
+        Ez, _, R = self._infer_new(X)
+        return np.einsum("nc,nck->nk", R, Ez) if self.mixture else Ez
 
     def _task_scores(self, X):
         """Mean and variance of the decision function per task: (n, tasks) each."""
         Ez, EZZ, R = self._infer_new(X)
         means = self._means
-        Ezt, EZZt = _with_one(Ez, EZZ)
         eb, ebb = means["Eb"], means["EBB"]
         t, c, k1 = eb.shape
-        sym1 = _Sym(k1)
-        f = np.einsum("nk,tck->ntc", Ezt, eb)
-        f2 = sym1.inner(sym1.flat(EZZt), sym1.flat(ebb).reshape(t * c, -1)).reshape(-1, t, c)
+        if self.mixture:  # each component's classifier on z_* given that component
+            m = len(Ez)
+            Ezt, EZZt = _with_one(Ez.reshape(m * c, k1 - 1), EZZ.reshape(m * c, k1 - 1, k1 - 1))
+            f = np.einsum("nck,tck->ntc", Ezt.reshape(m, c, k1), eb)
+            f2 = np.einsum("ncij,tcij->ntc", EZZt.reshape(m, c, k1, k1), ebb)
+        else:
+            Ezt, EZZt = _with_one(Ez, EZZ)
+            sym1 = _Sym(k1)
+            f = np.einsum("nk,tck->ntc", Ezt, eb)
+            f2 = sym1.inner(sym1.flat(EZZt), sym1.flat(ebb).reshape(t * c, -1)).reshape(-1, t, c)
         var = np.maximum(f2 - f**2, 0.0)
         return f, var, R
 
     def decision_function(self, X):
-        """Score ``E[beta]^T z_* + b`` per task (mixture: weighted by the responsibilities of
-        z_* under the components, without labels); positive favours the second class.
+        """Score ``E[beta]^T z_* + b`` per task (mixture: ``sum_t q(t) E[beta^(t)]^T E[z_* | t]``
+        with the responsibilities q(t) of :meth:`_mixture_scores`, without labels); positive
+        favours the second class.
 
         Returns (n_samples,) for binary ``y``, (n_samples, n_classes) for multiclass (one
         versus rest) and (n_samples, n_tasks) for multi-task ``y``.
