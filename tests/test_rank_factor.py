@@ -576,6 +576,87 @@ def test_dp_mixture_separates_xor():
     assert roc_auc_score(y[160:], gibbs.decision_function(X[160:])) > 0.8
 
 
+def test_dp_mixture_prediction_is_the_exact_posterior_of_a_gaussian_cohort():
+    """With the Gaussian likelihood and no loading uncertainty (E[a a^T] = E[a] E[a]^T, point
+    values of psi_t, mu_t, q_t) the posterior of (z_*, t_*) of a new sample is closed-form:
+    p(t | x) is proportional to q_t N(x; A mu_t, A A^T / psi_t + diag(1 / tau)) and z_* | t is
+    Gaussian.  Prediction's responsibilities, scores and decision must be exactly these (the
+    bound of each component is then the log evidence up to a constant)."""
+    rng = np.random.default_rng(1)
+    k = 2
+    clf = RankFactorClassifier.from_variant(
+        "G-NL-BSVM", n_factors=k, n_components=3, max_iter=3, random_state=0, verbose=False
+    ).fit(rng.normal(size=(30, 5)), np.arange(30) % 2)
+    means = clf._means
+    A = means["Ea"]
+    means["EAA"] = A[:, :, None] * A[:, None, :]
+    mu = np.array([[2.0, 0.0], [-2.0, 0.5], [0.0, 2.0]])
+    psi = np.array([4.0, 1.0, 2.0])
+    q = np.array([0.5, 0.3, 0.2])
+    beta = np.array([[[1.0, -1.0, 0.3], [0.5, 2.0, -0.2], [-1.5, 0.2, 0.1]]])
+    means.update(Emu=mu, Enorm_mu=np.sum(mu**2, axis=1), Epsi=psi, Elogpsi=np.log(psi))
+    means.update(Elogq=np.log(q), Eb=beta, EBB=beta[..., :, None] * beta[..., None, :])
+    Xnew = rng.normal(size=(8, 5)) * 2
+    xs = (Xnew - clf.center_) / clf.scale_
+    tau = clf.noise_precision_
+    log_p = np.column_stack(
+        [
+            np.log(q[t])
+            + stats.multivariate_normal(A @ mu[t], A @ A.T / psi[t] + np.diag(1 / tau)).logpdf(xs)
+            for t in range(3)
+        ]
+    )
+    resp = np.exp(log_p - log_p.max(axis=1, keepdims=True))
+    resp /= resp.sum(axis=1, keepdims=True)
+    assert resp.min() < 0.9 * resp.max()  # the components compete
+    cond = np.stack(
+        [
+            np.linalg.solve(
+                A.T @ (tau[:, None] * A) + psi[t] * np.eye(k),
+                (A.T @ (tau * xs).T) + psi[t] * mu[t][:, None],
+            ).T
+            for t in range(3)
+        ],
+        axis=1,
+    )  # E[z | t, x], (samples, components, k)
+    decision = np.einsum("nc,nck,ck->n", resp, cond, beta[0, :, :k]) + resp @ beta[0, :, k]
+    Ez, _, R = clf._infer_new(Xnew)
+    np.testing.assert_allclose(R, resp, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(Ez, cond, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(clf.transform(Xnew), np.einsum("nc,nck->nk", resp, cond), atol=1e-10)
+    np.testing.assert_allclose(clf.decision_function(Xnew), decision, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("likelihood", ["maxmargin_rank", "gaussian"])
+def test_dp_mixture_recovers_clusters_no_linear_classifier_separates(likelihood):
+    """Three tight clusters of factor scores on a line, the outer two one class and the middle
+    one the other: no linear classifier on the scores separates them, local classifiers without
+    intercept do (beta^(t)T z is large in the outer clusters, near 0 in the middle one).  With a
+    short fit on few features, prediction must find each held-out sample's cluster from its
+    data alone (the data pin z_* less than the tight clusters' priors do)."""
+    rng = np.random.default_rng(4)
+    n, d = 240, 6
+    cluster = rng.integers(0, 3, size=n)
+    Z = np.column_stack([3.0 * (cluster - 1), np.zeros(n)]) + 0.5 * rng.normal(size=(n, 2))
+    X = Z @ rng.normal(size=(d, 2)).T + rng.normal(size=(n, d))
+    y = (cluster != 1).astype(int)
+    train, test = slice(0, 160), slice(160, None)
+    auc = {}
+    for mixture in (False, True):
+        clf = RankFactorClassifier(
+            likelihood=likelihood,
+            mixture=mixture,
+            n_factors=2,
+            n_components=3,
+            max_iter=20,
+            random_state=0,
+            verbose=False,
+        ).fit(X[train], y[train])
+        auc[mixture] = roc_auc_score(y[test], clf.decision_function(X[test]))
+    assert auc[False] < 0.7
+    assert auc[True] > 0.95
+
+
 def _harsh(W):
     out = np.empty_like(W)
     for i in range(W.shape[1]):
