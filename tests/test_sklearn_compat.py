@@ -53,6 +53,7 @@ def _estimators():
         quick(models.BAMClassifier, ranking="pairwise"),
         quick(models.RankFactorClassifier, likelihood="gaussian", classifier="probit"),
         quick(models.RankFactorClassifier, inference="gibbs"),
+        quick(models.RankFactorClassifier, mixture=True),
         quick(models.RFLVM, likelihood="poisson"),
         quick(models.PCASVM, transductive=True),
         quick(models.LDASVM, shrinkage="auto"),
