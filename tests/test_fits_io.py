@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from omicsbayes import models
 from omicsbayes.io import FitFileError, load_fit, read_header, save_draws, save_fit
 from omicsbayes.io import fits as fits_module
-from omicsbayes.preprocess import EmpiricalKernelMap, TopGenes, ZScore
+from omicsbayes.preprocess import STEPS, EmpiricalKernelMap, TopGenes, ZScore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fits"
 RNG = np.random.default_rng(0)
@@ -137,6 +137,53 @@ def test_round_trip_gives_identical_outputs(name, tmp_path):
     for method, args in calls:
         after = getattr(loaded, method)(*args)
         np.testing.assert_array_equal(np.asarray(after), np.asarray(before[method]), err_msg=method)
+
+
+# parameters a step needs on the 6-gene test matrix; every other step takes its defaults
+STEP_PARAMS = {"top_genes": {"n": 4}}
+POSITIVE, POSITIVE_NEW = COUNTS + 1, COUNTS_NEW + 1  # median of ratios needs positive genes
+
+
+@pytest.mark.parametrize("step", sorted(STEPS))
+def test_every_preprocessing_step_round_trips_in_a_pipeline(step, tmp_path):
+    pipeline = make_pipeline(STEPS[step](**STEP_PARAMS.get(step, {})), models.LogisticBaseline())
+    pipeline.fit(POSITIVE, Y_TRAIN)
+    loaded = load_fit(save_fit(pipeline, tmp_path / f"{step}.obfit"))
+    assert type(loaded[0]) is STEPS[step]
+    np.testing.assert_array_equal(
+        loaded[0].transform(POSITIVE_NEW), pipeline[0].transform(POSITIVE_NEW)
+    )
+    np.testing.assert_array_equal(
+        loaded.decision_function(POSITIVE_NEW), pipeline.decision_function(POSITIVE_NEW)
+    )
+
+
+class _Halve(ZScore):
+    """A step the tests register: z-scores halved."""
+
+    def transform(self, X):
+        return super().transform(X) / 2
+
+
+def test_a_step_registered_in_steps_is_trusted_and_one_outside_is_refused(monkeypatch, tmp_path):
+    from sklearn.preprocessing import MinMaxScaler
+
+    def pipeline(step):
+        return make_pipeline(step, models.LogisticBaseline()).fit(X_TRAIN, Y_TRAIN)
+
+    with pytest.raises(TypeError, match=r"Pipeline\.steps\[0\]\[1\] holds a .*\._Halve, which"):
+        save_fit(pipeline(_Halve()), tmp_path / "unregistered.obfit")
+    with pytest.raises(TypeError, match=r"holds a sklearn\.preprocessing\._data\.MinMaxScaler"):
+        save_fit(pipeline(MinMaxScaler()), tmp_path / "minmax.obfit")
+
+    monkeypatch.setitem(STEPS, "halve", _Halve)
+    assert fits_module.trusted_classes()["omicsbayes.preprocess._Halve"] is _Halve
+    fitted = pipeline(_Halve())
+    loaded = load_fit(save_fit(fitted, tmp_path / "halve.obfit"))
+    np.testing.assert_array_equal(loaded.decision_function(X_NEW), fitted.decision_function(X_NEW))
+    monkeypatch.delitem(STEPS, "halve")
+    with pytest.raises(FitFileError, match=r"class 'omicsbayes\.preprocess\._Halve' is not one"):
+        load_fit(tmp_path / "halve.obfit")
 
 
 def test_draws_go_to_netcdf(tmp_path):

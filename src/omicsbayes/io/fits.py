@@ -5,9 +5,9 @@ file is (format, format version, the omicsbayes and library versions that wrote 
 estimator it holds (a class name from :data:`ESTIMATORS`), its constructor parameters, the
 feature names it was fitted on and, for a fit made by an :mod:`omicsbayes.tl` function, the
 genes, gene selection (``mask_var``) and layer it used. Every fitted attribute is written as
-JSON (numbers, strings, lists, dicts, the objects of :data:`TRUSTED` with their attributes) or as
-an array in the archive (``numpy.save`` without pickle); an ArviZ ``idata_`` is stored as its
-groups' variables and coordinates the same way.
+JSON (numbers, strings, lists, dicts, objects of the classes of :func:`trusted_classes` with
+their attributes) or as an array in the archive (``numpy.save`` without pickle); an ArviZ
+``idata_`` is stored as its groups' variables and coordinates the same way.
 
 Why not pickle, joblib or skops: loading a pickle runs code chosen by the file. skops would
 need every internal type of ArviZ, xarray and pandas trusted one by one; a format of our own
@@ -15,7 +15,7 @@ with a short list of trusted classes, whose objects are rebuilt by calling their
 with JSON parameters and setting array / JSON attributes, is small enough to check by reading.
 
 :func:`load_fit` never imports a module or calls a function named by the file: classes are looked
-up in :data:`TRUSTED`, arrays are read with ``allow_pickle=False``, anything else (another
+up in :func:`trusted_classes`, arrays are read with ``allow_pickle=False``, anything else (another
 member in the archive, bytes after its end, a type not listed) refuses the file with one
 message. A file written by any release of the same major version loads; a newer format version
 or another major version is refused with a message naming both.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, models
 from .._attributes import ANNDATA_FIT, IDATA, fitted
 from ..jobs import atomic_write
 
@@ -43,61 +43,19 @@ FORMAT = "omicsbayes-fit"
 FORMAT_VERSION = 2  # 1 was the pickle (joblib) format, never loaded
 DOCUMENT = "fit.json"
 
-#: Classes a fit file may hold at its top: every omicsbayes model and the scikit-learn composites
-#: the ``tl`` functions return (``tl.bam``: a kernel-map Pipeline, one-vs-rest for several classes).
-ESTIMATORS = (
-    *(
-        f"omicsbayes.models.{name}"
-        for name in (
-            "BAMClassifier",
-            "BM2PCAClassifier",
-            "BM2PCARegressor",
-            "BayesianProbitClassifier",
-            "ConstrainedMVGP",
-            "FullSVM",
-            "IBPFactorModel",
-            "KPMF",
-            "LDASVM",
-            "LinearSVMBaseline",
-            "LogisticBaseline",
-            "MVGP",
-            "PCASVM",
-            "PFAClassifier",
-            "PMF",
-            "PoissonFactorAnalysis",
-            "RFLVM",
-            "RankFactorClassifier",
-            "TraceGP",
-        )
-    ),
-    "sklearn.pipeline.Pipeline",
-    "sklearn.multiclass.OneVsRestClassifier",
-)
-
-#: Every class a fit file may hold (name in the file -> "module:attribute"): the estimators, the
-#: omicsbayes preprocessing steps a Pipeline may put before them, the scikit-learn estimators the
-#: baselines wrap and the helper objects models keep as fitted attributes.
-TRUSTED = {
-    **{name: f"omicsbayes.models:{name.rsplit('.', 1)[1]}" for name in ESTIMATORS[:-2]},
+#: Classes a fit file may hold at its top: every class of :mod:`omicsbayes.models` and the
+#: scikit-learn composites the ``tl`` functions return (``tl.bam``: a kernel-map Pipeline,
+#: one-vs-rest for several classes).
+_COMPOSITES = {
     "sklearn.pipeline.Pipeline": "sklearn.pipeline:Pipeline",
     "sklearn.multiclass.OneVsRestClassifier": "sklearn.multiclass:OneVsRestClassifier",
-    **{
-        f"omicsbayes.preprocess.{name}": f"omicsbayes.preprocess:{name}"
-        for name in (
-            "BackgroundCorrect",
-            "EmpiricalKernelMap",
-            "Log",
-            "MaxZeroFraction",
-            "MedianOfRatios",
-            "NormalizeTotal",
-            "QuantileNormalize",
-            "RankTransform",
-            "RoundCounts",
-            "TopGenes",
-            "UnitLength",
-            "ZScore",
-        )
-    },
+}
+ESTIMATORS = (*(f"omicsbayes.models.{name}" for name in models.__all__), *_COMPOSITES)
+
+#: The classes a fit file may hold besides :data:`ESTIMATORS` and the preprocessing steps (name in
+#: the file -> "module:attribute"): the scikit-learn estimators the baselines wrap and the helper
+#: objects models keep as fitted attributes. :func:`trusted_classes` gives all of them.
+HELPERS = {
     "omicsbayes.preprocess.LowRankKernel": "omicsbayes.preprocess.graph:LowRankKernel",
     "omicsbayes.models.bsvm.BayesianSVM": "omicsbayes.models.bsvm:BayesianSVM",
     "omicsbayes.models.bam._GaussianWeights": "omicsbayes.models.bam:_GaussianWeights",
@@ -112,33 +70,43 @@ TRUSTED = {
     "sklearn.preprocessing.StandardScaler": "sklearn.preprocessing:StandardScaler",
 }
 
+
+def trusted_classes():
+    """Every class a fit file may hold, as ``{name in the file: class}``.
+
+    :data:`ESTIMATORS`, the preprocessing steps a Pipeline may put before them (the classes of
+    :data:`omicsbayes.preprocess.STEPS`, named ``omicsbayes.preprocess.<class>``) and
+    :data:`HELPERS`. Only the modules these name are imported; nothing else is trusted.
+    """
+    import importlib
+
+    from .. import preprocess
+
+    out = {f"omicsbayes.models.{name}": getattr(models, name) for name in models.__all__}
+    out.update({f"omicsbayes.preprocess.{cls.__name__}": cls for cls in preprocess.STEPS.values()})
+    for name, where in {**_COMPOSITES, **HELPERS}.items():
+        module, attribute = where.split(":")
+        out[name] = getattr(importlib.import_module(module), attribute)
+    return out
+
+
 _ARRAY_ENTRY = re.compile(r"arrays/\d+\.npy")
 _ATTRIBUTE = re.compile(r"(?!__)[A-Za-z_]\w*")
 
 __all__ = [
     "ESTIMATORS",
     "FitFileError",
-    "TRUSTED",
+    "HELPERS",
     "load_fit",
     "read_header",
     "save_draws",
     "save_fit",
+    "trusted_classes",
 ]
 
 
 class FitFileError(ValueError):
     """A file that is not a valid omicsbayes fit file, or one from an incompatible version."""
-
-
-def _classes():
-    """``{name: class}`` of :data:`TRUSTED` (imported here, from this module's list only)."""
-    import importlib
-
-    out = {}
-    for name, where in TRUSTED.items():
-        module, attribute = where.split(":")
-        out[name] = getattr(importlib.import_module(module), attribute)
-    return out
 
 
 def _versions():
@@ -160,7 +128,7 @@ class _Encoder:
         self.entries = {}
         self.memo = {}  # id -> node, so an array or InferenceData held twice is stored once
         self.keep = []  # keeps memoised objects alive while ids are in use
-        self.names = {cls: name for name, cls in _classes().items()}
+        self.names = {cls: name for name, cls in trusted_classes().items()}
 
     def node(self, value, where):
         if value is None or isinstance(value, bool | str):
@@ -258,7 +226,7 @@ class _Encoder:
         raise TypeError(
             f"{where} holds a {kind.__module__}.{kind.__qualname__}, which a fit file cannot hold "
             "(it holds numbers, strings, arrays, data frames, ArviZ draws and the classes of "
-            "omicsbayes.io.fits.TRUSTED)"
+            "omicsbayes.io.fits.trusted_classes())"
         )
 
     def instance(self, value, where):
@@ -434,7 +402,7 @@ class _Decoder:
 
     def __init__(self, archive):
         self.archive = archive
-        self.classes = _classes()
+        self.classes = trusted_classes()
         self.used = set()
         self.memo = {}  # entry -> array, so an array held twice comes back shared
 
