@@ -134,14 +134,15 @@ class FullSVM(_CrammerSingerSVM):
     >>> import numpy as np
     >>> from omicsbayes.models import FullSVM
     >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
+    >>> y = np.repeat(["liver", "colon", "kidney"], 20)
     >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
-    >>> clf = FullSVM().fit(X, y)
+    >>> X[:20, 0] += 3.0  # gene 0 marks liver, gene 1 colon
+    >>> X[20:40, 1] += 3.0
+    >>> clf = FullSVM().fit(X, y)  # one Crammer-Singer SVM for the three classes
+    >>> clf.decision_function(X[:4]).shape  # a column per class, in classes_ order
+    (4, 3)
     >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
+    ['colon', 'kidney', 'liver']
     >>> bool((clf.predict(X) == y).mean() > 0.7)
     True
     """
@@ -178,17 +179,16 @@ class PCASVM(_ProjectedSVM):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import PCASVM
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
-    >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
-    >>> clf = PCASVM(n_components=3).fit(X, y)
-    >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
-    >>> bool((clf.predict(X) == y).mean() > 0.7)
-    True
+    >>> X, y = np.random.default_rng(0).normal(size=(60, 8)), np.repeat(["case", "control"], 30)
+    >>> X[:30, 0] += 3.0  # gene 0 separates the classes
+    >>> y_part = y.astype(object)
+    >>> y_part[::3] = None  # a third of the samples unlabelled
+    >>> inductive = PCASVM(n_components=3).fit(X, y_part)
+    >>> transductive = PCASVM(n_components=3, transductive=True).fit(X, y_part)
+    >>> inductive.projection_.n_samples_, transductive.projection_.n_samples_  # PCA's rows
+    (40, 60)
+    >>> transductive.predict(X[::3]).shape  # predictions for the unlabelled samples
+    (20,)
     """
 
     capabilities = frozenset({"classifier", "transductive"})
@@ -234,15 +234,11 @@ class LDASVM(_ProjectedSVM):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import LDASVM
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
-    >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
-    >>> clf = LDASVM(n_components=1).fit(X, y)
-    >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
+    >>> X, y = np.random.default_rng(0).normal(size=(60, 8)), np.repeat(["case", "control"], 30)
+    >>> X[:30, 0] += 3.0  # gene 0 separates the classes
+    >>> clf = LDASVM().fit(X, y)  # n_components=10, but two classes give one LDA direction
+    >>> clf.projection_.transform(X).shape
+    (60, 1)
     >>> bool((clf.predict(X) == y).mean() > 0.7)
     True
     """
@@ -275,16 +271,13 @@ class LogisticBaseline(_Baseline):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import LogisticBaseline
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
-    >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
-    >>> clf = LogisticBaseline().fit(X, y)
-    >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
-    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    >>> X, y = np.random.default_rng(0).normal(size=(60, 8)), np.repeat(["case", "control"], 30)
+    >>> X[:30, 0] += 3.0  # gene 0 separates the classes
+    >>> clf = LogisticBaseline(C=0.5).fit(X, y)
+    >>> proba = clf.predict_proba(X[:3])  # columns in classes_ order
+    >>> clf.classes_.tolist(), proba.shape
+    (['case', 'control'], (3, 2))
+    >>> bool(proba[:, 0].min() > 0.5)  # the first three samples are cases
     True
     """
 
@@ -309,17 +302,12 @@ class LinearSVMBaseline(_Baseline):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import LinearSVMBaseline
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
-    >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
+    >>> X, y = np.random.default_rng(0).normal(size=(60, 8)), np.repeat(["case", "control"], 30)
+    >>> X[:30, 0] += 3.0  # gene 0 separates the classes
     >>> clf = LinearSVMBaseline().fit(X, y)
-    >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
-    >>> bool((clf.predict(X) == y).mean() > 0.7)
-    True
+    >>> decision = clf.decision_function(X[:3])  # positive means classes_[1], 'control'
+    >>> decision.shape, bool((decision < 0).all())
+    ((3,), True)
     """
 
     def _classifier(self):

@@ -472,16 +472,14 @@ class BM2PCAClassifier(ClassifierMixin, TransformerMixin, VBEstimator):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import BM2PCAClassifier
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.repeat(["case", "control"], 30)
-    >>> X = rng.normal(size=(60, 8))
-    >>> X[:30, 0] += 3.0  # one gene separates the classes
-    >>> clf = BM2PCAClassifier(n_components=3, random_state=0).fit(X, y)
-    >>> clf.classes_.tolist()
-    ['case', 'control']
-    >>> clf.predict(X[:3]).shape
-    (3,)
-    >>> bool((clf.predict(X) == y).mean() > 0.7)
+    >>> X, y = np.random.default_rng(0).normal(size=(60, 8)), np.repeat(["case", "control"], 30)
+    >>> X[:30, 0] += 3.0  # gene 0 separates the classes
+    >>> y_part = y.astype(object)
+    >>> y_part[1::2] = None  # semi-supervised: every other sample unlabelled
+    >>> clf = BM2PCAClassifier(n_components=3, random_state=0).fit(X, y_part)
+    >>> clf.loadings_.shape, clf.scores_.shape  # E[W] and E[z_n] of every sample
+    ((8, 3), (60, 3))
+    >>> bool((clf.predict(X[1::2]) == y[1::2]).mean() > 0.7)  # the unlabelled samples
     True
     """
 

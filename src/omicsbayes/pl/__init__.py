@@ -100,9 +100,9 @@ def loadings(adata, key="rank_factor", max_genes=50, n_labels=50, gene_symbols=N
     >>> adata = io.load_demo("tissue_gene_expression")
     >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
     ...                      max_iter=5)
-    >>> fig = pl.loadings(adata, max_genes=20)
-    >>> type(fig).__name__
-    'Figure'
+    >>> fig = pl.loadings(adata, max_genes=20, n_labels=5)
+    >>> fig.axes[0].get_ylabel()  # 20 rows drawn, the 5 of largest loading norm named
+    '20 genes (5 of largest norm named)'
     """
     frame = _loadings(adata, key)
     if gene_symbols is not None:
@@ -128,9 +128,12 @@ def scores(adata, key="rank_factor", groupby=None, components=(1, 2), style="gro
     >>> adata = io.load_demo("tissue_gene_expression")
     >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
     ...                      max_iter=5)
-    >>> fig = pl.scores(adata)
-    >>> type(fig).__name__
-    'Figure'
+    >>> fig = pl.scores(adata, components=(2, 1))  # factor 2 across, factor 1 up
+    >>> legend = fig.axes[0].get_legend()  # groups: the fit's label column
+    >>> legend.get_title().get_text(), len(legend.get_texts())
+    ('tissue', 7)
+    >>> fig.axes[0].get_xlabel()
+    'rank_factor 2'
     """
     Z = _scores(adata, key)
     i, j = (c - 1 for c in components)
@@ -174,8 +177,9 @@ def latent_heatmap(adata, key="rflvm", groupby=None):
     >>> adata = io.load_demo("breast_cancer_wisconsin")[:60].copy()
     >>> est = tl.ibp_factor(adata, n_iter=10)
     >>> fig = pl.latent_heatmap(adata, key="ibp_factor", groupby="diagnosis")
-    >>> type(fig).__name__
-    'Figure'
+    >>> image = fig.axes[0].images[0]  # samples (sorted by diagnosis) x latent features
+    >>> image.get_array().shape == adata.obsm["X_ibp_factor"].shape
+    True
     """
     return rflvm_plots.latent_heatmaps({key: _scores(adata, key)}, _groups(adata, key, groupby)[0])
 
@@ -194,9 +198,11 @@ def trace(adata, key="rank_factor", burn_in=None):
     >>> adata = io.load_demo("tissue_gene_expression")
     >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
     ...                      max_iter=5)
-    >>> fig = pl.trace(adata)
-    >>> type(fig).__name__
-    'Figure'
+    >>> fig = pl.trace(adata)  # G-L-Probit's VB history is an objective, not a lower bound
+    >>> fig.axes[0].get_ylabel(), len(fig.axes[0].lines[0].get_xdata())  # one point a sweep
+    ('objective', 5)
+    >>> print(fig.texts[0].get_text())
+    An objective, not a lower bound: it need not increase from one iteration to the next.
     """
     uns = _uns(adata, key)
     if "trace" not in uns:
@@ -229,9 +235,11 @@ def coefficients(adata, key="rank_factor"):
     >>> adata = io.load_demo("tissue_gene_expression")
     >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
     ...                      max_iter=5)
-    >>> fig = pl.coefficients(adata)
-    >>> type(fig).__name__
-    'Figure'
+    >>> fig = pl.coefficients(adata)  # a one-vs-rest task per tissue, a panel per task
+    >>> [ax.get_ylabel() for ax in fig.axes][:3]
+    ['cerebellum', 'colon', 'endometrium']
+    >>> len(fig.axes), len(fig.axes[0].patches)  # 7 panels of one bar per factor
+    (7, 2)
     """
     uns = _uns(adata, key)
     if "coef" not in uns:
@@ -249,9 +257,9 @@ def gene_network(adata, key="rank_factor", n_genes=50, threshold=0.8, max_edges=
     >>> adata = io.load_demo("tissue_gene_expression")
     >>> est = tl.rank_factor(adata, label_key="tissue", variant="G-L-Probit", n_factors=2,
     ...                      max_iter=5)
-    >>> fig = pl.gene_network(adata, n_genes=20)
-    >>> type(fig).__name__
-    'Figure'
+    >>> fig = pl.gene_network(adata, n_genes=20, threshold=0.8, max_edges=30)
+    >>> print(fig.axes[0].get_title().splitlines()[0])  # at most 30 of the strongest edges
+    gene network from the factor loadings: ... genes, 30 edges, ... modules
     """
     frame = _loadings(adata, key)
     edges = rank_factor_plots.gene_network_edges(

@@ -78,13 +78,16 @@ class ConstrainedMVGP(_FactorModel):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import ConstrainedMVGP
-    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> from omicsbayes.preprocess import diffusion_kernel
+    >>> known = np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool)
+    >>> known[5] = False  # row 5 has no known entry
+    >>> rows, cols = np.nonzero(known)
+    >>> path = np.eye(6, k=1) + np.eye(6, k=-1)  # row i is the neighbour of row i + 1
     >>> model = ConstrainedMVGP(lam=1.0, sigma2=0.1, random_state=0)
-    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5), row_kernel=np.eye(6))
-    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
-    (2,)
-    >>> model.predict_rows().shape  # every row x column entry
-    (6, 5)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5),
+    ...                   row_kernel=diffusion_kernel(path))
+    >>> int(model.predict_rows()[5].argmax())  # row 5 takes its neighbour row 4's column
+    4
     """
 
     _frobenius = True

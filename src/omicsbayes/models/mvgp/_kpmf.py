@@ -59,11 +59,11 @@ class KPMF(_FactorModel):
     >>> from omicsbayes.models import KPMF
     >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
     >>> model = KPMF(rank=2, sigma2=0.1, random_state=0)
-    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
-    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
-    (2,)
-    >>> model.predict_rows().shape  # every row x column entry
-    (6, 5)
+    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5), row_kernel=np.eye(6))
+    >>> model.row_factors_.shape, model.col_factors_.shape  # U and V of equation (4)
+    ((6, 2), (5, 2))
+    >>> bool(model.lower_bound_[-1] < model.lower_bound_[0])  # objective (4), minimised
+    True
     """
 
     _parameter_constraints = {**_SHARED_CONSTRAINTS, "rank": [_COUNT], "init_scale": [_POSITIVE]}

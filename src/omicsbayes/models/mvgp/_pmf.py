@@ -18,13 +18,14 @@ class PMF(KPMF):
     --------
     >>> import numpy as np
     >>> from omicsbayes.models import PMF
-    >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
+    >>> known = np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool)
+    >>> known[5] = False  # row 5 has no known entry
+    >>> rows, cols = np.nonzero(known)
     >>> model = PMF(rank=2, sigma2=0.1, random_state=0)
     >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
-    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
-    (2,)
-    >>> model.predict_rows().shape  # every row x column entry
-    (6, 5)
+    >>> # no entries and no side information: row 5's factors stay near the prior mean, 0
+    >>> bool(np.abs(model.predict_rows()[5]).max() < 0.01)
+    True
     """
 
     def _kernels(self, row_kernel, col_kernel):

@@ -19,12 +19,12 @@ class TraceGP(ConstrainedMVGP):
     >>> import numpy as np
     >>> from omicsbayes.models import TraceGP
     >>> rows, cols = np.nonzero(np.eye(6, 5, dtype=bool) | np.eye(6, 5, k=1, dtype=bool))
-    >>> model = TraceGP(lam=1.0, sigma2=0.1, random_state=0)
-    >>> model = model.fit(rows, cols, np.ones(rows.size), shape=(6, 5))
-    >>> model.predict(np.array([0, 5]), np.array([4, 0])).shape
+    >>> fits = [TraceGP(lam=lam, sigma2=0.1, random_state=0)
+    ...         .fit(rows, cols, np.ones(rows.size), shape=(6, 5)) for lam in (0.1, 3.0)]
+    >>> bool(fits[1].nuclear_norm_ < fits[0].nuclear_norm_)  # a larger lam, a smaller norm
+    True
+    >>> fits[1].predict(np.array([0, 5]), np.array([4, 0])).shape
     (2,)
-    >>> model.predict_rows().shape  # every row x column entry
-    (6, 5)
     """
 
     _frobenius = False
