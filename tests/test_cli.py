@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from omicsbayes import cli
+from omicsbayes import cli, jobs
 from omicsbayes.io import load_fit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -220,18 +220,22 @@ def test_outputs_go_into_new_folders_together(cohort, tmp_path):
     assert load_fit(tmp_path / "fits" / "pfa.obfit").idata_.posterior.sizes["draw"] == 3
 
 
-def test_a_failing_output_leaves_none_of_them(tmp_path):
+def test_a_failing_output_leaves_none_of_them_and_outputs_follow_the_umask(tmp_path, monkeypatch):
     def fail(tmp):
         raise OSError("disk full")
 
+    def one(tmp):
+        Path(tmp).write_text("1")
+
     with pytest.raises(OSError, match="disk full"):
-        cli.write_outputs(
-            [
-                (tmp_path / "a" / "one.h5ad", lambda t: Path(t).write_text("1")),
-                (tmp_path / "two.obfit", fail),
-            ]
-        )
+        jobs.atomic_write_all([(tmp_path / "a" / "one.h5ad", one), (tmp_path / "two.obfit", fail)])
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+    monkeypatch.setattr(jobs, "_UMASK", 0o027)  # the command's outputs, as every job's
+    jobs.atomic_write_all([(tmp_path / "a" / "one.h5ad", one), (tmp_path / "two.obfit", one)])
+    assert {p.name: p.stat().st_mode & 0o777 for p in tmp_path.rglob("*") if p.is_file()} == {
+        "one.h5ad": 0o640,
+        "two.obfit": 0o640,
+    }
 
 
 def test_predict_scores_a_new_cohort_by_gene_name(cohort, tmp_path):

@@ -263,32 +263,9 @@ def check_outputs(prog, outputs):
             raise SystemExit(f"{prog}: {opt} {path}: cannot write in {ancestor}")
 
 
-def write_outputs(writers):
-    """Write every ``(path, write(tmp))`` to a temporary file beside it (folders created), then
-    move them all into place; on any failure none of them is left behind."""
-    import tempfile
-
-    done = []
-    try:
-        for path, write in writers:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-            os.close(fd)
-            done.append((tmp, path))
-            write(tmp)
-            os.chmod(tmp, 0o644)
-    except BaseException:
-        for tmp, _ in done:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        raise
-    for tmp, path in done:
-        os.replace(tmp, path)
-
-
 def cmd_fit(args):
     from . import io, tl
+    from .jobs import atomic_write_all
 
     prog = "omicsbayes fit"
     func, fixed, labels = models()[args.model]
@@ -344,7 +321,7 @@ def cmd_fit(args):
         writers.append((args.save_fit, lambda tmp: io.save_fit(estimator, tmp)))
     if args.draws:
         writers.append((args.draws, lambda tmp: io.save_draws(estimator, tmp)))
-    write_outputs(writers)
+    atomic_write_all(writers)
     written = ", ".join(str(path) for path, _ in writers)
     logger.log(logging.WARNING if bar else logging.INFO, "wrote %s", written)
     return 0
@@ -352,6 +329,7 @@ def cmd_fit(args):
 
 def cmd_predict(args):
     from . import io, tl
+    from .jobs import atomic_write_all
 
     prog = "omicsbayes predict"
     check_outputs(prog, {"-o": args.output})
@@ -363,7 +341,7 @@ def cmd_predict(args):
         tl.predict(adata, args.fit, key_added=args.key, **kwargs)
     except ValueError as exc:
         raise SystemExit(f"{prog}: {_one_line(exc)}") from exc
-    write_outputs([(args.output, adata.write_h5ad)])
+    atomic_write_all([(args.output, adata.write_h5ad)])
     logger.info(
         "scored %d samples of %s with %s (omicsbayes %s) from %s; wrote %s",
         adata.n_obs,
@@ -389,16 +367,22 @@ def _add_predict_parser(sub):
     )
     predict.add_argument("cohort", metavar="NEW", help="the new cohort (see the formats below)")
     predict.add_argument("--fit", required=True, help="fit file written by --save-fit")
-    predict.add_argument("-o", "--output", required=True, help="output .h5ad")
     predict.add_argument("--key", help="key_added (default: the fit's)")
     predict.add_argument("--layer", help="score this layer (default: the layer of the fit)")
-    predict.add_argument("--sample-sheet", help="sample sheet of a delimited matrix")
-    predict.add_argument(
+    _add_cohort_file_options(predict)
+    predict.set_defaults(func=cmd_predict)
+
+
+def _add_cohort_file_options(parser):
+    """The options ``fit`` and ``predict`` share: how to read a delimited cohort (its sample
+    sheet and orientation, for :func:`read_input`) and the output .h5ad."""
+    parser.add_argument("--sample-sheet", help="sample sheet of a delimited matrix")
+    parser.add_argument(
         "--orientation",
         default="samples_as_rows",
         choices=["samples_as_rows", "samples_as_columns"],
     )
-    predict.set_defaults(func=cmd_predict)
+    parser.add_argument("-o", "--output", required=True, help="output .h5ad")
 
 
 def find_snakefile(given=None):
@@ -557,13 +541,7 @@ def build_parser():
     )
     fit.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
     fit.add_argument("--key", help="key_added (default: the tl function's)")
-    fit.add_argument("--sample-sheet", help="sample sheet of a delimited matrix")
-    fit.add_argument(
-        "--orientation",
-        default="samples_as_rows",
-        choices=["samples_as_rows", "samples_as_columns"],
-    )
-    fit.add_argument("-o", "--output", required=True, help="output .h5ad")
+    _add_cohort_file_options(fit)
     fit.add_argument("--save-fit", help="also save the fit as a data file (.obfit)")
     fit.add_argument("--draws", help="also save the MCMC draws (.nc)")
     fit.set_defaults(func=cmd_fit)

@@ -77,17 +77,29 @@ def run_job(smk, main):
 
 def atomic_write(path, write):
     """Call ``write(tmp_path)`` then move the file into place, so no half-written output remains."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
+    atomic_write_all([(path, write)])
+
+
+def atomic_write_all(writers):
+    """Write every ``(path, write)`` pair, ``write(tmp_path)`` a file beside ``path`` (its folder
+    created), then move them all into place: on any failure none of them is left behind, nor a
+    temporary file. Files get the permissions of the process's umask."""
+    moves = []
     try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual permissions
-        os.replace(tmp, path)
+        for path, write in writers:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+            os.close(fd)
+            moves.append((tmp, path))
+            write(tmp)
+            os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual permissions
+        for tmp, path in moves:
+            os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        for tmp, _ in moves:
+            if os.path.exists(tmp):
+                os.remove(tmp)
         raise
 
 
