@@ -201,6 +201,32 @@ def test_tl_refuses_a_matrix_it_cannot_fit(name, case):
     refused(FITS[name], make(planted()), f"tl.{name}", source, *expected)
 
 
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_tl_refuses_a_matrix_where_an_anndata_belongs(name):
+    X = planted().X
+    with pytest.raises(TypeError, match=rf"tl\.{name}: adata is a numpy\.ndarray; expected an"):
+        FITS[name](X)
+
+
+def test_tl_mvgp_refuses_a_negative_ratio_that_is_not_a_positive_number():
+    known = ad.AnnData(sp.csr_matrix(np.eye(6, 5) + np.eye(6, 5, k=1)))
+    for ratio in (-1, 0, "2", True):
+        refused(
+            lambda a: tl.mvgp(a, model="PMF", negative_ratio=ratio),  # noqa: B023
+            known,
+            f"tl.mvgp: negative_ratio={ratio!r}; expected a number > 0",
+        )
+
+
+def test_mcmc_diagnostics_refuses_what_is_not_inference_data():
+    from omicsbayes.models import IBPFactorModel
+
+    model = IBPFactorModel(n_iter=4, random_state=0).fit(planted().X)
+    with pytest.raises(TypeError, match="idata is a IBPFactorModel; expected an ArviZ"):
+        tl.mcmc_diagnostics(model)  # the estimator, not its idata_
+    assert tl.mcmc_diagnostics(None).empty
+
+
 def test_tl_constant_x_message_says_how_it_is_constant():
     adata = planted()
     adata.X[:] = np.arange(adata.n_vars, dtype=float)  # each gene its own constant

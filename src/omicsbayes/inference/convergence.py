@@ -219,6 +219,12 @@ def mcmc_diagnostics(idata):
         Indexed by variable; columns mean (scalar variables), r_hat, ess_bulk, ess_tail,
         n_chains, n_draws, identifiable, flagged. Empty when ``idata`` is None.
 
+    Raises
+    ------
+    TypeError
+        When ``idata`` is neither None nor an InferenceData (an estimator, say, not its
+        ``idata_``).
+
     Examples
     --------
     >>> import numpy as np
@@ -234,6 +240,14 @@ def mcmc_diagnostics(idata):
     """
     import pandas as pd
 
+    if idata is not None:
+        import arviz as az
+
+        if not isinstance(idata, az.InferenceData):
+            raise TypeError(
+                f"mcmc_diagnostics: idata is a {type(idata).__name__}; expected an ArviZ "
+                "InferenceData (the idata_ of an MCMC fit) or None"
+            )
     rows = {}
     for group in ("posterior", "sample_stats", "log_likelihood"):
         data = None if idata is None else getattr(idata, group, None)

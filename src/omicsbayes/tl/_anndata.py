@@ -333,9 +333,17 @@ def write_results(
     })  # fmt: skip
 
 
-def run(adata, copy, fit):
+def run(adata, copy, fit, who):
     """Call ``fit(target)`` on ``adata`` or on a copy; return the estimator, or the copy if
-    ``copy`` (scanpy's convention)."""
+    ``copy`` (scanpy's convention). TypeError, naming ``who``, when ``adata`` is no AnnData."""
+    import anndata
+
+    if not isinstance(adata, anndata.AnnData):
+        raise TypeError(
+            f"{who}: adata is a {type(adata).__module__}.{type(adata).__qualname__}; expected an "
+            "anndata.AnnData (samples x genes; omicsbayes.io reads one from a file). The "
+            "estimators of omicsbayes.models take a plain matrix"
+        )
     target = adata.copy() if copy else adata
     estimator = fit(target)
     return target if copy else estimator

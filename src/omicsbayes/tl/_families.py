@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -138,7 +139,7 @@ def rank_factor(
         )
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)
 
 
 @_doc
@@ -256,7 +257,7 @@ def bam(
         )
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)
 
 
 @_doc
@@ -332,7 +333,7 @@ def bm2pca(
         )
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)
 
 
 def _unsupervised(cls, who, adata, layer, key_added, mask_var, random_state, copy, params, extra):
@@ -347,7 +348,7 @@ def _unsupervised(cls, who, adata, layer, key_added, mask_var, random_state, cop
         write_results(target, key_added, est, mask, extra=dict(more, layer=layer))
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)
 
 
 @_doc
@@ -533,7 +534,7 @@ def pfa(
         )
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)
 
 
 def _kernel(kernel, store, name, who):
@@ -608,6 +609,14 @@ def mvgp(
     known = sorted(models_with("matrix_completion"))
     if model not in known:
         raise ValueError(f"{who}: model={model!r}; expected one of {known}")
+    if negative_ratio is not None and not (
+        isinstance(negative_ratio, Real) and not isinstance(negative_ratio, bool)
+        and negative_ratio > 0
+    ):  # fmt: skip
+        raise ValueError(
+            f"{who}: negative_ratio={negative_ratio!r}; expected a number > 0 (unknown entries "
+            "drawn per known one) or None"
+        )
 
     def fit(target):
         M = values_of(target, layer, who)
@@ -652,4 +661,4 @@ def mvgp(
         write_results(target, key_added, est, np.ones(target.n_vars, bool), extra=extra)
         return est
 
-    return run(adata, copy, fit)
+    return run(adata, copy, fit, who)

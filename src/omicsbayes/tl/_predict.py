@@ -149,7 +149,7 @@ def predict(adata, fit, key_added=None, *, layer=_FIT_LAYER, copy=False):
         target.uns[key] = {k: _h5ad_safe(v) for k, v in uns.items() if v is not None}
         return estimator
 
-    return run(adata, copy, score)
+    return run(adata, copy, score, who)
 
 
 def _tasks(estimator, record, n_columns):
