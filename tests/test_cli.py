@@ -125,6 +125,10 @@ def test_fit_on_a_layer_with_draws(cohort, tmp_path):
         (["--model", "PFA", "--label", "disease"], "--model PFA takes no labels"),
         (["--model", "BAM", "--label", "disease"], "invalid choice: 'BAM'"),
         (["--model", "BAM_L", "--label", "disease", "--param", "x"], "expected KEY=VALUE"),
+        (
+            ["--model", "BAM_L", "--label", "disease", "--param", "max_iter=[1,2"],
+            "--param 'max_iter=[1,2': the value of max_iter is not YAML",
+        ),
         (["--model", "BAM_L", "--label", "disease", "--layer", "norm"], "layer 'norm' is not"),
         (["--model", "BAM_P", "--label", "disease", "--param", "variant=BAM_L"], "fixes variant"),
     ],

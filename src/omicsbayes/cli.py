@@ -134,7 +134,14 @@ def parse_param(text):
     key, sep, value = text.partition("=")
     if not sep or not re.fullmatch(r"[A-Za-z_]\w*", key):
         raise argparse.ArgumentTypeError(f"--param {text!r}: expected KEY=VALUE, e.g. n_factors=20")
-    return key, yaml.safe_load(value)
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise argparse.ArgumentTypeError(
+            f"--param {text!r}: the value of {key} is not YAML ({problem}); expected a number, "
+            "true / false, null, a list such as [0.1, 1.0] or a string"
+        ) from exc
 
 
 def read_input(path, sample_sheet=None, orientation="samples_as_rows", prog="omicsbayes fit"):
