@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from omicsbayes.config import ConfigError
 from omicsbayes.io import CohortError, read_cohort, read_geo_platform, read_geo_series_matrix
 
 SERIES = """!Series_title\t"hand-checked series"
@@ -161,10 +162,10 @@ def test_config_schema_refuses_collapse_without_annotation(tiny_config, workflow
         "collapse": "max_mean",
         "label": "group",
     }
-    with pytest.raises(Exception, match="'annotation' is a dependency of 'collapse'"):  # noqa: B017
+    with pytest.raises(ConfigError, match="'annotation' is a dependency of 'collapse'"):
         workflow_checks(tiny_config)
     tiny_config["cohorts"]["breast_cancer"].update(annotation="GPL570.annot", collapse="median")
-    with pytest.raises(Exception, match="'median' is not one of"):  # noqa: B017
+    with pytest.raises(ConfigError, match="'median' is not one of"):
         workflow_checks(tiny_config)
 
 

@@ -3,6 +3,7 @@
 import logging
 from pathlib import Path
 
+import anndata as ad
 import numpy as np
 import pytest
 
@@ -100,3 +101,6 @@ def test_bad_input_raises_cohort_error(tmp_path):
 def test_writes_to_h5ad(tmp_path):
     adata = read_hivdb_phenosense(WITH_DDC_FTC, "DDC")
     adata.write_h5ad(tmp_path / "hiv.h5ad")
+    back = ad.read_h5ad(tmp_path / "hiv.h5ad")
+    np.testing.assert_array_equal(back.X, adata.X)
+    assert back.obs.equals(adata.obs) and list(back.var_names) == list(adata.var_names)

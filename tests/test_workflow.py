@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from omicsbayes.config import ConfigError
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -66,7 +68,7 @@ def test_bad_config_is_refused_in_process(case, tiny_config, workflow_checks):
     edit, expected = BAD_CONFIGS[case]
     config = copy.deepcopy(tiny_config)
     edit(config)
-    with pytest.raises(Exception, match=expected):  # noqa: B017 (WorkflowError or ConfigError)
+    with pytest.raises(ConfigError, match=expected):
         workflow_checks(config)
 
 
