@@ -25,7 +25,7 @@ os.umask(_UMASK)
 @contextlib.contextmanager
 def job_threads(threads):
     """Run the block on ``threads`` threads: the BLAS and OpenMP pools already loaded
-    (threadpoolctl), and so the worker threads of ``models._base.map_blocks``.
+    (threadpoolctl), and so the worker threads of ``models._threads.map_blocks``.
 
     Snakemake 9 exports OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, ... = the job's
     ``threads`` to script jobs (``snakemake/shell.py``); this also holds when a job's pools were

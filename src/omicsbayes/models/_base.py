@@ -29,9 +29,6 @@ own steps):
 ``log_likelihood_``, ``idata_``, ``n_iter_``). Adding a model means subclassing one of them,
 declaring ``_parameter_constraints`` and ``capabilities``, and writing ``fit`` and the predict
 methods from the model's own updates.
-
-The shared helpers used by modules that do not subclass the base yet stay importable from here
-(:data:`RANDOM_STATE`, :func:`blas_limit`, :func:`check_rng`, :func:`map_blocks`).
 """
 
 import functools
@@ -50,18 +47,14 @@ from ..inference.chain import (
     trace_label,
 )
 from ._capabilities import omics_tags
-from ._threads import blas_limit, limit_blas, map_blocks
-from ._validation import RANDOM_STATE, check_count_X, check_rng, check_X
+from ._threads import limit_blas
+from ._validation import check_count_X, check_X
 
 __all__ = [
     "POLICY_METHODS",
-    "RANDOM_STATE",
     "BaseOmicsEstimator",
     "MCMCEstimator",
     "VBEstimator",
-    "blas_limit",
-    "check_rng",
-    "map_blocks",
 ]
 
 #: The public methods the base wraps in the thread policy (and, all but ``fit``, the fitted

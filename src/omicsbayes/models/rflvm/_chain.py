@@ -21,7 +21,7 @@ from ...inference.hmc import (
     hmc_step,
 )
 from ...inference.ibp import ensemble_log_mean, ensemble_pick, ibp_slice_sweep, sample_ibp_alpha
-from .._base import map_blocks
+from .._threads import map_blocks
 from ._kernels import _grad_latent
 from ._likelihoods import likelihood_of
 from ._updates import rff, rff_from_arg, rff_from_arg32

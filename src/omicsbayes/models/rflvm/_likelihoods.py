@@ -32,7 +32,7 @@ from scipy.special import gammaln, logsumexp
 from ...inference import sample_polyagamma
 from ...inference.ess import elliptical_slice, elliptical_slice_rows
 from ...inference.ibp import sample_active_sticks, sample_slice_sticks
-from .._base import map_blocks
+from .._threads import map_blocks
 from ._kernels import _collapsed_row_sweep, _gauss_grad_rhs, _gauss_rows
 from ._updates import (
     _softplus,

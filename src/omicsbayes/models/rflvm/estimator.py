@@ -23,7 +23,7 @@ class RFLVM(MCMCEstimator):
     BLAS runs on one thread. With the Bernoulli and negative-binomial likelihoods the fit spreads
     its feature and row blocks over as many Python threads as the caller allows (a
     ``threadpoolctl.threadpool_limits``, a job's ``threads``; otherwise every CPU), with the
-    same draws on any number of threads (``models._base.map_blocks``).
+    same draws on any number of threads (``models._threads.map_blocks``).
 
     Parameters
     ----------
