@@ -9,6 +9,7 @@ import pandas as pd
 from ._common import (
     NA_TOKENS,
     CohortError,
+    categorical_labels,
     check_unique,
     list_ids,
     make_anndata,
@@ -76,10 +77,7 @@ def read_sample_sheet(path, sample_column="sample", sep=None):
     check_unique(ids.tolist(), path, "sample")
     sheet = sheet.drop(columns=[sample_column]).set_axis(pd.Index(ids, dtype=object), axis=0)
     sheet.index.name = None
-    for col in sheet.columns:
-        if sheet[col].dtype == object:
-            sheet[col] = sheet[col].astype("category")
-    return sheet
+    return categorical_labels(sheet)
 
 
 def join_sample_sheet(sample_ids, sheet, matrix_name, sheet_name):
