@@ -181,6 +181,26 @@ def test_unsupervised_mcmc_families_write_traces_and_diagnostics():
     assert len(adata.uns["rflvm"]["trace"]) == 10
 
 
+def test_loadings_are_genes_by_factors_even_when_square():
+    """IBPFactorModel's loadings_ are genes x latent features like every model's; varm takes
+    them as they are, also when there are as many latent features as genes."""
+    from omicsbayes.models import IBPFactorModel
+    from omicsbayes.tl._anndata import loadings_of
+
+    Y = planted(n=30, d=8).X
+    est = IBPFactorModel(n_iter=8, burn_in=4, random_state=0).fit(Y)
+    assert est.loadings_.shape == (8, est.latent_.shape[1])
+    fitted = est.latent_ @ est.loadings_.T  # samples x genes
+    assert fitted.shape == Y.shape
+    square = np.arange(16.0).reshape(4, 4)
+    est.loadings_ = square
+    np.testing.assert_array_equal(loadings_of(est, 4), square)
+    with pytest.raises(
+        ValueError, match=r"IBPFactorModel.loadings_ has shape \(4, 4\); expected 5"
+    ):
+        loadings_of(est, 5)
+
+
 def test_results_survive_h5ad(tmp_path):
     adata = planted()
     tl.rank_factor(adata, "group", **RF)

@@ -339,8 +339,9 @@ class IBPFactorModel(MCMCEstimator):
     latent_ : ndarray, shape (n_samples, n_features_final)
         Posterior mean of ``Z * X`` over the first chain's retained draws for the features alive
         at its end (a feature keeps its identity across sweeps; absent counts as zero).
-    loadings_ : ndarray, shape (n_features_final, n_outputs)
-        Loadings of the first chain's final draw.
+    loadings_ : ndarray, shape (n_outputs, n_features_final)
+        Loadings of the first chain's final draw, one row per column of ``Y`` (genes x latent
+        features, as every model's ``loadings_``).
     n_active_ : ndarray of int, shape (n_iter,)
         Number of active features after each sweep (first chain).
     alpha_ : ndarray, shape (n_iter,)
@@ -452,7 +453,7 @@ class IBPFactorModel(MCMCEstimator):
         self.latent_ = np.zeros((Y.shape[0], ids.size))
         for col, fid in enumerate(ids):
             self.latent_[:, col] = latent_sum.get(fid, 0.0) / len(first.draws)
-        self.loadings_ = first.final["W"]
+        self.loadings_ = first.final["W"].T
         self.n_active_ = first.traces["n_active"]
         self.alpha_ = first.traces["alpha"]
         self._n_samples = Y.shape[0]

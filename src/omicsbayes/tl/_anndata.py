@@ -51,8 +51,9 @@ DRAW_TRACES = (
 def loadings_of(estimator, n_vars):
     """Loadings as (n_vars, n_factors) from ``loadings_``, ``components_`` or ``col_factors_``.
 
-    ``components_`` is (factors, features) as in scikit-learn; ``loadings_`` is features x
-    factors in the shared vocabulary, but an older (factors, features) one is turned around.
+    ``loadings_`` and ``col_factors_`` are features x factors (the shared vocabulary),
+    ``components_`` factors x features (scikit-learn's). ValueError when the one found does not
+    have ``n_vars`` features.
     """
     for name, features_first in (
         ("loadings_", True),
@@ -65,11 +66,13 @@ def loadings_of(estimator, n_vars):
         value = np.asarray(value, dtype=float)
         if value.ndim != 2:
             continue
-        if features_first and value.shape[0] != n_vars and value.shape[1] == n_vars:
-            features_first = False
-        elif not features_first and value.shape[1] != n_vars and value.shape[0] == n_vars:
-            features_first = True
-        return value if features_first else value.T
+        loadings = value if features_first else value.T
+        if loadings.shape[0] != n_vars:
+            raise ValueError(
+                f"{type(estimator).__name__}.{name} has shape {value.shape}; expected "
+                f"{n_vars} features {'first' if features_first else 'last'}"
+            )
+        return loadings
     return None
 
 
