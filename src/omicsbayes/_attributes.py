@@ -1,9 +1,10 @@
 """The fitted-attribute vocabulary shared by ``tl``, ``io`` and ``pl``, below all three.
 
-:func:`fitted` reads an estimator's attribute through a list of names (the shared vocabulary
-first, older names after). :data:`ANNDATA_FIT` names the record a ``tl`` function leaves on the
-estimator it fitted: the genes it was fitted on, the gene selection and the layer, which a fit
-file keeps so that :func:`omicsbayes.tl.predict` can align a new cohort's genes by name.
+:func:`fitted` reads an estimator's attribute through a list of names (the shared vocabulary first,
+then a model's own name for the same thing, such as RFLVM's ``latent_``). :data:`ANNDATA_FIT` names
+the record a ``tl`` function leaves on the estimator it fitted: the genes it was fitted on, the gene
+selection and the layer, which a fit file keeps so that :func:`omicsbayes.tl.predict` can align a
+new cohort's genes by name.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 Reading: :func:`matrix_of` (X or a layer, the ``mask_var`` genes, densified only after the gene
 selection), :func:`labels_of` (one ``.obs`` column checked for presence, classes and NaN) and
-:func:`task_matrix` (the one-vs-rest samples x tasks matrix the joint models take).
-Fitted attributes: :func:`fitted` reads an estimator's attribute through a list of names (the
-shared vocabulary first, older names after) and :func:`mcmc_diagnostics` computes R-hat and ESS
-of the identifiable quantities of ``idata_``. Writing: :func:`write_results` puts scores in
-``.obsm["X_<key>"]``, loadings in ``.varm["<key>_loadings"]``, decision values in
-``.obs["<key>_decision[_<task>]"]`` and the rest in ``.uns[key]``, and leaves on the estimator
-the genes, layer and key it was fitted with (``anndata_fit_``), which a fit file keeps and
+:func:`task_matrix` (the one-vs-rest samples x tasks matrix the joint models take). Fitted
+attributes: :func:`fitted` reads an estimator's attribute through a list of names (the shared
+vocabulary first, then a model's own name for the same thing) and :func:`mcmc_diagnostics` computes
+R-hat and ESS of the identifiable quantities of ``idata_``. Writing: :func:`write_results` puts
+scores in ``.obsm["X_<key>"]``, loadings in ``.varm["<key>_loadings"]``, decision values in
+``.obs["<key>_decision[_<task>]"]`` and the rest in ``.uns[key]``, and leaves on the estimator the
+genes, layer and key it was fitted with (``anndata_fit_``), which a fit file keeps and
 :func:`omicsbayes.tl.predict` reads.
 """
 
