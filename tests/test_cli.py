@@ -191,6 +191,20 @@ def test_command_line_faults_are_one_line_before_any_fit(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
 
 
+def test_an_error_of_the_fit_is_one_line(cohort, tmp_path, monkeypatch):
+    from omicsbayes import tl
+
+    def fails(*args, **kwargs):
+        raise ValueError("the first line\nthe second line")
+
+    monkeypatch.setattr(tl, "rank_factor", fails)
+    out = tmp_path / "x.h5ad"
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["fit", str(cohort), "--model", "G-L-BSVM", "--label", "disease", "-o", str(out)])
+    assert exit.value.code == "omicsbayes fit: the first line the second line"
+    assert not out.exists()
+
+
 def test_mask_var_on_an_association_model_is_refused(cohort, tmp_path):
     with pytest.raises(SystemExit, match="--mask-var does not apply to --model PMF"):
         cli.main(

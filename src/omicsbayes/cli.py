@@ -322,7 +322,7 @@ def cmd_fit(args):
         )
         estimator = getattr(tl, func)(adata, **call)
     except ValueError as exc:
-        raise SystemExit(f"{prog}: {exc}") from exc
+        raise SystemExit(f"{prog}: {_one_line(exc)}") from exc
     writers = [(args.output, adata.write_h5ad)]
     if args.save_fit:
         writers.append((args.save_fit, lambda tmp: io.save_fit(estimator, tmp)))
