@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 
 from omicsbayes import io, models, tl
 
@@ -119,6 +120,10 @@ def test_what_cannot_be_scored_is_refused(fitted):
         bare.decision_function(train)
     frame = pd.DataFrame(train.X, columns=train.var_names)
     np.testing.assert_array_equal(bare.decision_function(frame), bare.decision_function(train.X))
+    with pytest.raises(TypeError, match=r"tl\.predict: fit is a int; expected a fitted estimator"):
+        tl.predict(train, 3)
+    with pytest.raises(NotFittedError, match=r"tl\.predict: This BAMClassifier instance is not"):
+        tl.predict(train, models.BAMClassifier())
 
 
 TL_FITS = {

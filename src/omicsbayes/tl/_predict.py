@@ -102,11 +102,23 @@ def predict(adata, fit, key_added=None, *, layer=_FIT_LAYER, copy=False):
     >>> new.obs.filter(like="rank_factor_decision").shape[1]  # one column per tissue
     7
     """
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
     from ..io import load_fit
 
     who = "tl.predict"
     path = fit if isinstance(fit, str | os.PathLike) else None
+    if path is None and not hasattr(fit, "get_params"):
+        raise TypeError(
+            f"{who}: fit is a {type(fit).__name__}; expected a fitted estimator or the path of a "
+            "fit file (omicsbayes.io.save_fit)"
+        )
     estimator = load_fit(path) if path is not None else fit
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError as exc:
+        raise NotFittedError(f"{who}: {exc}") from None
     names, record = _feature_names(estimator, who)
     scorers = [m for m in ("transform", "decision_function") if hasattr(estimator, m)]
     if not scorers:
