@@ -138,6 +138,20 @@ def test_coefficients_and_clear_errors(fitted):
         pl.trace(fitted, "pfa")
     with pytest.raises(ValueError, match="'rflvm' model has no gene loadings|no 'rflvm'"):
         pl.loadings(fitted, "rflvm")
+    with pytest.raises(TypeError, match="adata is a ndarray; expected the AnnData"):
+        pl.scores(fitted.X)
+    plt.close("all")
+
+
+def test_metric_boxplots_refuses_a_table_it_cannot_draw():
+    table = pd.DataFrame({"transform": "log", "model": ["a", "b"], "split": 0, "auroc": [0.6, 0.7]})
+    assert len(pl.metric_boxplots(table, columns=("auroc",)).axes) == 1
+    with pytest.raises(ValueError, match="metrics has no column 'split'; expected the per-split"):
+        pl.metric_boxplots(table.drop(columns="split"))
+    with pytest.raises(ValueError, match=r"none of the metrics \['aupr'\] has a value"):
+        pl.metric_boxplots(table, columns=("aupr",))
+    with pytest.raises(TypeError, match="metrics is a list; expected a DataFrame"):
+        pl.metric_boxplots([0.6, 0.7])
     plt.close("all")
 
 

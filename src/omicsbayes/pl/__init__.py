@@ -43,6 +43,13 @@ OBJECTIVE_NOTE = (
 
 
 def _uns(adata, key):
+    import anndata
+
+    if not isinstance(adata, anndata.AnnData):
+        raise TypeError(
+            f"adata is a {type(adata).__name__}; expected the AnnData an omicsbayes.tl function "
+            "wrote its results into"
+        )
     if key not in adata.uns:
         fitted = sorted(k for k, v in adata.uns.items() if isinstance(v, dict) and "model" in v)
         raise ValueError(

@@ -32,7 +32,23 @@ def metric_boxplots(metrics, title="", columns=("auroc", "aupr", "accuracy")):
     >>> len(fig.axes)  # one panel per metric
     2
     """
+    import pandas as pd
+
+    if not isinstance(metrics, pd.DataFrame):
+        raise TypeError(
+            f"metric_boxplots: metrics is a {type(metrics).__name__}; expected a DataFrame"
+        )
+    missing = [c for c in ("transform", "model", "split") if c not in metrics]
+    if missing:
+        raise ValueError(
+            f"metric_boxplots: metrics has no column {missing[0]!r}; expected the per-split table "
+            f"with transform, model, split and metric columns (it has {list(metrics.columns)})"
+        )
     present = [c for c in columns if c in metrics and metrics[c].notna().any()]
+    if not present:
+        raise ValueError(
+            f"metric_boxplots: none of the metrics {list(columns)} has a value in metrics"
+        )
     per_split = metrics.groupby(["transform", "model", "split"], sort=True)[present].mean()
     groups = per_split.groupby(level=["transform", "model"], sort=True)
     labels = [f"{t}\n{m}" for (t, m), _ in groups]
