@@ -43,13 +43,14 @@ FORMAT = "omicsbayes-fit"
 FORMAT_VERSION = 2  # 1 was the pickle (joblib) format, never loaded
 DOCUMENT = "fit.json"
 
-#: Classes a fit file may hold at its top: every class of :mod:`omicsbayes.models` and the
-#: scikit-learn composites the ``tl`` functions return (``tl.bam``: a kernel-map Pipeline,
-#: one-vs-rest for several classes).
+# the scikit-learn composites the tl functions return (tl.bam: a kernel-map Pipeline, one-vs-rest
+# for several classes), name in the file -> "module:attribute"
 _COMPOSITES = {
     "sklearn.pipeline.Pipeline": "sklearn.pipeline:Pipeline",
     "sklearn.multiclass.OneVsRestClassifier": "sklearn.multiclass:OneVsRestClassifier",
 }
+#: Classes a fit file may hold at its top: every class of :mod:`omicsbayes.models` and the
+#: scikit-learn composites the ``tl`` functions return.
 ESTIMATORS = (*(f"omicsbayes.models.{name}" for name in models.__all__), *_COMPOSITES)
 
 #: The classes a fit file may hold besides :data:`ESTIMATORS` and the preprocessing steps (name in
