@@ -325,7 +325,7 @@ def test_same_major_loads_another_major_or_newer_format_is_refused(bam_fit, tmp_
     with pytest.raises(FitFileError, match=r"saved by omicsbayes 1\.0\.0 .*this is omicsbayes 0\."):
         load_fit(major)
     newer = _rewrite(path, tmp_path / "newer.obfit", document=lambda d: dict(d, format_version=99))
-    with pytest.raises(FitFileError, match=r"fit file format 99\); this is .*\(format 2\)"):
+    with pytest.raises(FitFileError, match=r"fit file format 99\); this is .*\(format 3\)"):
         load_fit(newer)
 
 
@@ -430,3 +430,30 @@ def test_fit_files_sit_below_tl():
     fit = FIXTURES / "rank_factor_0.1.0.obfit"
     result = subprocess.run([sys.executable, "-c", code, str(fit)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_format_2_ibp_file_loads_with_loadings_as_genes_by_features(tmp_path):
+    """Format 2 stored IBPFactorModel.loadings_ as latent features x genes; loading such a file
+    gives the genes x features layout of this format, the other attributes unchanged."""
+    from omicsbayes.models import IBPFactorModel
+
+    Y = np.random.default_rng(0).normal(size=(20, 7))
+    est = IBPFactorModel(n_iter=6, random_state=0, verbose=False).fit(Y)
+    assert est.loadings_.shape[0] == Y.shape[1]
+    path = save_fit(est, tmp_path / "ibp.obfit")
+    with zipfile.ZipFile(path) as archive:
+        entry = json.loads(archive.read("fit.json"))["estimator"]["attributes"]["loadings_"][
+            "entry"
+        ]
+    old = io.BytesIO()
+    np.save(old, est.loadings_.T, allow_pickle=False)
+    format_2 = _rewrite(
+        path,
+        tmp_path / "ibp_format2.obfit",
+        replace={entry: old.getvalue()},
+        document=lambda d: dict(d, format_version=2),
+    )
+    loaded = load_fit(format_2)
+    np.testing.assert_array_equal(loaded.loadings_, est.loadings_)
+    np.testing.assert_array_equal(loaded.latent_, est.latent_)
+    np.testing.assert_array_equal(load_fit(path).loadings_, est.loadings_)

@@ -17,8 +17,9 @@ with JSON parameters and setting array / JSON attributes, is small enough to che
 :func:`load_fit` never imports a module or calls a function named by the file: classes are looked
 up in :func:`trusted_classes`, arrays are read with ``allow_pickle=False``, anything else (another
 member in the archive, bytes after its end, a type not listed) refuses the file with one
-message. A file written by any release of the same major version loads; a newer format version
-or another major version is refused with a message naming both.
+message. A file written by any release of the same major version loads (an attribute whose layout
+a later format changed is converted as it loads, :data:`UPGRADES`); a newer format version or
+another major version is refused with a message naming both.
 
 :func:`save_draws` writes the MCMC draws (``idata_``) to netCDF for ArviZ and other tools.
 """
@@ -40,7 +41,11 @@ from .._attributes import ANNDATA_FIT, IDATA, fitted
 from ..jobs import atomic_write
 
 FORMAT = "omicsbayes-fit"
-FORMAT_VERSION = 2  # 1 was the pickle (joblib) format, never loaded
+FORMAT_VERSION = 3  # 1 was the pickle (joblib) format, never loaded
+#: Layouts a format changed, applied to a file of an older format as it loads: format version ->
+#: {class name: attribute to transpose}. Format 3 stores ``IBPFactorModel.loadings_`` as genes x
+#: latent features, as every model's ``loadings_``; format 2 stored its transpose.
+UPGRADES = {2: {"omicsbayes.models.IBPFactorModel": "loadings_"}}
 DOCUMENT = "fit.json"
 
 # the scikit-learn composites the tl functions return (tl.bam: a kernel-map Pipeline, one-vs-rest
@@ -394,15 +399,16 @@ def _check_version(path, document):
             f"to {FORMAT_VERSION} from omicsbayes {__version__.split('.')[0]}.x. Load it with "
             f"omicsbayes=={saved}, or refit the model"
         )
-    if fmt < FORMAT_VERSION:
+    if fmt < FORMAT_VERSION and fmt not in UPGRADES:
         raise _Refused(f"format version {fmt}, which this release does not read")
 
 
 class _Decoder:
     """JSON nodes and archive entries back to Python values; every node kind is checked."""
 
-    def __init__(self, archive):
+    def __init__(self, archive, transposed=None):
         self.archive = archive
+        self.transposed = transposed or {}  # class name -> attribute an older format transposed
         self.classes = trusted_classes()
         self.used = set()
         self.memo = {}  # entry -> array, so an array held twice comes back shared
@@ -537,6 +543,9 @@ class _Decoder:
         else:
             obj = object.__new__(cls)
         vars(obj).update({k: self.value(v) for k, v in attributes.items()})
+        transposed = self.transposed.get(name)
+        if transposed in vars(obj):
+            setattr(obj, transposed, np.asarray(getattr(obj, transposed)).T)
         return obj
 
     def _list(self, node, key):
@@ -594,7 +603,7 @@ def load_fit(path):
             raise _Refused(f"class {str(document.get('class'))[:80]!r} is not an estimator")
         if tree.get("$") != "object" or tree.get("class") != document["class"]:
             raise _Refused("the estimator does not match the class the document names")
-        decoder = _Decoder(archive)
+        decoder = _Decoder(archive, UPGRADES.get(document["format_version"], {}))
         try:
             estimator = decoder.value(tree)
         except (_Refused, RecursionError):
