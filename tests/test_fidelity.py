@@ -405,3 +405,21 @@ def test_paper_table1_beside_the_paper_rows(fidelity):
     assert "| IBP LFM | linear IBP | -2.46e+04 ± 33.90 | not fitted |  |" in text
     other = per_split.assign(cohort="GSE7390 z-scored")
     assert "Table 1" not in fidelity.markdown_table(fidelity.summarize(other))
+
+
+def test_table1_reference_scores_a_gaussian_at_the_needed_error(fidelity, monkeypatch):
+    """The error Table 1 needs, plugged into a Gaussian predictive whose variance equals it,
+    scores Table 1's IBP RFLVM value; the standard normal row is its log density."""
+    import anndata
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(40, 6)) @ rng.normal(size=(6, 6))
+    monkeypatch.setattr(fidelity, "load_demo", lambda name: anndata.AnnData(raw))
+    table = next(iter(fidelity.table1_reference(seed=2, n_repeats=2).values()))
+    assert len(table) == 2 and (table["n_heldout"] == 48).all()
+    n, v = table["n_heldout"], table["geometric mean squared error Table 1 needs"]
+    np.testing.assert_allclose(-0.5 * n * (np.log(2 * np.pi * v) + 1), 6.68e03)
+    z = (raw - raw.mean(0)) / raw.std(0)
+    assert (table["standard normal"] < -0.5 * n * np.log(2 * np.pi)).all()
+    assert table["standard normal"].iloc[0] > -0.5 * np.sum(np.log(2 * np.pi) + z**2)
+    assert (table["linear imputer geometric mean squared error"] > 0).all()
