@@ -390,6 +390,14 @@ def test_rflvm_paper_protocol_standardises_without_log_and_sizes_the_dense_model
     ratio = totals["value"].to_numpy() / per_entry.set_index(["model", "split"])["value"]
     np.testing.assert_allclose(ratio, round(0.2 * raw.size))  # the sum over held-out entries
     assert set(per_split["model"]) == set(fidelity.MODELS["c_rflvm_paper"])
+    assert set(per_split["protocol"]) == {"paper"}
+    fits.clear()
+    settings = {**settings, "n_repeats": 1, "ibp_start": 3}
+    other = fidelity.claim_c_paper(settings, seed=1)
+    assert set(other["protocol"]) == {"paper, IBP models from 3"}
+    (ibp_spec, _, ibp), (dense_spec, _, _), (linear_spec, _, _) = fits
+    assert ibp_spec["params"]["n_latent"] == linear_spec["params"]["n_init_features"] == 3
+    assert dense_spec["params"]["n_latent"] == ibp.n_active_[-1]
 
 
 def test_paper_table1_beside_the_paper_rows(fidelity):
@@ -403,8 +411,11 @@ def test_paper_table1_beside_the_paper_rows(fidelity):
     assert "| IBP RFLVM | IBP RFLVM | 6.68e+03 ± 114.16 | -1e+03 ± 100.00 | 2 |" in text
     assert "| GPLVM | — | -4.79e+03 ± 26.31 | not fitted |  |" in text
     assert "| IBP LFM | linear IBP | -2.46e+04 ± 33.90 | not fitted |  |" in text
-    other = per_split.assign(cohort="GSE7390 z-scored")
-    assert "Table 1" not in fidelity.markdown_table(fidelity.summarize(other))
+    for other in (
+        per_split.assign(cohort="GSE7390 z-scored"),
+        per_split.assign(protocol="paper, IBP models from 8"),
+    ):
+        assert "Table 1" not in fidelity.markdown_table(fidelity.summarize(other))
 
 
 def test_table1_reference_scores_a_gaussian_at_the_needed_error(fidelity, monkeypatch):
