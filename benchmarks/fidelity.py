@@ -25,8 +25,10 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``b_bam``
     Paper 001: BAM_L and BAM_P beat BPROBIT in AUROC on imbalanced, non-saturated tasks (Gaussian
     and linear empirical kernel maps, as the paper reports both).
-``c_rflvm``
+``c_rflvm`` (runs ``c_rflvm`` and ``c_rflvm_paper``)
     Paper 002: IBP RFLVM has a higher held-out log likelihood than RFLVM and the linear IBP model.
+    Run ``c_rflvm`` holds the default rows, run ``c_rflvm_paper`` the paper's protocol, with
+    Table 1's numbers beside its Wisconsin rows (:data:`PAPER_TABLE1_CANCER`).
 ``d_bm2pca``
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
@@ -37,10 +39,13 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 The ``protocol`` column: ``paper`` is the paper's protocol where the data allow (paper 000: the
 rank likelihoods on intensities, the Gaussian ones on logs, which are also the matrices as
 shipped, so these rows are the defaults too: a rank likelihood sees each gene's order only;
-paper 001: every model stopped at 200 iterations; paper 003: every projection 10-dimensional;
+paper 001: every model stopped at 200 iterations; paper 002: standardised without a log, 100
+iterations, M = 50, the IBP models started from two dimensions and the dense RFLVM given the IBP
+RFLVM's instantiated count; paper 003: every projection 10-dimensional;
 paper 004: section 5's grid selection and 5 negative sets), ``default`` every estimator at its
-constructor defaults (paper 002: these rows only; paper 004's Con. MV-GP, KPMF and PMF select
-``lam`` and ``sigma2`` by default, with ``n_negative_sets`` of the settings).
+constructor defaults (paper 002: Wisconsin logged before the z-score; paper 004's Con. MV-GP,
+KPMF and PMF select ``lam`` and ``sigma2`` by default, with ``n_negative_sets`` of the
+settings).
 
 ``--seed-spread`` (not a claim) prints how far R-L-BSVM's margin over the Gaussian variants on
 GSE7390 grade moves with its fit seed, at the default run's settings.
@@ -91,7 +96,7 @@ COLUMNS = [
 ]
 SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "value"]
 # Metrics that describe a fit rather than score it: their verdicts say "higher" / "lower".
-DESCRIPTIVE_METRICS = {"w_scale", "auroc_seed_sd"}
+DESCRIPTIVE_METRICS = {"w_scale", "auroc_seed_sd", "n_active"}
 DEFAULT_SEED = 20261122
 
 # Model specs as the workflow's config writes them; empty params = the constructor's defaults.
@@ -105,6 +110,17 @@ _MVGP = {  # paper 004's models; Con. MV-GP and KPMF see the diffusion kernel of
     "KPMF": {"class": "KPMF"},
     "PMF": {"class": "PMF"},
 }
+# Paper 002, Table 1, column "Cancer" (the Wisconsin breast cancer data, standardised): test set
+# log likelihood of the 20 % held-out entries, mean and one standard error over five trials;
+# (the paper's model name, the model's name here or None where the project fits no such model,
+# mean, se). Set beside claim c_rflvm_paper's rows on PAPER_TABLE1_COHORT.
+PAPER_TABLE1_CANCER = [
+    ("IBP RFLVM", "IBP RFLVM", 6.68e03, 114.16),
+    ("RFLVM", "RFLVM", 6.19e03, 119.32),
+    ("GPLVM", None, -4.79e03, 26.31),
+    ("IBP LFM", "linear IBP", -2.46e04, 33.90),
+]
+PAPER_TABLE1_COHORT = "Wisconsin z-scored"
 PAPER_NEGATIVE_SETS = 5  # paper 004, section 5.1: scores averaged over 5 sampled negative sets
 MODELS = {
     "a_rank": {  # fitted on intensities (rank likelihoods) or logs (Gaussian, linear SVM)
@@ -135,6 +151,20 @@ MODELS = {
         "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True}},
         "RFLVM": {"class": "RFLVM", "params": {"sparse": False}},
         "linear IBP": {"class": "IBPFactorModel"},
+    },
+    # Paper 002, section 4: every model 100 MCMC iterations, M = 50 random features, the infinite
+    # models started from two dimensions; the dense RFLVM gets, per trial, the number of
+    # dimensions the IBP RFLVM instantiated (claim_c_paper), so the IBP RFLVM is fitted first.
+    "c_rflvm_paper": {
+        "IBP RFLVM": {
+            "class": "RFLVM",
+            "params": {"sparse": True, "n_latent": 2, "n_iter": 100, "n_random_features": 50},
+        },
+        "RFLVM": {
+            "class": "RFLVM",
+            "params": {"sparse": False, "n_iter": 100, "n_random_features": 50},
+        },
+        "linear IBP": {"class": "IBPFactorModel", "params": {"n_iter": 100, "n_init_features": 2}},
     },
     "d_bm2pca": {  # BM2PCA's defaults (n_components=20) or the paper's 10 dimensions
         "BM2PCA": {"class": "BM2PCAClassifier"},
@@ -168,6 +198,10 @@ CONTRASTS = {
     ],
     "b_bam": [("b_bam", "BAM_L", "BPROBIT"), ("b_bam", "BAM_P", "BPROBIT")],
     "c_rflvm": [("c_rflvm", "IBP RFLVM", "RFLVM"), ("c_rflvm", "IBP RFLVM", "linear IBP")],
+    "c_rflvm_paper": [
+        ("c_rflvm", "IBP RFLVM", "RFLVM"),
+        ("c_rflvm", "IBP RFLVM", "linear IBP"),
+    ],
     "d_bm2pca": [
         *[("d_bm2pca", "BM2PCA", rival) for rival in _D_RIVALS],
         ("d_bm2pca", "PCA+SVM transductive", "PCA+SVM"),
@@ -468,6 +502,119 @@ def claim_c(settings, seed):
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 
+def _iterations(spec, n_iter):
+    """``spec`` with ``n_iter`` sweeps, half of them burn-in (None: ``spec`` as it is)."""
+    if n_iter is None:
+        return spec
+    return {**spec, "params": {**spec.get("params", {}), "n_iter": n_iter, "burn_in": n_iter // 2}}
+
+
+def _paper002_trials(settings, seed):
+    """Claim ``c_rflvm_paper``'s trials: ``cohort, Y, trial, mask`` per cohort and trial, ``Y``
+    the matrix standardised as it is and ``mask`` its held-out entries (20 %)."""
+    cohorts = {
+        "Wisconsin z-scored": load_demo("breast_cancer_wisconsin").X,
+        "GSE7390 z-scored": load_demo("gse7390").X,
+    }
+    for cohort, X in _chosen(settings, cohorts).items():
+        Y = build_pipeline(["zscore"]).fit_transform(_dense(X))
+        splits = heldout_entry_splits(
+            np.ones(Y.shape, dtype=bool),
+            fraction=0.2,
+            n_repeats=settings["n_repeats"],
+            random_state=derive_seed(seed, "c_rflvm_paper", cohort),
+        )
+        for split, table in splits.groupby("split"):
+            yield cohort, Y, split, heldout_mask(Y.shape, table)
+
+
+def claim_c_paper(settings, seed):
+    """Paper 002 under its own protocol (section 4, appendix A.1, Table 1).
+
+    Each matrix is standardised as it is (zero mean, unit variance per feature, no log), 20 %
+    of the entries are held out per trial, and every model of ``MODELS["c_rflvm_paper"]`` runs
+    100 iterations with M = 50; the IBP models start from two dimensions and the dense RFLVM
+    gets the number of dimensions the IBP RFLVM instantiated (its last iteration's) in the same
+    trial. Metrics per trial: ``heldout_loglik`` (the sum over the held-out entries, the number
+    Table 1 reports), ``heldout_loglik_per_entry``, and ``n_active`` (the instantiated
+    dimensions of each IBP model at its last iteration; the dense RFLVM's dimension).
+
+    ``settings["ibp_start"]`` (``--ibp-start``), when given, starts both IBP models from that
+    many dimensions instead, on the same trials and seeds; the rows' protocol says so."""
+    from omicsbayes.protocols._common import make_estimator
+
+    start_k = settings.get("ibp_start")
+    protocol = "paper" if start_k is None else f"paper, IBP models from {start_k}"
+    rows = []
+    for cohort, Y, split, mask in _paper002_trials(settings, seed):
+        state = derive_seed(seed, "c_rflvm_paper", cohort, split)
+        n_active = None  # the IBP RFLVM's, fitted first: the dense RFLVM's dimension
+        for name, spec in MODELS["c_rflvm_paper"].items():
+            spec = _iterations(spec, settings["heldout_iter"])
+            if name == "RFLVM":
+                spec = {**spec, "params": {**spec["params"], "n_latent": n_active}}
+            elif start_k is not None:
+                key = "n_latent" if spec["class"] == "RFLVM" else "n_init_features"
+                spec = {**spec, "params": {**spec["params"], key: start_k}}
+            start = time.perf_counter()
+            model = make_estimator(spec, state).fit(np.where(mask, np.nan, Y))
+            total = float(model.log_likelihood(Y, mask))
+            metrics = {"heldout_loglik": total, "heldout_loglik_per_entry": total / mask.sum()}
+            if getattr(model, "n_active_", None) is not None:
+                metrics["n_active"] = int(model.n_active_[-1])
+            if name == "IBP RFLVM":
+                n_active = metrics["n_active"]
+            for metric, value in metrics.items():
+                rows.append(("c_rflvm_paper", protocol, cohort, name, metric, split, value))
+            print(
+                f"  c_rflvm_paper {cohort} trial {split} {name}: held-out log likelihood"
+                f" {total:.1f} ({time.perf_counter() - start:.0f} s)",
+                flush=True,
+            )
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def table1_reference(seed, n_repeats=5):
+    """What Table 1's Cancer numbers ask of a predictive density, on claim ``c_rflvm_paper``'s
+    Wisconsin trials (standardised, 20 % held out).
+
+    Per trial: the held-out log likelihood (sum) of a standard normal for every entry; of a
+    linear imputer (scikit-learn's ``IterativeImputer``, Bayesian ridge) with Gaussian noise
+    whose variance per column is that column's mean squared error on the held-out entries
+    themselves (an optimistic bound for a Gaussian around that imputation); that imputer's
+    geometric mean squared error over the held-out entries; and the geometric mean squared
+    error at which a Gaussian predictive, its variance equal to the error, scores Table 1's
+    IBP RFLVM value.
+    """
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    settings = {"n_repeats": n_repeats, "cohorts": [PAPER_TABLE1_COHORT]}
+    rows = []
+    for _cohort, Y, split, mask in _paper002_trials(settings, seed):
+        n, cols = int(mask.sum()), np.nonzero(mask)[1]
+        imputed = IterativeImputer(max_iter=20, random_state=0).fit_transform(
+            np.where(mask, np.nan, Y)
+        )
+        sq = np.where(mask, (Y - imputed) ** 2, 0.0)
+        mse = sq.sum(0) / mask.sum(0)
+        paper = next(m for name, _, m, _ in PAPER_TABLE1_CANCER if name == "IBP RFLVM")
+        rows.append(
+            {
+                "trial": split,
+                "n_heldout": n,
+                "standard normal": -0.5 * np.sum(np.log(2 * np.pi) + Y[mask] ** 2),
+                "linear imputer, variance per column from held-out error": -0.5
+                * np.sum(np.log(2 * np.pi * mse[cols]) + 1),
+                "linear imputer geometric mean squared error": np.exp(np.log(mse[cols]).mean()),
+                "geometric mean squared error Table 1 needs": np.exp(
+                    -2 * paper / n - 1 - np.log(2 * np.pi)
+                ),
+            }
+        )
+    return {"Wisconsin z-scored, per trial": pd.DataFrame(rows).set_index("trial")}
+
+
 def claim_d(settings, seed):
     """Paper 003: few-shot accuracy, 3 training samples per class, unit-length samples.
 
@@ -566,6 +713,7 @@ def claim_e(settings, seed):
 
 
 CLAIMS = {"a_rank": claim_a, "a_vb": claim_a_vb, "b_bam": claim_b, "c_rflvm": claim_c}
+CLAIMS["c_rflvm_paper"] = claim_c_paper
 CLAIMS["d_bm2pca"] = claim_d
 CLAIMS["e_mvgp"] = claim_e
 
@@ -953,6 +1101,37 @@ def _command(argv):
     return shlex.join(["python", "-m", "benchmarks.fidelity", *argv])
 
 
+def _paper_table1_lines(table):
+    """Markdown lines setting paper 002's Table 1 (:data:`PAPER_TABLE1_CANCER`) beside claim
+    ``c_rflvm_paper``'s held-out log likelihood on :data:`PAPER_TABLE1_COHORT`; none when the
+    table has no such rows."""
+    ours = table[
+        (table["claim"] == "c_rflvm_paper")
+        & (table["protocol"] == "paper")
+        & (table["cohort"] == PAPER_TABLE1_COHORT)
+        & (table["metric"] == "heldout_loglik")
+        & table["rival"].isna()
+    ].set_index("model")
+    if ours.empty:
+        return []
+    lines = [
+        "",
+        f"Paper 002, Table 1 (column Cancer) beside `c_rflvm_paper` on {PAPER_TABLE1_COHORT}:"
+        " test set log likelihood, the sum over the held-out entries, mean ± se over the trials"
+        " (n here).",
+        "",
+        "| model (paper) | model (here) | Table 1 | here | n |",
+        "|---|---|---|---|---|",
+    ]
+    for paper_name, name, mean, se in PAPER_TABLE1_CANCER:
+        here, n = "not fitted", ""
+        if name in ours.index:
+            row = ours.loc[name]
+            here, n = f"{row['mean']:.3g} ± {row['se']:.2f}", str(row["n"])
+        lines.append(f"| {paper_name} | {name or '—'} | {mean:.3g} ± {se:.2f} | {here} | {n} |")
+    return lines
+
+
 def markdown_table(table, argv=(), fitted_by=()):
     """The fidelity table as Markdown: the verdicts (one row per contrast), then every model's
     mean, under the command line ``argv`` that made it and the commands ``fitted_by`` that fitted
@@ -987,6 +1166,7 @@ def markdown_table(table, argv=(), fitted_by=()):
             f"| {row.claim} | {row.protocol} | {row.cohort} | {row.model} | {row.rival} |"
             f" {row.metric} | {difference} | {row.verdict} | {row.n} |"
         )
+    lines += _paper_table1_lines(table)
     lines += [
         "",
         "| claim | protocol | cohort | model | metric | mean ± se | n |",
@@ -1043,6 +1223,12 @@ def main(argv=None):
     parser.add_argument(
         "--cohorts", nargs="*", metavar="TEXT", help="only cohorts whose name contains one of these"
     )
+    parser.add_argument(
+        "--ibp-start",
+        type=int,
+        metavar="K",
+        help="c_rflvm_paper: start both IBP models from K dimensions (not the paper's 2)",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--out", default="results/fidelity.tsv")
     parser.add_argument(
@@ -1065,12 +1251,19 @@ def main(argv=None):
     parser.add_argument(
         "--seed-spread", action="store_true", help="print seed_spread's tables and stop"
     )
+    parser.add_argument(
+        "--table1-reference",
+        action="store_true",
+        help="print table1_reference's table (paper 002, Table 1's Cancer scale) and stop",
+    )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    if args.review_defaults or args.seed_spread:
+    if args.review_defaults or args.seed_spread or args.table1_reference:
+        report = review_defaults if args.review_defaults else seed_spread
+        report = table1_reference if args.table1_reference else report
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tables = (review_defaults if args.review_defaults else seed_spread)(args.seed)
+            tables = report(args.seed)
         for title, table in tables.items():
             print(f"{title}\n{table.to_string()}\n", flush=True)
         return 0
@@ -1089,6 +1282,7 @@ def main(argv=None):
         print(f"wrote {written}")
         return 0
     settings = {**SETTINGS["quick" if args.quick else "full"], "cohorts": args.cohorts}
+    settings["ibp_start"] = args.ibp_start
     parts = []
     for name in args.only or sorted(CLAIMS):
         start = time.perf_counter()

@@ -106,7 +106,9 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     text = markdown.read_text()
     assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
     assert "not results" in text
-    assert "Claim runs not in this table: a_rank, a_vb, b_bam, c_rflvm, e_mvgp." in text
+    assert (
+        "Claim runs not in this table: a_rank, a_vb, b_bam, c_rflvm, c_rflvm_paper, e_mvgp." in text
+    )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
         in text
@@ -337,4 +339,98 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         " `python -m benchmarks.fidelity --quick --cohorts 'two words'`." in text
     )
     assert "not results" in text  # one of the runs was a smoke run
-    assert "Claim runs not in this table: a_rank, a_vb, c_rflvm, e_mvgp." in text
+    assert "Claim runs not in this table: a_rank, a_vb, c_rflvm, c_rflvm_paper, e_mvgp." in text
+
+
+def test_rflvm_paper_protocol_standardises_without_log_and_sizes_the_dense_model(
+    fidelity, monkeypatch
+):
+    """Claim c_rflvm_paper on a tiny positive, skewed matrix: the models see the z-score of the
+    values as they are (no log), the paper's starts, and the dense RFLVM the dimension count the
+    IBP RFLVM of the same trial ended with."""
+    import anndata
+
+    import omicsbayes.protocols._common as common
+
+    rng = np.random.default_rng(0)
+    raw = np.exp(rng.normal(size=(30, 5)) @ rng.normal(size=(5, 6)))
+    monkeypatch.setattr(fidelity, "load_demo", lambda name: anndata.AnnData(raw))
+    fits = []
+    make = common.make_estimator
+
+    def recorded(spec, state):
+        model = make(spec, state)
+        fit = model.fit
+
+        def fit_and_record(Y):
+            fit(Y)
+            fits.append((spec, Y, model))
+            return model
+
+        model.fit = fit_and_record
+        return model
+
+    monkeypatch.setattr(common, "make_estimator", recorded)
+    settings = {"n_repeats": 2, "heldout_iter": 4, "cohorts": ["Wisconsin"]}
+    per_split = fidelity.claim_c_paper(settings, seed=1)
+    assert list(per_split.columns) == fidelity.SPLIT_COLUMNS
+    assert set(per_split["cohort"]) == {"Wisconsin z-scored"}
+    z = (raw - raw.mean(0)) / raw.std(0)
+    assert len(fits) == 2 * 3
+    for (ibp_spec, Y, ibp), (dense_spec, _, _), (linear_spec, _, _) in zip(*[iter(fits)] * 3):
+        seen = ~np.isnan(Y)
+        np.testing.assert_allclose(Y[seen], z[seen])  # standardised, not logged
+        assert np.isnan(Y).mean() == pytest.approx(0.2, abs=0.01)
+        assert ibp_spec["params"]["n_latent"] == 2 and ibp_spec["params"]["sparse"]
+        assert linear_spec["params"]["n_init_features"] == 2
+        assert not dense_spec["params"]["sparse"]
+        assert dense_spec["params"]["n_latent"] == ibp.n_active_[-1]
+    totals = per_split[per_split["metric"] == "heldout_loglik"].set_index(["model", "split"])
+    per_entry = per_split[per_split["metric"] == "heldout_loglik_per_entry"]
+    ratio = totals["value"].to_numpy() / per_entry.set_index(["model", "split"])["value"]
+    np.testing.assert_allclose(ratio, round(0.2 * raw.size))  # the sum over held-out entries
+    assert set(per_split["model"]) == set(fidelity.MODELS["c_rflvm_paper"])
+    assert set(per_split["protocol"]) == {"paper"}
+    fits.clear()
+    settings = {**settings, "n_repeats": 1, "ibp_start": 3}
+    other = fidelity.claim_c_paper(settings, seed=1)
+    assert set(other["protocol"]) == {"paper, IBP models from 3"}
+    (ibp_spec, _, ibp), (dense_spec, _, _), (linear_spec, _, _) = fits
+    assert ibp_spec["params"]["n_latent"] == linear_spec["params"]["n_init_features"] == 3
+    assert dense_spec["params"]["n_latent"] == ibp.n_active_[-1]
+
+
+def test_paper_table1_beside_the_paper_rows(fidelity):
+    """The Markdown sets Table 1's Cancer column beside the paper-protocol Wisconsin rows, with
+    the models the project does not fit named so; no such section without those rows."""
+    values = {"IBP RFLVM": [-900.0, -1100.0], "RFLVM": [-1000.0, -1200.0]}
+    per_split = _per_split(
+        values, "c_rflvm_paper", "paper", fidelity.PAPER_TABLE1_COHORT, "heldout_loglik"
+    )
+    text = fidelity.markdown_table(fidelity.summarize(per_split))
+    assert "| IBP RFLVM | IBP RFLVM | 6.68e+03 ± 114.16 | -1e+03 ± 100.00 | 2 |" in text
+    assert "| GPLVM | — | -4.79e+03 ± 26.31 | not fitted |  |" in text
+    assert "| IBP LFM | linear IBP | -2.46e+04 ± 33.90 | not fitted |  |" in text
+    for other in (
+        per_split.assign(cohort="GSE7390 z-scored"),
+        per_split.assign(protocol="paper, IBP models from 8"),
+    ):
+        assert "Table 1" not in fidelity.markdown_table(fidelity.summarize(other))
+
+
+def test_table1_reference_scores_a_gaussian_at_the_needed_error(fidelity, monkeypatch):
+    """The error Table 1 needs, plugged into a Gaussian predictive whose variance equals it,
+    scores Table 1's IBP RFLVM value; the standard normal row is its log density."""
+    import anndata
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(40, 6)) @ rng.normal(size=(6, 6))
+    monkeypatch.setattr(fidelity, "load_demo", lambda name: anndata.AnnData(raw))
+    table = next(iter(fidelity.table1_reference(seed=2, n_repeats=2).values()))
+    assert len(table) == 2 and (table["n_heldout"] == 48).all()
+    n, v = table["n_heldout"], table["geometric mean squared error Table 1 needs"]
+    np.testing.assert_allclose(-0.5 * n * (np.log(2 * np.pi * v) + 1), 6.68e03)
+    z = (raw - raw.mean(0)) / raw.std(0)
+    assert (table["standard normal"] < -0.5 * n * np.log(2 * np.pi)).all()
+    assert table["standard normal"].iloc[0] > -0.5 * np.sum(np.log(2 * np.pi) + z**2)
+    assert (table["linear imputer geometric mean squared error"] > 0).all()
