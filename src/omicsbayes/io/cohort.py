@@ -6,7 +6,7 @@ import inspect
 from pathlib import Path
 
 from ._common import CohortError, list_ids
-from .associations import load_omim, read_associations
+from .associations import load_omim, load_orphanet, read_associations
 from .counts import read_counts
 from .delimited import read_matrix
 from .demo import load_demo
@@ -27,6 +27,7 @@ READERS = {
     "hivdb": read_hivdb_phenosense,
     "associations": read_associations,
     "omim": load_omim,
+    "orphanet": load_orphanet,
 }
 # spec keys renamed on the way to the reader ("format" is taken by the dispatcher)
 RENAMES = {"counts": {"count_format": "format", "path": "paths"}}

