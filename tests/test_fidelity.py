@@ -271,39 +271,96 @@ def test_bam_claim_fits_the_linear_and_the_gaussian_kernel_map(fidelity, monkeyp
     )
 
 
-def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, monkeypatch):
-    """Claim e_mvgp on a tiny association matrix: Con. MV-GP, KPMF, PMF and popularity under
-    the default and the paper protocol (the paper's with more negative sets)."""
+def _tiny_association_cohort(seed, n_rows, n_cols):
     import anndata
     import scipy.sparse as sp
 
+    rng = np.random.default_rng(seed)
+    X = sp.csr_matrix((rng.random((n_rows, n_cols)) < 0.3).astype(float))
+    graph = sp.csr_matrix((rng.random((n_rows, n_rows)) < 0.3).astype(float))
+    adata = anndata.AnnData(X)
+    adata.obsp["graph"] = graph + graph.T
+    return adata
+
+
+@pytest.fixture
+def tiny_disease_gene(fidelity, monkeypatch):
+    """claim_e on two tiny association matrices in place of OMIM and Orphanet; records each
+    ranking fold's (cohort shape, class, grid, negative sets, seed) and each fold split's seed."""
     import omicsbayes.io.associations as associations
     from omicsbayes.protocols import disease_gene
 
-    rng = np.random.default_rng(0)
-    X = sp.csr_matrix((rng.random((12, 15)) < 0.3).astype(float))
-    graph = sp.csr_matrix((rng.random((12, 12)) < 0.3).astype(float))
-    adata = anndata.AnnData(X)
-    adata.obsp["graph"] = graph + graph.T
-    monkeypatch.setattr(associations, "load_omim", lambda: adata)
-    sets = []
-    fold = disease_gene.ranking_fold
+    omim, orphanet = _tiny_association_cohort(0, 12, 15), _tiny_association_cohort(1, 10, 14)
+    monkeypatch.setattr(associations, "load_omim", lambda: omim)
+    monkeypatch.setattr(associations, "load_orphanet", lambda: orphanet)
+    calls, split_seeds = [], []
+    fold, kfold = disease_gene.ranking_fold, fidelity.entry_kfold_splits
 
     def counted(*args, **kw):
-        sets.append((args[3]["class"], args[3].get("grid"), kw["n_negative_sets"]))
+        spec = args[3]
+        calls.append(
+            (
+                args[0].shape,
+                spec["class"],
+                spec.get("grid"),
+                kw["n_negative_sets"],
+                kw["random_state"],
+            )
+        )
         return fold(*args, **kw)
 
+    def seeded(*args, **kw):
+        split_seeds.append(kw["random_state"])
+        return kfold(*args, **kw)
+
     monkeypatch.setattr(fidelity, "ranking_fold", counted)
+    monkeypatch.setattr(fidelity, "entry_kfold_splits", seeded)
+    return calls, split_seeds
+
+
+def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
+    """Claim e_mvgp on tiny association matrices: Con. MV-GP, KPMF, PMF and popularity under
+    the default and the paper protocol (the paper's with more negative sets), on both cohorts."""
+    calls, _ = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 2}
     per_split = fidelity.claim_e(settings, seed=2)
     models = {"ConMVGP-D", "KPMF", "PMF", "popularity"}
-    for protocol in ("paper", "default"):
-        part = per_split[per_split["protocol"] == protocol]
+    assert list(dict.fromkeys(per_split["cohort"])) == [
+        "OMIM known diseases (12 x 15)",
+        "Orphanet known diseases (10 x 14)",
+    ]
+    groups = per_split.groupby(["cohort", "protocol"])
+    assert groups.ngroups == 4
+    for _, part in groups:
         assert set(part["model"]) == models and part["value"].between(0, 1).all()
     expected = {"ConstrainedMVGP", "KPMF", "PMF"}
-    assert {(c, g, n) for c, g, n in sets} == {(c, "paper", 2) for c in expected} | {
-        (c, None, 1) for c in expected
-    }
+    for shape in ((12, 15), (10, 14)):
+        assert {(c, g, n) for s, c, g, n, _ in calls if s == shape} == {
+            (c, "paper", 2) for c in expected
+        } | {(c, None, 1) for c in expected}
+
+
+def test_mvgp_claim_seeds_omim_as_before_and_orphanet_by_name(fidelity, tiny_disease_gene):
+    """OMIM's folds and fits keep the seeds of the OMIM-only claim; Orphanet's add its name;
+    --cohorts runs one cohort and leaves the other's rows as they are."""
+    from omicsbayes._seed import derive_seed
+
+    calls, split_seeds = tiny_disease_gene
+    settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
+    both = fidelity.claim_e(settings, seed=2)
+    names = ["ConMVGP-D", "KPMF", "PMF"]
+    assert split_seeds == [derive_seed(2, "e_mvgp"), derive_seed(2, "e_mvgp", "Orphanet")]
+    assert [seed for shape, *_, seed in calls if shape == (12, 15)] == 2 * [
+        derive_seed(2, "e_mvgp", name, 0) for name in names
+    ]
+    assert [seed for shape, *_, seed in calls if shape == (10, 14)] == 2 * [
+        derive_seed(2, "e_mvgp", "Orphanet", name, 0) for name in names
+    ]
+    for wanted in ("OMIM", "Orphanet"):
+        alone = fidelity.claim_e({**settings, "cohorts": [wanted]}, seed=2)
+        assert set(alone["cohort"]) == {c for c in both["cohort"] if c.startswith(wanted)}
+        expected = both[both["cohort"].str.startswith(wanted)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(alone, expected)
 
 
 def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(fidelity):
