@@ -363,6 +363,20 @@ def test_mvgp_claim_seeds_omim_as_before_and_orphanet_by_name(fidelity, tiny_dis
         pd.testing.assert_frame_equal(alone, expected)
 
 
+def test_folds_option_fits_the_named_folds_as_a_full_run_does(fidelity, tiny_disease_gene):
+    assert fidelity._folds({"n_folds": 2, "folds": None}, [0, 1, 2]) == [0, 1]
+    assert fidelity._folds({"n_folds": 2, "folds": [2, 0]}, [0, 1, 2]) == [0, 2]
+    with pytest.raises(SystemExit, match=r"--folds \[5\]: claim e_mvgp has folds \[0, 1, 2\]"):
+        fidelity._folds({"n_folds": 5, "folds": [1, 5]}, [0, 1, 2])
+    settings = {"n_folds": 2, "n_negative_sets": 1, "paper_negative_sets": 1}
+    settings["cohorts"] = ["Orphanet"]
+    full = fidelity.claim_e(settings, seed=3)
+    second = fidelity.claim_e({**settings, "folds": [1]}, seed=3)
+    assert set(second["split"]) == {1}
+    expected = full[full["split"] == 1].reset_index(drop=True)
+    pd.testing.assert_frame_equal(second, expected)
+
+
 def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(fidelity):
     """A collapsed scale is 'lower', not 'behind', and is not printed as 0.000."""
     values = {
