@@ -31,13 +31,14 @@ Factors (:data:`FACTORS`; the first level of each is the reference its rows are 
 Cohorts (:func:`cohorts`): pbmc68k_reduced's T and NK cells (scanpy; CD8+ cytotoxic against
 the rest; normalised counts, 68 % zeros), scikit-learn's digits 3 against 5 (pixel counts 0-16,
 about half zeros; the paper's MNIST task on the shipped digits) and simulated sparse counts of
-two cell states (:func:`benchmarks.bench_rank_factor.sparse_cohort`, through library size, log
-and the top genes fitted on the training cells; about 90 % zeros) at two sizes.  Splits:
-stratified 75/25 subsampling.
+two cell states (:func:`benchmarks.bench_rank_factor.sparse_cohort`, 400 cells, 100 marker genes
+of 3,000, through library size, log and the top 800 genes fitted on the training cells; about
+90 % zeros).  Splits: stratified 75/25 subsampling.
 
-Writes ``docs/_generated/single_cell_splits.tsv`` (one row per split and setting) and
-``docs/_generated/single_cell_table.md`` (:func:`markdown_table`), which the models page
-includes.
+Writes ``docs/_generated/single_cell_splits.tsv`` (one row per split and setting; ``seconds`` is
+the process CPU time of the row's fit and predictions) and ``docs/_generated/single_cell_table.md``
+(:func:`markdown_table`), which the models page includes; ``--from-splits`` summarises per-split
+tables of cohorts run apart (the committed ones: ``docs/_generated/single_cell_splits/``).
 """
 
 import argparse
@@ -76,7 +77,6 @@ _SIZES = {  # cohort_size level -> (fraction of training cells, fraction of gene
 }
 SIMULATED = {  # simulated cohorts: name -> (cells, generated genes, marker genes, genes kept)
     "simulated sparse counts, 400 cells": (400, 3000, 100, 800),
-    "simulated sparse counts, 1200 cells": (1200, 3000, 100, 800),
 }
 
 
@@ -232,6 +232,7 @@ def summarize(per_split):
     verdict (``higher`` / ``lower`` beyond two paired standard errors, else ``level``)."""
     out = []
     keys = ["cohort", "factor", "model"]
+    per_split = per_split.fillna({"model": ""})  # the likelihood rows name no model (TSV: NaN)
     for (cohort, factor, model), group in per_split.groupby(keys, sort=False):
         wide = group.pivot(index="split", columns="level", values="auroc")
         reference = FACTORS[factor][0]

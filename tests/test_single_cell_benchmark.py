@@ -42,6 +42,14 @@ def test_summary_pairs_each_level_with_the_factor_reference(single_cell):
     assert other["difference"] == want and other["verdict"] == "higher" and other["n"] == 4
 
 
+def test_summary_keeps_rows_without_a_model_read_back_from_tsv(single_cell, tmp_path):
+    rows = _per_split({"R-L-BSVM": [0.7, 0.8], "G-L-BSVM on log1p": [0.8, 0.9]}, "likelihood", "")
+    rows.to_csv(tmp_path / "splits.tsv", sep="\t", index=False)
+    table = single_cell.summarize(pd.read_csv(tmp_path / "splits.tsv", sep="\t"))
+    assert table["level"].tolist() == ["R-L-BSVM", "G-L-BSVM on log1p"]
+    assert table["model"].tolist() == ["", ""]
+
+
 def test_summary_calls_a_noisy_difference_level(single_cell):
     table = single_cell.summarize(
         _per_split({"extreme": [0.7, 0.8, 0.7, 0.8], "adjacent": [0.8, 0.7, 0.8, 0.7]})
