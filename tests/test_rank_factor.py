@@ -122,6 +122,27 @@ def test_new_sample_neighbours_match_brute_force():
             assert typical[m, i] == pytest.approx(expected, rel=1e-12)
 
 
+def test_adjacent_bounds_match_brute_force():
+    """``bounds="adjacent"``: a new value's bounds are the mean training w of the nearest tie
+    group strictly below and of the nearest strictly above (+-inf where there is none)."""
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 5, size=(15, 4)).astype(float)  # many ties
+    W = rng.normal(size=(15, 4))
+    Xnew = np.vstack([rng.integers(-1, 7, size=(8, 4)).astype(float), X[:3] + 0.5])
+    index = _RankIndex(X)
+    lo, up, _ = (a.T for a in index.new_neighbours(W.T.copy(), Xnew.T, "adjacent"))
+    for m in range(len(Xnew)):
+        for i in range(4):
+            x, col = Xnew[m, i], X[:, i]
+            below, above = col[col < x], col[col > x]
+            want_lo = W[col == below.max(), i].mean() if below.size else -np.inf
+            want_up = W[col == above.min(), i].mean() if above.size else np.inf
+            assert lo[m, i] == pytest.approx(want_lo, rel=1e-12)
+            assert up[m, i] == pytest.approx(want_up, rel=1e-12)
+    with pytest.raises(ValueError, match="prediction_bounds"):
+        index.new_neighbours(W.T.copy(), Xnew.T, "nearest")
+
+
 # ------------------------------------------------------------------ conditionals
 def test_margin_conditional_moments_against_quadrature():
     eps = 0.05
@@ -454,17 +475,18 @@ def test_multiclass_labels_one_vs_rest(cohort):
     assert np.allclose(clf.predict_proba(X[100:]).sum(axis=1), 1)
 
 
+@pytest.mark.parametrize("bounds", ["extreme", "adjacent"])
 @pytest.mark.parametrize("name", ["R-L-BSVM", "OR-L-BSVM"])
-def test_rank_models_invariant_to_increasing_maps(cohort, name):
+def test_rank_models_invariant_to_increasing_maps(cohort, name, bounds):
     X, y, _, _ = cohort
     rng = np.random.default_rng(7)
     # a random strictly increasing map per feature, applied to train and test alike
     slopes = rng.uniform(0.1, 3, size=X.shape[1])
     gX = np.sign(X) * np.abs(X) ** 1.5 * slopes + np.exp(X / (1 + np.abs(X).max(axis=0)))
     fits = [
-        RankFactorClassifier.from_variant(name, n_factors=3, max_iter=15, random_state=4).fit(
-            data[:100], y[:100]
-        )
+        RankFactorClassifier.from_variant(
+            name, n_factors=3, max_iter=15, random_state=4, prediction_bounds=bounds
+        ).fit(data[:100], y[:100])
         for data in (X, gX)
     ]
     assert np.array_equal(fits[0].scores_, fits[1].scores_)
@@ -482,6 +504,8 @@ def test_bad_input_and_parameters(cohort):
         RankFactorClassifier(n_factors=0).fit(X, y)
     with pytest.raises(ValueError, match="epsilon"):
         RankFactorClassifier(epsilon=-1).fit(X, y)
+    with pytest.raises(ValueError, match="prediction_bounds"):
+        RankFactorClassifier(prediction_bounds="nearest").fit(X, y)
     with pytest.raises(ValueError, match="unknown variant"):
         RankFactorClassifier.from_variant("R-X-SVM")
     with pytest.raises(ValueError, match="y has 1 class; RankFactorClassifier needs at least 2"):
@@ -746,3 +770,18 @@ def test_seeded_fits_repeat_and_threads_do_not_change_the_sweep(cohort, monkeypa
             one = fit(4)
         with threadpool_limits(2):
             np.testing.assert_array_equal(fit(4), one)
+
+
+def test_prediction_bounds_read_at_prediction_only(cohort):
+    """``prediction_bounds`` changes the scores of new tied values without a refit, and the
+    default's scores come back when it is set back."""
+    X, y, _, _ = cohort
+    counts = np.round(np.exp(X))  # ties, as in counts
+    model = RankFactorClassifier(n_factors=3, max_iter=15, random_state=0).fit(
+        counts[:100], y[:100]
+    )
+    extreme = model.decision_function(counts[100:])
+    adjacent = model.set_params(prediction_bounds="adjacent").decision_function(counts[100:])
+    assert not np.allclose(extreme, adjacent)
+    model.set_params(prediction_bounds="extreme")
+    assert np.array_equal(model.decision_function(counts[100:]), extreme)

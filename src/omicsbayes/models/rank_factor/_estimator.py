@@ -127,6 +127,14 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         Gibbs: independent chains, each seeded from ``random_state``, in parallel processes where
         cores allow. Prediction uses the first chain's posterior means (factors are identified
         only within a chain); ``idata_`` holds every chain for R-hat / ESS.
+    prediction_bounds : {"extreme", "adjacent"}
+        Where a new sample's value of a feature is placed among the fitted training w (section 3,
+        "Predictions"; rank likelihoods only): ``"extreme"`` (default), between the maximum of w
+        over all strictly smaller training values and the minimum over all strictly larger ones,
+        the training neighbours' rule of section 2; ``"adjacent"``, between the mean w of the
+        nearest tie group below and that of the nearest group above (each tie group standing as
+        the paper's one "closest element").  Read at prediction only: ``set_params`` on a fitted
+        model changes its predictions without a refit.
     transform_iter : int
         At most this many iterations of the z_* update for new samples (Newton steps for the
         rank likelihoods without the mixture; it stops when z_* changes by less than 1e-3 of its
@@ -204,6 +212,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         thin=1,
         n_chains=1,
         transform_iter=50,
+        prediction_bounds="extreme",
         random_state=None,
         verbose=True,
     ):
@@ -231,6 +240,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         self.thin = thin
         self.n_chains = n_chains
         self.transform_iter = transform_iter
+        self.prediction_bounds = prediction_bounds
         self.random_state = random_state
         self.verbose = verbose
 
@@ -260,6 +270,7 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         "mixture": ["boolean"],
         "inference": [StrOptions({"vb", "vb_deterministic", "gibbs"})],
         "maxmargin_form": [StrOptions({"latent", "exact"})],
+        "prediction_bounds": [StrOptions({"extreme", "adjacent"})],
         **{
             name: [Interval(Integral, 1, None, closed="left")]
             for name in ("n_factors", "n_components", "max_iter", "n_samples", "transform_iter")
@@ -424,7 +435,9 @@ class RankFactorClassifier(ClassifierMixin, TransformerMixin, VBEstimator, MCMCE
         else:
 
             def neighbours(rows):
-                lo_t, up_t, typical_t = self._index.new_neighbours(means["W"], X[rows].T)
+                lo_t, up_t, typical_t = self._index.new_neighbours(
+                    means["W"], X[rows].T, self.prediction_bounds
+                )
                 return lo_t.T, up_t.T, typical_t.T  # contiguous (samples, features)
 
             def moments_of(lo, up):

@@ -621,11 +621,14 @@ _TILE = 8  # features whose new values are placed through a buffer: 64 bytes of 
 
 
 @njit(cache=True, nogil=True)  # on the worker threads (new_neighbours)
-def _place(sorted_x, order, w, xnew, lo, up, typical):
+def _place(sorted_x, order, w, xnew, lo, up, typical, adjacent):
     """Neighbours of new values among the training values, feature by feature (paper 000,
     section 3, predictions): for ``xnew[m, i]``, ``lo[m, i]`` is the maximum of the training
     ``w[i]`` over strictly smaller training x and ``up[m, i]`` the minimum over strictly larger
-    (+-inf when there is none); ``typical[m, i]`` is the mean training w of the tie group of
+    (+-inf when there is none); with ``adjacent``, ``lo`` is instead the mean training w of the
+    nearest tie group below (the largest smaller x) and ``up`` that of the nearest group above
+    (each tie group stands as one element, the paper's "two elements closest to x_* from above
+    and below"); ``typical[m, i]`` is the mean training w of the tie group of
     equal x, or between two groups the mean of their means (the start of prediction's Newton
     steps).  ``xnew`` and the outputs are (samples, features), ``w``, ``sorted_x`` (each
     feature's training values in increasing order) and ``order`` (their samples) are
@@ -673,9 +676,13 @@ def _place(sorted_x, order, w, xnew, lo, up, typical):
             x = tile[0, b, j]
             g = _count_below(values, x)  # groups below x
             tie = g < groups and value[g] == x
-            tile[1, b, j] = upto[g - 1] if g > 0 else -np.inf
             above = g + 1 if tie else g
-            tile[2, b, j] = down[above] if above < groups else np.inf
+            if adjacent:
+                tile[1, b, j] = mean[g - 1] if g > 0 else -np.inf
+                tile[2, b, j] = mean[above] if above < groups else np.inf
+            else:
+                tile[1, b, j] = upto[g - 1] if g > 0 else -np.inf
+                tile[2, b, j] = down[above] if above < groups else np.inf
             if tie:
                 tile[3, b, j] = mean[g]
             elif g == 0:

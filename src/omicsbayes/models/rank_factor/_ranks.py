@@ -160,13 +160,18 @@ class _RankIndex:
     def group_parity(self):
         return self._unsort((self._bounds[3] % 2).astype(float)).astype(int)
 
-    def new_neighbours(self, W_t, Xnew_t):
+    def new_neighbours(self, W_t, Xnew_t, bounds="extreme"):
         """Training neighbours ``(w^l, w^u)`` of new values and the typical training w at their
         place (mean over the equal training values, see :func:`._kernels._place`), all
-        (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values.  The
+        (n_features, samples): ``W_t`` the fitted training w, ``Xnew_t`` the new values.
+        ``bounds``: ``"extreme"``, the running maximum of w over all strictly smaller training
+        values and the running minimum over all strictly larger ones (the training neighbours'
+        rule, section 2); ``"adjacent"``, the mean w of the nearest tie group below and above.  The
         work is done in the samples' own layout: for ``Xnew_t = X.T`` nothing is copied and
         the outputs' transposes are contiguous.  Groups of features run on the worker threads
         (``_threads.map_blocks``)."""
+        if bounds not in ("extreme", "adjacent"):
+            raise ValueError(f"prediction_bounds={bounds!r}; expected 'extreme' or 'adjacent'")
         x = np.ascontiguousarray(Xnew_t.T)
         lo, up, typical = (np.empty(x.shape) for _ in range(3))
 
@@ -179,6 +184,7 @@ class _RankIndex:
                 lo[:, f],
                 up[:, f],
                 typical[:, f],
+                bounds == "adjacent",
             )
 
         d = x.shape[1]
