@@ -220,7 +220,7 @@ SHEET_FAULTS = {
     "label_not_in_sheet": (
         lambda c: c["cohorts"]["small"].update(label="grp"),
         "config key cohorts.small.label: 'grp' is not a column of the cohort's sample sheet "
-        "(columns: ['group'])",
+        "(sample_sheet samples.tsv); expected one of ['group']",
     ),
     "keep_labels_absent": (
         lambda c: c["cohorts"]["small"].update(keep_labels=["a", "c"]),
