@@ -270,12 +270,14 @@ def cohort_sample_sheet(name, spec, local_paths=None):
     local = {url: path for url, path in (local_paths or {}).items() if os.path.exists(path)}
     renames = RENAMES.get(fmt, {})
     wanted = inspect.signature(OBS_READERS[fmt]).parameters
+    urls = {}
     for key in PATH_KEYS:
         values = spec.get(key)
-        values = values if isinstance(values, list) else [values]
-        if renames.get(key, key) in wanted and any(is_url(v) and v not in local for v in values):
+        values = [v for v in (values if isinstance(values, list) else [values]) if is_url(v)]
+        if renames.get(key, key) in wanted and any(v not in local for v in values):
             return None
-    reader_spec = local_spec(spec, local)
+        urls.update({v: local.get(v, v) for v in values})  # other URLs stay as they are
+    reader_spec = local_spec(spec, urls)
     for key in ("label", "label_map", "keep_labels"):
         reader_spec.pop(key, None)
     try:
