@@ -349,3 +349,27 @@ def test_paper_config_dry_run_from_loopback_urls(paper, tmp_path, snakemake_run)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ("rule fetch" in result.stdout) == bool(remote)
     assert not (tmp_path / "run" / "results").exists()
+
+
+@pytest.mark.workflow
+def test_url_cohort_without_its_label_column_is_refused_before_any_model_job(
+    tmp_path, server, snakemake_run
+):
+    """The sheet of a URL cohort is not there before the run: the fetch step checks it, before
+    any data or model job; a later run finds the cached copy and refuses at parse time."""
+    config = geo_config(server.url, label="ilness")
+    expected = "config key cohorts.tb.label: 'ilness' is not a column of the cohort's sample "
+    expected += f"sheet (the !Sample_ lines of path {server.url}/{SERIES})"
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    assert expected in result.stderr, result.stderr[-3000:]
+    assert "Error in rule fetch" in result.stderr  # not at parse time: the file was not there
+    assert "illness" in result.stderr  # among the columns it expected
+    assert _no_model_job(tmp_path) and not (tmp_path / "logs" / "data").exists()
+    assert _cache(tmp_path, server, SERIES).exists()  # the file itself was fine
+
+    server.stop()
+    result = snakemake_run(tmp_path, "--cores", "2", timeout=120)
+    assert result.returncode != 0
+    assert expected in result.stderr and "Building DAG" not in result.stdout + result.stderr
+    assert _no_model_job(tmp_path)
