@@ -1,6 +1,7 @@
 """Cohort files given by URL: fetched by Snakemake's storage plugin from a loopback HTTP server,
 kept in the local storage cache and read from it offline; a wrong pinned checksum, a missing file,
-an unreachable host and a file in the wrong format each stopped before any model job. Plus the
+an unreachable host and a file in the wrong format each stopped before any model job; ftp:// files
+through the FTP plugin from a loopback FTP server (pyftpdlib). Plus the
 pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the schema."""
 
 import functools
@@ -373,3 +374,53 @@ def test_url_cohort_without_its_label_column_is_refused_before_any_model_job(
     assert result.returncode != 0
     assert expected in result.stderr and "Building DAG" not in result.stdout + result.stderr
     assert _no_model_job(tmp_path)
+
+
+class LoopbackFTPServer:
+    """An anonymous, read-only FTP server (pyftpdlib) on 127.0.0.1 serving ``folder`` from a
+    thread."""
+
+    def __init__(self, folder):
+        from pyftpdlib.authorizers import DummyAuthorizer
+        from pyftpdlib.handlers import FTPHandler
+        from pyftpdlib.servers import FTPServer
+
+        authorizer = DummyAuthorizer()
+        authorizer.add_anonymous(str(folder))
+        handler = type("Handler", (FTPHandler,), {"authorizer": authorizer, "timeout": 30})
+        self.server = FTPServer(("127.0.0.1", 0), handler)
+        self.url = f"ftp://127.0.0.1:{self.server.address[1]}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"timeout": 0.5}, daemon=True
+        )
+        self.thread.start()
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.server.close_all()
+            self.thread.join(timeout=10)
+
+
+@pytest.mark.workflow
+def test_ftp_cohort_is_fetched_by_the_storage_plugin(tmp_path, snakemake_run):
+    """ftp:// cohort files through snakemake-storage-plugin-ftp from a loopback FTP server: the
+    run fetches both, records them and reads them; the cached copies are the served files."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for name in (SERIES, PLATFORM):
+        shutil.copy(GEO / name, folder / name)
+    server = LoopbackFTPServer(folder)
+    try:
+        config = geo_config(server.url)
+        work = tmp_path / "run"
+        result = snakemake_run(work, "--cores", "2", "--until", "data", config=config, timeout=300)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = pd.read_csv(work / "results" / "downloads.tsv", sep="\t")
+    assert list(record["url"]) == [f"{server.url}/{SERIES}", f"{server.url}/{PLATFORM}"]
+    assert list(record["sha256"]) == [_sha256(GEO / SERIES), _sha256(GEO / PLATFORM)]
+    assert (work / "results" / "tb" / "raw.h5ad").exists()
+    cache = work / ".snakemake" / "storage" / "ftp" / server.url.split("://", 1)[1]
+    for name in (SERIES, PLATFORM):
+        assert (cache / name).read_bytes() == (GEO / name).read_bytes()
