@@ -1,8 +1,9 @@
 """Cohort files given by URL: fetched by Snakemake's storage plugin from a loopback HTTP server,
 kept in the local storage cache and read from it offline; a wrong pinned checksum, a missing file,
-an unreachable host and a file in the wrong format each stopped before any model job; ftp:// files
-through the FTP plugin from a loopback FTP server (pyftpdlib). Plus the
-pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the schema."""
+an unreachable host, a file in the wrong format and a sheet without its label column each stopped
+before any model job; ftp:// files through the FTP plugin from a loopback FTP server (pyftpdlib).
+Plus the pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the
+schema."""
 
 import functools
 import hashlib
