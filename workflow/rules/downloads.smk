@@ -53,6 +53,7 @@ def remote_keys(cohort):
 
 
 try:  # URL cohorts fetched by an earlier run: what their sample sheets tell, before any job
-    check_cohort_labels(config, REMOTE_PATHS, {r.cohort for r in REMOTE})
+    if workflow.is_main_process and REMOTE:
+        check_cohort_labels(config, REMOTE_PATHS, {r.cohort for r in REMOTE})
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
