@@ -249,3 +249,18 @@ def test_the_config_check_does_not_count_missing_strings_as_a_class(tmp_path):
     config["protocols"]["cv"]["n_splits"] = 7
     with pytest.warns(UserWarning), pytest.raises(ConfigError, match="class 'a' .* has 6"):
         check_cohort_labels(config)
+
+
+def test_every_example_on_its_fixtures_passes_the_sheet_checks(monkeypatch):
+    """The examples' cohorts (GEO, TCGA, HIVDB, featureCounts, demo, association lists) as the
+    fixture runs give them (tests/test_examples.py) pass what their sheets tell."""
+    from test_examples import _merged, example_names
+
+    from omicsbayes.config import check_config, validate_config
+
+    monkeypatch.chdir(FIXTURES.parents[1])  # the overrides' paths are relative to the checkout
+    for name in example_names():
+        config = _merged(name)
+        validate_config(config, FIXTURES.parents[1] / "workflow" / "schemas" / "config.schema.yaml")
+        check_config(config)
+        check_cohort_labels(config)
