@@ -6,6 +6,7 @@ Plus the pure helpers of omicsbayes.downloads and the paper configs (config/pape
 schema."""
 
 import functools
+import gzip
 import hashlib
 import http.server
 import shutil
@@ -185,22 +186,30 @@ def test_missing_or_unreachable_file_stops_before_any_job(tmp_path, server, snak
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix"])
+@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix", "truncated_table"])
 def test_file_in_the_wrong_format_is_refused_naming_key_and_url(
     tmp_path, server, snakemake_run, fault
 ):
-    """An HTML page is refused by the fetch job, a table that is no series matrix by the data
-    job's reader; either way one message names the key and the URL and no model job runs."""
+    """An HTML page is refused by the fetch job's file check, a table that is no series matrix
+    by its sample-sheet check (the series matrix's header lines), a series matrix whose table
+    is cut short by the data job's reader; each time one message names the key and the URL and
+    no model job runs."""
     served = Path(server.httpd.RequestHandlerClass.keywords["directory"])
     config = geo_config(server.url)
     if fault == "html_page":
         (served / "error.annot.gz").write_text("<!DOCTYPE html><html><body>Moved</body></html>\n")
         config["cohorts"]["tb"]["annotation"] = url = f"{server.url}/error.annot.gz"
         expected = ["cohorts.tb.annotation", url, "HTML page"]
-    else:
+    elif fault == "not_a_series_matrix":
         shutil.copy(REPO / "tests/fixtures/io/samples.tsv", served / "GSE1_series_matrix.txt")
         config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE1_series_matrix.txt"
-        expected = [f"cohorts.tb.path = {url}", "GSE1_series_matrix.txt"]
+        expected = [f"config key cohorts.tb.path: {url}: no '!series_matrix_table_begin' line"]
+    else:
+        text = gzip.decompress((GEO / SERIES).read_bytes()).decode()
+        cut = text[: text.index("!series_matrix_table_end")]
+        (served / "GSE2_series_matrix.txt").write_text(cut)
+        config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE2_series_matrix.txt"
+        expected = [f"cohorts.tb.path = {url}", "truncated: no '!series_matrix_table_end' line"]
     result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
     assert result.returncode != 0
     for text in expected:
