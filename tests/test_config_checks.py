@@ -220,7 +220,7 @@ SHEET_FAULTS = {
     "label_not_in_sheet": (
         lambda c: c["cohorts"]["small"].update(label="grp"),
         "config key cohorts.small.label: 'grp' is not a column of the cohort's sample sheet "
-        "(columns: ['group'])",
+        "(sample_sheet samples.tsv); expected one of ['group']",
     ),
     "keep_labels_absent": (
         lambda c: c["cohorts"]["small"].update(keep_labels=["a", "c"]),
@@ -283,3 +283,42 @@ def test_a_sample_sheet_that_fits_passes_the_checks(tmp_path, snakemake_run):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "results/ab/summary.tsv" in result.stdout
     assert "results/few/summary.tsv" in result.stdout
+
+
+def cohort_kind_config(workdir, kind):
+    """delimited_config's experiment on a fixture cohort of another kind (absolute paths), its
+    label column misspelled: (config, the key path of the label, what the message names)."""
+    from test_cohort_obs import COHORTS, EXAMPLES
+
+    config = delimited_config(workdir)
+    config["experiments"]["ab"]["task"] = {"kind": "one_vs_rest"}
+    config["protocols"]["cv3"]["n_splits"] = 2
+    if kind == "h5ad":
+        from omicsbayes.io import read_cohort
+
+        path = workdir / "data" / "gse7390.h5ad"
+        path.parent.mkdir()
+        read_cohort({"format": "demo", "name": "gse7390"}).write_h5ad(path)
+        spec, source = {"format": "h5ad", "path": str(path)}, f"the .obs of path {path}"
+    else:
+        spec = COHORTS[kind]
+        source = {
+            "geo": f"the !Sample_ lines of path {spec['path']}",
+            "tcga": f"the barcodes of path {spec['path']} and the columns of clinical",
+            "hivdb": "fold_change and label (drug DDC) and the annotation columns of path",
+            "featurecounts": f"sample_sheet {EXAMPLES / 'rnaseq' / 'samples.tsv'}",
+        }[kind]
+    config["cohorts"]["small"] = {**spec, "label": "lable"}
+    return config, source
+
+
+@pytest.mark.parametrize("kind", ["geo", "tcga", "hivdb", "featurecounts", "h5ad"])
+def test_a_label_column_not_in_a_cohort_of_any_kind_is_refused_before_any_job(
+    kind, tmp_path, snakemake_run
+):
+    """The sheet of each cohort kind is read before any job (a series matrix's header lines, a
+    TCGA matrix's header and clinical table, an HIVDB file's phenotype columns, a count table's
+    sample sheet, an h5ad file's .obs): one line naming the key, the file and the columns."""
+    config, source = cohort_kind_config(tmp_path, kind)
+    line = refused(snakemake_run, tmp_path, config, "config key cohorts.small.label: 'lable' is")
+    assert source in line and "expected one of [" in line

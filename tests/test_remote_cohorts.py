@@ -1,9 +1,12 @@
 """Cohort files given by URL: fetched by Snakemake's storage plugin from a loopback HTTP server,
 kept in the local storage cache and read from it offline; a wrong pinned checksum, a missing file,
-an unreachable host and a file in the wrong format each stopped before any model job. Plus the
-pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the schema."""
+an unreachable host, a file in the wrong format and a sheet without its label column each stopped
+before any model job; ftp:// files through the FTP plugin from a loopback FTP server (pyftpdlib).
+Plus the pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the
+schema."""
 
 import functools
+import gzip
 import hashlib
 import http.server
 import shutil
@@ -183,22 +186,30 @@ def test_missing_or_unreachable_file_stops_before_any_job(tmp_path, server, snak
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix"])
+@pytest.mark.parametrize("fault", ["html_page", "not_a_series_matrix", "truncated_table"])
 def test_file_in_the_wrong_format_is_refused_naming_key_and_url(
     tmp_path, server, snakemake_run, fault
 ):
-    """An HTML page is refused by the fetch job, a table that is no series matrix by the data
-    job's reader; either way one message names the key and the URL and no model job runs."""
+    """An HTML page is refused by the fetch job's file check, a table that is no series matrix
+    by its sample-sheet check (the series matrix's header lines), a series matrix whose table
+    is cut short by the data job's reader; each time one message names the key and the URL and
+    no model job runs."""
     served = Path(server.httpd.RequestHandlerClass.keywords["directory"])
     config = geo_config(server.url)
     if fault == "html_page":
         (served / "error.annot.gz").write_text("<!DOCTYPE html><html><body>Moved</body></html>\n")
         config["cohorts"]["tb"]["annotation"] = url = f"{server.url}/error.annot.gz"
         expected = ["cohorts.tb.annotation", url, "HTML page"]
-    else:
+    elif fault == "not_a_series_matrix":
         shutil.copy(REPO / "tests/fixtures/io/samples.tsv", served / "GSE1_series_matrix.txt")
         config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE1_series_matrix.txt"
-        expected = [f"cohorts.tb.path = {url}", "GSE1_series_matrix.txt"]
+        expected = [f"config key cohorts.tb.path: {url}: no '!series_matrix_table_begin' line"]
+    else:
+        text = gzip.decompress((GEO / SERIES).read_bytes()).decode()
+        cut = text[: text.index("!series_matrix_table_end")]
+        (served / "GSE2_series_matrix.txt").write_text(cut)
+        config["cohorts"]["tb"]["path"] = url = f"{server.url}/GSE2_series_matrix.txt"
+        expected = [f"cohorts.tb.path = {url}", "truncated: no '!series_matrix_table_end' line"]
     result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
     assert result.returncode != 0
     for text in expected:
@@ -349,3 +360,77 @@ def test_paper_config_dry_run_from_loopback_urls(paper, tmp_path, snakemake_run)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ("rule fetch" in result.stdout) == bool(remote)
     assert not (tmp_path / "run" / "results").exists()
+
+
+@pytest.mark.workflow
+def test_url_cohort_without_its_label_column_is_refused_before_any_model_job(
+    tmp_path, server, snakemake_run
+):
+    """The sheet of a URL cohort is not there before the run: the fetch step checks it, before
+    any data or model job; a later run finds the cached copy and refuses at parse time."""
+    config = geo_config(server.url, label="ilness")
+    expected = "config key cohorts.tb.label: 'ilness' is not a column of the cohort's sample "
+    expected += f"sheet (the !Sample_ lines of path {server.url}/{SERIES})"
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    assert expected in result.stderr, result.stderr[-3000:]
+    assert "Error in rule fetch" in result.stderr  # not at parse time: the file was not there
+    assert "illness" in result.stderr  # among the columns it expected
+    assert _no_model_job(tmp_path) and not (tmp_path / "logs" / "data").exists()
+    assert _cache(tmp_path, server, SERIES).exists()  # the file itself was fine
+
+    server.stop()
+    result = snakemake_run(tmp_path, "--cores", "2", timeout=120)
+    assert result.returncode != 0
+    assert expected in result.stderr and "Building DAG" not in result.stdout + result.stderr
+    assert _no_model_job(tmp_path)
+
+
+class LoopbackFTPServer:
+    """An anonymous, read-only FTP server (pyftpdlib) on 127.0.0.1 serving ``folder`` from a
+    thread."""
+
+    def __init__(self, folder):
+        from pyftpdlib.authorizers import DummyAuthorizer
+        from pyftpdlib.handlers import FTPHandler
+        from pyftpdlib.servers import FTPServer
+
+        authorizer = DummyAuthorizer()
+        authorizer.add_anonymous(str(folder))
+        handler = type("Handler", (FTPHandler,), {"authorizer": authorizer, "timeout": 30})
+        self.server = FTPServer(("127.0.0.1", 0), handler)
+        self.url = f"ftp://127.0.0.1:{self.server.address[1]}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"timeout": 0.5}, daemon=True
+        )
+        self.thread.start()
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.server.close_all()
+            self.thread.join(timeout=10)
+
+
+@pytest.mark.workflow
+def test_ftp_cohort_is_fetched_by_the_storage_plugin(tmp_path, snakemake_run):
+    """ftp:// cohort files through snakemake-storage-plugin-ftp from a loopback FTP server: the
+    run fetches both, records them and reads them; the cached copies are the served files."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for name in (SERIES, PLATFORM):
+        shutil.copy(GEO / name, folder / name)
+    server = LoopbackFTPServer(folder)
+    try:
+        config = geo_config(server.url)
+        work = tmp_path / "run"
+        result = snakemake_run(work, "--cores", "2", "--until", "data", config=config, timeout=300)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = pd.read_csv(work / "results" / "downloads.tsv", sep="\t")
+    assert list(record["url"]) == [f"{server.url}/{SERIES}", f"{server.url}/{PLATFORM}"]
+    assert list(record["sha256"]) == [_sha256(GEO / SERIES), _sha256(GEO / PLATFORM)]
+    assert (work / "results" / "tb" / "raw.h5ad").exists()
+    cache = work / ".snakemake" / "storage" / "ftp" / server.url.split("://", 1)[1]
+    for name in (SERIES, PLATFORM):
+        assert (cache / name).read_bytes() == (GEO / name).read_bytes()

@@ -7,15 +7,21 @@ model classes, experiment kinds and protocol types come from the registries
 what a schema cannot: that every experiment refers to a defined cohort, transform, model and
 protocol, that transform steps and model parameters exist, what its experiment kind asks
 (:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model capabilities),
-what a classification cohort's sample sheet already tells (:func:`check_cohort_labels`), and that
-no name is a file or folder name of the workflow's own outputs (:func:`check_reserved_names`).
+what a classification cohort's sample sheet already tells (:func:`check_cohort_labels`, for every
+cohort format, reading only the sheet), and that no name is a file or folder name of the
+workflow's own outputs (:func:`check_reserved_names`).
 Each problem is one :class:`ConfigError` naming the config key.
 """
 
+import inspect
 import os
+from collections import defaultdict
 from pathlib import Path
 
+import pandas as pd
+
 from . import protocols
+from .io.cohort import PATH_KEYS
 from .protocols import ExperimentError, make_estimator
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
@@ -199,48 +205,113 @@ def check_reserved_names(config, reserved):
                 )
 
 
-def cohort_sample_sheet(name, spec):
-    """The sample sheet of a cohort entry when it can be read before the data job: a bundled
-    demo's, or the local ``sample_sheet`` file of a delimited matrix (whose ``.obs`` is that
-    sheet). None for every other cohort, whose labels only the data job knows.
+SHEET_SOURCES = {
+    "demo": "the sample sheet of the bundled demo {name}",
+    "delimited": "sample_sheet {sample_sheet}",
+    "counts": "sample_sheet {sample_sheet} and the summary rows of path {path}",
+    "h5ad": "the .obs of path {path}",
+    "geo": "the !Sample_ lines of path {path}",
+    "tcga": "the barcodes of path {path} and the columns of clinical {clinical}",
+    "hivdb": "fold_change and label (drug {drug}) and the annotation columns of path {path}",
+    "simulated_counts": "the simulated label",
+}
+"""Cohort format -> what the config check reads of a cohort's sample sheet, for messages."""
 
-    Raises :class:`ConfigError` naming ``cohorts.<name>.name`` for an unknown demo, or
-    ``cohorts.<name>.sample_sheet`` for a sheet that cannot be read.
+
+def _cohort_key(name, spec, message):
+    """The config key of the cohort file a reader's message names (or of the cohort)."""
+    for key in PATH_KEYS:
+        values = spec.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str) and value and value in message:
+                return f"cohorts.{name}.{key}"
+    return f"cohorts.{name}"
+
+
+def cohort_sample_sheet(name, spec, local_paths=None):
+    """The ``.obs`` a cohort's data job will write, read before it
+    (:func:`omicsbayes.io.cohort.read_cohort_obs`: a sample sheet, an h5ad's ``.obs``, a series
+    matrix's header lines, ... never the matrix).
+
+    Parameters
+    ----------
+    name : str
+        The cohort's name under ``cohorts``.
+    spec : dict
+        Its entry; local paths are relative to the working directory.
+    local_paths : dict, optional
+        URL -> the path of its fetched copy, for the URLs fetched so far.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        None when a file the sheet is read from is a URL not fetched yet (the fetch step checks
+        it).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``cohorts.<name>.name`` for an unknown demo, or the key of a file that cannot be
+        read (the reader's message names the file and what was expected).
     """
-    from importlib import resources
-
+    from .downloads import is_url, local_spec
     from .io._common import CohortError
-    from .io.delimited import read_sample_sheet
-    from .io.demo import DATA, DEMOS
+    from .io.cohort import OBS_READERS, RENAMES, read_cohort_obs
+    from .io.demo import DEMOS
 
-    key = f"config key cohorts.{name}"
-    if spec["format"] == "demo":
-        demo = spec.get("name")
-        if demo not in DEMOS:
-            raise ConfigError(
-                f"{key}.name: {demo!r} is not a bundled demo cohort; expected one of "
-                f"{sorted(DEMOS)}"
-            )
-        with resources.as_file(DATA / f"{demo}.samples.tsv") as sheet:
-            return read_sample_sheet(sheet)
-    sheet = spec.get("sample_sheet")
-    if spec["format"] != "delimited" or not isinstance(sheet, str) or not os.path.isfile(sheet):
-        return None
+    fmt = spec["format"]
+    if fmt == "demo" and spec.get("name") not in DEMOS:
+        raise ConfigError(
+            f"config key cohorts.{name}.name: {spec.get('name')!r} is not a bundled demo cohort; "
+            f"expected one of {sorted(DEMOS)}"
+        )
+    if fmt not in OBS_READERS:
+        return pd.DataFrame()
+    local = {url: path for url, path in (local_paths or {}).items() if os.path.exists(path)}
+    renames = RENAMES.get(fmt, {})
+    wanted = inspect.signature(OBS_READERS[fmt]).parameters
+    urls = {}
+    for key in PATH_KEYS:
+        values = spec.get(key)
+        values = [v for v in (values if isinstance(values, list) else [values]) if is_url(v)]
+        if renames.get(key, key) in wanted and any(v not in local for v in values):
+            return None
+        urls.update({v: local.get(v, v) for v in values})  # other URLs stay as they are
+    reader_spec = local_spec(spec, urls)
+    for key in ("label", "label_map", "keep_labels"):
+        reader_spec.pop(key, None)
     try:
-        return read_sample_sheet(sheet, sample_column=spec.get("sample_column", "sample"))
-    except CohortError as err:
-        raise ConfigError(f"{key}.sample_sheet: {err}") from None
+        return read_cohort_obs(reader_spec)
+    except (CohortError, ValueError) as err:
+        fetched = {path: url for url, path in local.items()}
+        message = str(err)
+        for path, url in fetched.items():
+            message = message.replace(path, url)
+        raise ConfigError(f"config key {_cohort_key(name, spec, message)}: {message}") from None
+
+
+def sheet_source(spec):
+    """What the check reads of a cohort's sample sheet, for messages (:data:`SHEET_SOURCES`)."""
+    if spec["format"] == "delimited" and spec.get("sample_sheet") is None:
+        return "no sample_sheet given"
+    template = SHEET_SOURCES.get(spec["format"], "a {format} cohort has no sample sheet")
+    fields = {k: v for k, v in spec.items() if k in PATH_KEYS or k in ("name", "drug", "format")}
+    return template.format_map(defaultdict(lambda: "(none)", fields))
 
 
 def cohort_labels(name, spec, sheet):
-    """The labels a cohort's data job will write, as strings (missing values kept): the sheet's
-    ``label`` column recoded by ``label_map`` and kept to ``keep_labels`` as the data job does.
-    Raises :class:`ConfigError` naming ``cohorts.<name>.label`` or ``.keep_labels``."""
+    """The labels a cohort's data job will write, as strings with missing values dropped (NaN
+    and the strings meaning missing, :func:`omicsbayes.tl._checks.missing_labels`, with its
+    warning): the sheet's ``label`` column recoded by ``label_map`` and kept to ``keep_labels``
+    as the data job does. Raises :class:`ConfigError` naming ``cohorts.<name>.label`` or
+    ``.keep_labels``."""
+    from .tl._checks import missing_labels
+
     key, label = f"config key cohorts.{name}", spec["label"]
     if label not in sheet.columns:
         raise ConfigError(
-            f"{key}.label: {label!r} is not a column of the cohort's sample sheet (columns: "
-            f"{sorted(sheet.columns)})"
+            f"{key}.label: {label!r} is not a column of the cohort's sample sheet "
+            f"({sheet_source(spec)}); expected one of {sorted(map(str, sheet.columns))}"
         )
     labels = sheet[label].astype("string")
     if spec.get("label_map"):
@@ -254,17 +325,19 @@ def cohort_labels(name, spec, sheet):
                 f"{sorted(set(labels.dropna()))}"
             )
         labels = labels[labels.isin(wanted).to_numpy()]
-    return labels
+    return labels[~missing_labels(labels, label, f"cohort {name!r}", stacklevel=2)]
 
 
-def check_cohort_labels(config):
+def check_cohort_labels(config, local_paths=None, cohorts=None):
     """What the sample sheets of classification cohorts tell before any job: the demo exists,
     the label column is there, every positive label occurs, and the smallest class has the
     samples each protocol needs (``n_splits`` folds, ``n_per_class`` plus one test sample).
 
-    Cohorts whose sheet only the data job reads (:func:`cohort_sample_sheet` is None) are
-    checked there. Run after :func:`check_config` and after the cohort's files were found (the
-    workflow's ``cohort_paths``). Raises :class:`ConfigError` naming the key.
+    Run after :func:`check_config` and after the cohort's local files were found (the
+    workflow's ``cohort_paths``). A cohort whose sheet is in a URL not fetched yet
+    (:func:`cohort_sample_sheet` is None) is checked by the fetch step, with ``local_paths``
+    (URL -> fetched copy) and ``cohorts`` (the names to check; default every cohort of an
+    experiment). Raises :class:`ConfigError` naming the key.
     """
     from .evaluate.splitters import min_class_size
 
@@ -272,10 +345,14 @@ def check_cohort_labels(config):
     for name, experiment in config["experiments"].items():
         cohort = experiment["cohort"]
         spec = config["cohorts"][cohort]
-        if cohort not in sheets:
-            sheets[cohort] = cohort_sample_sheet(cohort, spec)
-        if protocols.kind_of(experiment) != "classification":
+        if cohorts is not None and cohort not in cohorts:
             continue
+        if protocols.kind_of(experiment) != "classification":
+            if spec["format"] == "demo":  # the demo exists
+                cohort_sample_sheet(cohort, spec)
+            continue
+        if cohort not in sheets:
+            sheets[cohort] = cohort_sample_sheet(cohort, spec, local_paths)
         protocol = config["protocols"][experiment["protocol"]]
         if protocol["type"] == "few_shot" and protocol.get("n_per_class") is None:
             raise ConfigError(

@@ -113,8 +113,9 @@ def check_names():
 
 EXPERIMENTS = config["experiments"]
 COHORT_PATHS = {c: cohort_paths(c) for c in {e["cohort"] for e in EXPERIMENTS.values()}}
-try:  # once the files are known to be there: what the sample sheets tell
-    check_cohort_labels(config)
+try:  # once the files are known to be there: what the sample sheets tell (once, not per job)
+    if workflow.is_main_process:
+        check_cohort_labels(config)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 

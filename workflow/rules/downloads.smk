@@ -50,3 +50,10 @@ REMOTE_PATHS = {url: cached for url, (_, cached) in REMOTE_INPUTS.items()}
 def remote_keys(cohort):
     """The cohort's URL keys, for the data job's error message."""
     return {r.key: r.url for r in REMOTE if r.cohort == cohort}
+
+
+try:  # URL cohorts fetched by an earlier run: what their sample sheets tell, before any job
+    if workflow.is_main_process and REMOTE:
+        check_cohort_labels(config, REMOTE_PATHS, {r.cohort for r in REMOTE})
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None

@@ -4,6 +4,9 @@ Fits: ``save_fit`` / ``load_fit`` round-trip a fitted estimator through a fit fi
 (JSON and arrays; loading runs no code from the file), ``read_header`` shows what a fit file
 holds, ``save_draws`` writes MCMC draws to netCDF (:mod:`.fits`).
 
+``read_cohort_obs`` reads only the ``.obs`` a cohort entry gives (a sample sheet, an h5ad's
+``.obs``, a series matrix's header lines, ...), for checks before the data are read.
+
 Every reader returns ``.obs`` indexed by sample ID, ``.var`` indexed by feature ID, X as
 float64 and the raw values in ``.layers["intensity"]`` or ``.layers["counts"]`` (int64). Every
 bad input raises :class:`CohortError` naming the file and what was expected.
@@ -11,7 +14,7 @@ bad input raises :class:`CohortError` naming the file and what was expected.
 
 from ._common import CohortError
 from .associations import load_omim, load_orphanet, read_associations
-from .cohort import read_cohort
+from .cohort import read_cohort, read_cohort_obs
 from .counts import read_counts
 from .delimited import read_matrix, read_sample_sheet
 from .demo import load_demo
@@ -36,6 +39,7 @@ __all__ = [
     "parse_barcode",
     "read_association_list",
     "read_cohort",
+    "read_cohort_obs",
     "read_counts",
     "read_edge_list",
     "read_geo_platform",

@@ -78,6 +78,33 @@ def read_text(path):
     return text
 
 
+def head_lines(path, stop=None, limit=None):
+    """The first lines of a (possibly gzip-compressed) text file, read no further than needed:
+    up to and including the first line for which ``stop(line)`` is true, or ``limit`` lines.
+    CohortError as :func:`read_text` for a missing, empty, undecodable or damaged file."""
+    p = check_file(path)
+    lines = []
+    try:
+        opener = gzip.open if p.name.endswith(".gz") else open
+        with opener(p, "rt", encoding="utf-8-sig") as fh:
+            for line in fh:
+                lines.append(line.rstrip("\r\n"))
+                if (stop is not None and stop(lines[-1])) or len(lines) == limit:
+                    break
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise CohortError(
+            f"{path}: gzip stream is damaged or truncated ({one_line(exc)}); expected a complete "
+            ".gz file"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise CohortError(
+            f"{path}: not a UTF-8 text file ({one_line(exc)}); expected a delimited text file"
+        ) from exc
+    if not any(line.strip() for line in lines):
+        raise CohortError(f"{path}: file is empty; expected a header line and data rows")
+    return lines
+
+
 def sep_from_name(path):
     """Delimiter implied by the file extension (.csv comma; .tsv/.txt/.tab tab), else None."""
     name = Path(path).name.lower()

@@ -13,6 +13,7 @@ from ._common import (
     CohortError,
     check_counts,
     check_unique,
+    head_lines,
     list_ids,
     make_anndata,
     one_line,
@@ -233,3 +234,72 @@ def read_counts(
         sheet = join_sample_sheet(samples, sheet, name, str(sample_sheet))
         obs = pd.concat([obs, sheet.set_axis(obs.index, axis=0)], axis=1)
     return make_anndata(counts, samples, genes, "counts", name, obs=obs, var=var)
+
+
+def _qc_counts(path, fmt, column):
+    """The summary rows of one HTSeq or STAR file (``qc_<name>`` -> count), from its text alone."""
+    if fmt == "star":
+        lines = head_lines(path, limit=len(STAR_QC))
+        wanted = {q: f"qc_{q[2:]}" for q in STAR_QC}
+    else:
+        lines = [ln for ln in read_text(path).splitlines() if ln.startswith("__")]
+        wanted = {g: f"qc_{g[2:]}" for g in (ln.split("\t", 1)[0].strip() for ln in lines)}
+    qc = {}
+    for line in lines:
+        key, *values = line.split("\t")
+        if key.strip() in wanted and len(values) >= column:
+            qc[wanted[key.strip()]] = pd.to_numeric(values[column - 1].strip(), errors="coerce")
+    return qc
+
+
+def read_counts_obs(
+    paths,
+    format="featurecounts",
+    star_strand="unstranded",
+    sample_sheet=None,
+    sample_column="sample",
+):
+    """The ``.obs`` :func:`read_counts` gives, without reading the counts: the sample IDs (the
+    featureCounts header, or the file names), the sample sheet's columns and the summary rows
+    of HTSeq / STAR files. Parameters as :func:`read_counts`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by sample ID.
+    """
+    if format not in FORMATS:
+        raise CohortError(f"count format {format!r} is not known; expected one of {FORMATS}")
+    if star_strand not in STAR_COLUMNS:
+        raise CohortError(
+            f"star_strand {star_strand!r} is not known; expected one of {tuple(STAR_COLUMNS)}"
+        )
+    files = _expand(paths, format)
+    if format == "featurecounts":
+        if len(files) != 1:
+            raise CohortError(
+                f"featureCounts takes one table, got {len(files)} files ({list_ids(files, 3)}); "
+                "expected a single path"
+            )
+        name = files[0]
+        lines = head_lines(name, stop=lambda line: not line.startswith("#"))
+        header = lines[-1].split("\t")
+        if header[:6] != FEATURECOUNTS_COLUMNS or len(header) < 7:
+            raise CohortError(
+                f"{name}: header starts {header[:6]}; expected a featureCounts table with columns "
+                f"{' '.join(FEATURECOUNTS_COLUMNS)} followed by one column per sample"
+            )
+        samples = [sample_id_from_path(c.strip()) for c in header[6:]]
+        check_unique(samples, name, "sample (from the BAM file names)")
+        obs = pd.DataFrame(index=samples)
+    else:
+        column = STAR_COLUMNS[star_strand] if format == "star" else 1
+        samples = [sample_id_from_path(f) for f in files]
+        check_unique(samples, f"{format} files {list_ids(files, 3)}", "sample (from file names)")
+        obs = pd.DataFrame([_qc_counts(f, format, column) for f in files], index=samples)
+        name = f"{format} files"
+    if sample_sheet is not None:
+        sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
+        sheet = join_sample_sheet(samples, sheet, name, str(sample_sheet))
+        obs = pd.concat([obs, sheet.set_axis(obs.index, axis=0)], axis=1)
+    return obs

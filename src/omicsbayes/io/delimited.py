@@ -152,3 +152,17 @@ def read_matrix(
         sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
         obs = join_sample_sheet(table.index, sheet, str(path), str(sample_sheet))
     return make_anndata(table.to_numpy(), table.index, table.columns, layer, str(path), obs=obs)
+
+
+def read_matrix_obs(sample_sheet=None, sample_column="sample"):
+    """The ``.obs`` :func:`read_matrix` gives, from the sample sheet alone (the matrix is not
+    read; the reader checks that both name the same samples): the sheet, or a frame without
+    columns when there is none.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    if sample_sheet is None:
+        return pd.DataFrame()
+    return read_sample_sheet(sample_sheet, sample_column=sample_column)

@@ -60,3 +60,25 @@ def load_demo(name):
     adata.uns["label_column"] = label
     adata.uns["demo"] = name
     return adata
+
+
+def read_demo_obs(name):
+    """The ``.obs`` of a bundled demo cohort (:func:`load_demo`), from its sample sheet alone.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by sample ID; the label column as strings (categorical), as :func:`load_demo`
+        gives it.
+    """
+    from .delimited import read_sample_sheet
+
+    if name not in DEMOS:
+        raise CohortError(f"unknown demo cohort {name!r}; expected one of {sorted(DEMOS)}")
+    label = DEMOS[name][0]
+    with resources.as_file(DATA / f"{name}.samples.tsv") as sheet:
+        obs = read_sample_sheet(sheet)
+    col = obs[label]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        obs[label] = col.map(lambda v: v if pd.isna(v) else str(v)).astype("category")
+    return obs

@@ -13,6 +13,7 @@ import pandas as pd
 from ._common import (
     CohortError,
     check_unique,
+    head_lines,
     list_ids,
     make_anndata,
     one_line,
@@ -65,6 +66,65 @@ def _characteristics(lines, accessions, name):
         else:
             obs[key] = values.astype("category")
     return obs
+
+
+def _sample_obs(header, name):
+    """The sample sheet of a series matrix's header lines (those before the table) and its
+    ``!Series_`` fields: ``.obs`` indexed by GSM accession, as :func:`read_geo_series_matrix`
+    writes it."""
+    fields, characteristics, series = {}, [], {}
+    for lineno, line in enumerate(header, start=1):
+        if line.startswith("!Series_"):
+            key, *vals = _unquote(split_line(line, "\t"))
+            series.setdefault(key[len("!Series_") :], " ".join(vals))
+        if not line.startswith("!Sample_"):
+            continue
+        key, *vals = _unquote(split_line(line, "\t"))
+        key = key[len("!Sample_") :]
+        if key == "characteristics_ch1":
+            characteristics.append((lineno, vals))
+        elif key in SAMPLE_FIELDS and key not in fields:
+            fields[key] = (lineno, vals)
+    if "geo_accession" not in fields:
+        raise CohortError(f"{name}: no '!Sample_geo_accession' line; expected one per file")
+    accessions = fields["geo_accession"][1]
+    check_unique(accessions, name, "sample")
+    obs = pd.DataFrame(index=pd.Index(accessions, dtype=object))
+    for key in SAMPLE_FIELDS:
+        if key in fields:
+            lineno, vals = fields[key]
+            if len(vals) != len(accessions):
+                raise CohortError(
+                    f"{name}: line {lineno} (!Sample_{key}) has {len(vals)} values for "
+                    f"{len(accessions)} samples; expected one per sample"
+                )
+            obs[key] = vals
+    chars = _characteristics(characteristics, accessions, name)
+    obs = pd.concat([obs, chars], axis=1)
+    for key in SAMPLE_FIELDS:
+        if key in obs and key != "geo_accession":
+            obs[key] = obs[key].astype("category")
+    return obs, series
+
+
+def read_geo_obs(path):
+    """The ``.obs`` :func:`read_geo_series_matrix` gives a series matrix file, from its header
+    lines only (the expression table is not read): ``title``, ``geo_accession``,
+    ``source_name_ch1``, ``platform_id`` and one column per ``!Sample_characteristics_ch1`` key.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by GSM accession.
+    """
+    name = str(path)
+    lines = head_lines(path, stop=lambda line: line.strip() == TABLE_BEGIN)
+    if lines[-1].strip() != TABLE_BEGIN:
+        raise CohortError(
+            f"{name}: no '{TABLE_BEGIN}' line; expected a GEO series matrix file "
+            "(GSExxxx_series_matrix.txt[.gz])"
+        )
+    return _sample_obs(lines[:-1], name)[0]
 
 
 def read_geo_platform(path, symbol_column=None):
@@ -282,23 +342,8 @@ def read_geo_series_matrix(path, annotation=None, collapse=None, symbol_column=N
             f"{name}: truncated: no '{TABLE_END}' line after the table; expected a complete "
             "series matrix file (was the download interrupted?)"
         )
-    fields, characteristics, series = {}, [], {}
-    for lineno, line in enumerate(lines[:begin], start=1):
-        if line.startswith("!Series_"):
-            key, *vals = _unquote(split_line(line, "\t"))
-            series.setdefault(key[len("!Series_") :], " ".join(vals))
-        if not line.startswith("!Sample_"):
-            continue
-        key, *vals = _unquote(split_line(line, "\t"))
-        key = key[len("!Sample_") :]
-        if key == "characteristics_ch1":
-            characteristics.append((lineno, vals))
-        elif key in SAMPLE_FIELDS and key not in fields:
-            fields[key] = (lineno, vals)
-    if "geo_accession" not in fields:
-        raise CohortError(f"{name}: no '!Sample_geo_accession' line; expected one per file")
-    accessions = fields["geo_accession"][1]
-    check_unique(accessions, name, "sample")
+    obs, series = _sample_obs(lines[:begin], name)
+    accessions = obs.index.tolist()
     table_lines = lines[begin + 1 : end]
     if len(table_lines) < 2:
         raise CohortError(
@@ -315,22 +360,7 @@ def read_geo_series_matrix(path, annotation=None, collapse=None, symbol_column=N
             f"lines: {list_ids(missing)}; only in the table: {list_ids(extra)}; expected the same "
             "GSM accessions"
         )
-    obs = pd.DataFrame(index=pd.Index(accessions, dtype=object))
-    for key in SAMPLE_FIELDS:
-        if key in fields:
-            lineno, vals = fields[key]
-            if len(vals) != len(accessions):
-                raise CohortError(
-                    f"{name}: line {lineno} (!Sample_{key}) has {len(vals)} values for "
-                    f"{len(accessions)} samples; expected one per sample"
-                )
-            obs[key] = vals
-    chars = _characteristics(characteristics, accessions, name)
-    obs = pd.concat([obs, chars], axis=1)
     obs = obs.loc[table.index]
-    for key in SAMPLE_FIELDS:
-        if key in obs and key != "geo_accession":
-            obs[key] = obs[key].astype("category")
     adata = make_anndata(table.to_numpy(), table.index, table.columns, "intensity", name, obs=obs)
     adata.uns["geo"] = {
         "series": series.get("geo_accession", ""),

@@ -75,3 +75,28 @@ def _check_values(X, adata, path):
             f"{adata.obs_names[rows[0]]!r}, feature {adata.var_names[cols[0]]!r}; expected finite "
             "numbers (missing values as NaN)"
         )
+
+
+def read_h5ad_obs(path):
+    """The ``.obs`` of an h5ad file, read alone (X, layers and the rest stay on disk).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by sample ID, as :func:`read_h5ad` gives it.
+    """
+    import h5py
+    from anndata.io import read_elem
+
+    p = check_file(path)
+    if p.stat().st_size == 0:
+        raise CohortError(f"{path}: file is empty; expected an HDF5 (.h5ad) file")
+    try:
+        with h5py.File(p, "r") as f:
+            obs = read_elem(f["obs"])
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise CohortError(
+            f"{path}: not a readable h5ad file ({one_line(exc)}); expected AnnData HDF5 with .obs"
+        ) from exc
+    check_unique(obs.index.tolist(), str(path), "sample")
+    return obs

@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import CohortError, check_unique, list_ids, make_anndata, read_text
+from ._common import CohortError, check_unique, head_lines, list_ids, make_anndata, read_text
 
 logger = logging.getLogger("omicsbayes")
 
@@ -116,37 +116,107 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
         Missing file or columns, unknown drug, no cutoff for a drug without a default,
         duplicated SeqIDs, unreadable fold changes or position cells, no isolate left.
     """
-    text = read_text(path)
     name = str(path)
     frame = pd.read_csv(
-        io.StringIO(text), sep="\t", dtype=str, keep_default_na=False, quoting=3, comment=None
+        io.StringIO(read_text(path)),
+        sep="\t",
+        dtype=str,
+        keep_default_na=False,
+        quoting=3,
+        comment=None,
     )
     frame.columns = [str(c).strip() for c in frame.columns]
-    columns = {c.upper(): c for c in frame.columns}
-    if "SEQID" not in columns:
+    seq_col, positions, drug_col = _layout(frame.columns, name, drug)
+    position_cols = {c for _, c in positions}
+    seq_ids, fold, censored, keep, excluded, cutoff = _phenotypes(
+        frame, name, seq_col, drug_col, cutoff, method, subtype
+    )
+    for why, ids in excluded.items():
+        if ids:
+            logger.warning(
+                "%s: %d isolate(s) excluded for %s (%s): %s",
+                name,
+                len(ids),
+                drug_col,
+                why.replace("_", " "),
+                list_ids(ids, limit=5),
+            )
+
+    # every cell is checked, also in excluded rows; features come from the kept isolates
+    kept = frame[keep]
+    row_of = np.cumsum(keep) - 1
+    features = {}
+    uncovered = np.zeros(len(kept), dtype=np.int64)
+    for pos, col in sorted(positions):
+        cells = frame[col].tolist()
+        uncovered += np.array([c.strip() in _NO_CALL for c in cells])[keep]
+        for row, cell in enumerate(cells):
+            for aa in _mutations(cell, name, seq_ids[row], col):
+                if keep[row]:
+                    features.setdefault((pos, aa), []).append(row_of[row])
+    keys = sorted(features)
+    values = np.zeros((len(kept), len(keys)))
+    for j, key in enumerate(keys):
+        values[features[key], j] = 1.0
+    var = pd.DataFrame(
+        {"position": [k[0] for k in keys], "amino_acid": [k[1] for k in keys]},
+        index=[f"P{p}{a}" for p, a in keys],
+    )
+    fold_kept = fold[keep]
+    obs = _isolate_obs(kept, [seq_col, drug_col, *position_cols], fold_kept, cutoff)
+    obs["n_uncovered"] = uncovered
+    adata = make_anndata(values, kept.index, var.index, "mutations", name, obs=obs, var=var)
+    adata.uns["hivdb"] = {
+        "drug": drug_col,
+        "cutoff": float(cutoff),
+        "n_rows": int(len(frame)),
+        "n_isolates": int(keep.sum()),
+        "n_resistant": int((fold_kept >= cutoff).sum()),
+        "n_susceptible": int((fold_kept < cutoff).sum()),
+        "n_censored_fold_change": int(censored[keep].sum()),
+        **{f"n_{k}": len(v) for k, v in excluded.items()},
+        **{f"{k}_ids": list(v) for k, v in excluded.items()},
+    }
+    return adata
+
+
+def _layout(columns, name, drug):
+    """The SeqID column, the position columns ``[(position, column)]`` and the drug's
+    fold-change column of an HIVDB header (CohortError when one is missing)."""
+    columns = list(columns)
+    upper = {c.upper(): c for c in columns}
+    if "SEQID" not in upper:
         raise CohortError(
-            f"{name}: no 'SeqID' column (header starts {list_ids(frame.columns[:5])}); expected "
+            f"{name}: no 'SeqID' column (header starts {list_ids(columns[:5])}); expected "
             "the tab-separated HIVDB genotype-phenotype layout"
         )
-    seq_col = columns["SEQID"]
-    positions = [(int(m.group(1)), c) for c in frame.columns if (m := _POSITION.match(c))]
+    seq_col = upper["SEQID"]
+    positions = [(int(m.group(1)), c) for c in columns if (m := _POSITION.match(c))]
     if not positions:
         raise CohortError(
             f"{name}: no amino-acid position columns P1, P2, ...; expected the HIVDB layout"
         )
     drug_key = str(drug).strip().upper()
     position_cols = {c for _, c in positions}
-    if drug_key not in columns or columns[drug_key] in position_cols | {seq_col}:
-        candidates = [c for c in frame.columns if c not in position_cols and c != seq_col]
+    if drug_key not in upper or upper[drug_key] in position_cols | {seq_col}:
+        candidates = [c for c in columns if c not in position_cols and c != seq_col]
         raise CohortError(
             f"{name}: no fold-change column {drug!r}; the file's other columns are "
             f"{list_ids(candidates, limit=20)}"
         )
-    drug_col = columns[drug_key]
+    return seq_col, positions, upper[drug_key]
+
+
+def _phenotypes(frame, name, seq_col, drug_col, cutoff, method, subtype):
+    """The isolates' IDs, fold changes, censored flags, the kept isolates (a mask), the
+    excluded ones by reason and the cutoff (a drug's default when None). ``frame`` is indexed
+    in place by SeqID."""
+    drug_key = drug_col.upper()
+    columns = {c.upper(): c for c in frame.columns}
     if cutoff is None:
         if drug_key not in DEFAULT_CUTOFFS:
             raise CohortError(
-                f"cutoff is required for drug {drug!r}; defaults exist only for "
+                f"cutoff is required for drug {drug_col!r}; defaults exist only for "
                 f"{', '.join(f'{k} ({v})' for k, v in DEFAULT_CUTOFFS.items())}"
             )
         cutoff = DEFAULT_CUTOFFS[drug_key]
@@ -175,60 +245,51 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
     missing = np.isnan(fold) & keep
     excluded["missing_phenotype"] = list(frame.index[missing])
     keep &= ~missing
-    for why, ids in excluded.items():
-        if ids:
-            logger.warning(
-                "%s: %d isolate(s) excluded for %s (%s): %s",
-                name,
-                len(ids),
-                drug_col,
-                why.replace("_", " "),
-                list_ids(ids, limit=5),
-            )
     if not keep.any():
         raise CohortError(
             f"{name}: no isolate has a {drug_col} fold change after the exclusions "
             f"({', '.join(f'{k}: {len(v)}' for k, v in excluded.items())})"
         )
+    return seq_ids, fold, censored, keep, excluded, cutoff
 
-    # every cell is checked, also in excluded rows; features come from the kept isolates
-    kept = frame[keep]
-    row_of = np.cumsum(keep) - 1
-    features = {}
-    uncovered = np.zeros(len(kept), dtype=np.int64)
-    for pos, col in sorted(positions):
-        cells = frame[col].tolist()
-        uncovered += np.array([c.strip() in _NO_CALL for c in cells])[keep]
-        for row, cell in enumerate(cells):
-            for aa in _mutations(cell, name, seq_ids[row], col):
-                if keep[row]:
-                    features.setdefault((pos, aa), []).append(row_of[row])
-    keys = sorted(features)
-    values = np.zeros((len(kept), len(keys)))
-    for j, key in enumerate(keys):
-        values[features[key], j] = 1.0
-    var = pd.DataFrame(
-        {"position": [k[0] for k in keys], "amino_acid": [k[1] for k in keys]},
-        index=[f"P{p}{a}" for p, a in keys],
-    )
-    fold_kept = fold[keep]
-    obs = kept.drop(columns=[seq_col, drug_col, *position_cols]).copy()
+
+def _isolate_obs(kept, dropped, fold_kept, cutoff):
+    """``.obs`` of the kept isolates: the file's annotation columns, fold_change and label."""
+    obs = kept.drop(columns=dropped).copy()
     obs["fold_change"] = fold_kept
     obs["label"] = pd.Categorical(
         np.where(fold_kept >= cutoff, "resistant", "susceptible"),
         categories=["susceptible", "resistant"],
     )
-    obs["n_uncovered"] = uncovered
-    adata = make_anndata(values, kept.index, var.index, "mutations", name, obs=obs, var=var)
-    adata.uns["hivdb"] = {
-        "drug": drug_col,
-        "cutoff": float(cutoff),
-        "n_rows": int(len(frame)),
-        "n_isolates": int(keep.sum()),
-        "n_resistant": int((fold_kept >= cutoff).sum()),
-        "n_susceptible": int((fold_kept < cutoff).sum()),
-        "n_censored_fold_change": int(censored[keep].sum()),
-        **{f"n_{k}": len(v) for k, v in excluded.items()},
-        **{f"{k}_ids": list(v) for k, v in excluded.items()},
-    }
-    return adata
+    return obs
+
+
+def read_hivdb_obs(path, drug, cutoff=None, *, method="PhenoSense", subtype=None):
+    """The ``.obs`` :func:`read_hivdb_phenosense` gives (without ``n_uncovered``), from the
+    file's SeqID, fold-change and annotation columns; the position columns are not read.
+    Parameters as :func:`read_hivdb_phenosense`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the kept isolates' SeqIDs; ``label`` is ``resistant`` or ``susceptible``.
+    """
+    name = str(path)
+    header = [c.strip() for c in head_lines(path, limit=1)[0].split("\t")]
+    seq_col, positions, drug_col = _layout(header, name, drug)
+    position_cols = {c for _, c in positions}
+    frame = pd.read_csv(
+        path,
+        sep="\t",
+        dtype=str,
+        keep_default_na=False,
+        quoting=3,
+        comment=None,
+        encoding="utf-8-sig",
+        usecols=lambda c: str(c).strip() not in position_cols,
+    )
+    frame.columns = [str(c).strip() for c in frame.columns]
+    _, fold, _, keep, _, cutoff = _phenotypes(
+        frame, name, seq_col, drug_col, cutoff, method, subtype
+    )
+    return _isolate_obs(frame[keep], [seq_col, drug_col], fold[keep], cutoff)

@@ -109,3 +109,20 @@ def simulate_counts(
     samples = [f"sample_{i:0{width}d}" for i in range(n_samples)]
     genes = [f"gene_{g:0{len(str(n_genes - 1))}d}" for g in range(n_genes)]
     return make_anndata(counts, samples, genes, "counts", "simulate_counts", obs=obs, var=var)
+
+
+def simulate_obs(n_samples=100, n_classes=2):
+    """The ``label`` column :func:`simulate_counts` draws, in sample order up to its shuffle
+    (class ``k`` holds the samples ``i`` with ``i % n_classes == k``), without simulating.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``label`` (categorical ``class_0``, ``class_1``, ...).
+    """
+    for key, value in (("n_samples", n_samples), ("n_classes", n_classes)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{key}={value!r}; expected an integer >= 1")
+    names = [f"class_{k}" for k in range(n_classes)]
+    labels = [names[k] for k in np.arange(n_samples) % n_classes]
+    return pd.DataFrame({"label": pd.Categorical(labels, categories=names)})

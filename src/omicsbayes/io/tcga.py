@@ -10,6 +10,7 @@ import pandas as pd
 from ._common import (
     CohortError,
     check_unique,
+    head_lines,
     list_ids,
     make_anndata,
     parse_table,
@@ -21,6 +22,8 @@ from .delimited import read_sample_sheet
 
 # TCGA-<TSS>-<participant>-<sample type><vial>[-<portion><analyte>-<plate>-<centre>]
 BARCODE = re.compile(r"^TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})-(\d{2})([A-Z])?(-.*)?$")
+FIREHOSE_SECOND_HEADER = ("gene_id", "gene", "composite element ref")
+"""First fields of the second header line of Firehose matrices, which the readers skip."""
 SAMPLE_TYPES = {
     "01": "Primary Solid Tumor",
     "02": "Recurrent Solid Tumor",
@@ -116,26 +119,14 @@ def read_tcga(
     sep = sniff_sep(path, lines[0])
     if len(lines) > 1:
         second = split_line(lines[1], sep)
-        if second and second[0].strip().lower() in ("gene_id", "gene", "composite element ref"):
+        if second and second[0].strip().lower() in FIREHOSE_SECOND_HEADER:
             lines = [lines[0], *lines[2:]]
             text = "\n".join(lines)
     table = parse_table(text, name, sep, row_kind="gene", col_kind="sample").T
-    barcodes = table.index.tolist()
-    obs = pd.DataFrame([parse_barcode(b, name) for b in barcodes], index=barcodes)
-    if sample_types is not None:
-        if isinstance(sample_types, str):
-            sample_types = (sample_types,)
-        wanted = [str(s).zfill(2) for s in sample_types]
-        keep = obs["sample_type_code"].isin(wanted).to_numpy()
-        if not keep.any():
-            present = sorted(obs["sample_type_code"].unique())
-            raise CohortError(
-                f"{name}: no sample of type {wanted}; the file has sample type codes {present}; "
-                "expected at least one (set sample_types)"
-            )
-        table, obs = table.loc[keep], obs.loc[keep]
-    if clinical is not None:
-        obs = _join_clinical(obs, clinical, clinical_participant_column, name)
+    keep, obs = _sample_obs(
+        table.index.tolist(), sample_types, clinical, clinical_participant_column, name
+    )
+    table = table.loc[keep]
     genes = table.columns.tolist()
     symbol, entrez = [], []
     for g in genes:
@@ -147,9 +138,60 @@ def read_tcga(
             symbol.append(g)
             entrez.append(np.nan)
     var = pd.DataFrame({"symbol": symbol, "entrez": entrez}, index=genes)
+    return make_anndata(table.to_numpy(), table.index, genes, layer, name, obs=obs, var=var)
+
+
+def _sample_obs(barcodes, sample_types, clinical, column, name):
+    """The kept samples (a mask over ``barcodes``) and their ``.obs``: the barcodes' parts and
+    the clinical table's columns."""
+    obs = pd.DataFrame([parse_barcode(b, name) for b in barcodes], index=barcodes)
+    keep = np.ones(len(obs), dtype=bool)
+    if sample_types is not None:
+        if isinstance(sample_types, str):
+            sample_types = (sample_types,)
+        wanted = [str(s).zfill(2) for s in sample_types]
+        keep = obs["sample_type_code"].isin(wanted).to_numpy()
+        if not keep.any():
+            present = sorted(obs["sample_type_code"].unique())
+            raise CohortError(
+                f"{name}: no sample of type {wanted}; the file has sample type codes {present}; "
+                "expected at least one (set sample_types)"
+            )
+        obs = obs.loc[keep]
+    if clinical is not None:
+        obs = _join_clinical(obs, clinical, column, name)
     for col in ("sample_type_code", "sample_type", "tissue_source_site"):
         obs[col] = obs[col].astype("category")
-    return make_anndata(table.to_numpy(), table.index, genes, layer, name, obs=obs, var=var)
+    return keep, obs
+
+
+def read_tcga_obs(
+    path, clinical=None, sample_types=("01",), clinical_participant_column="participant"
+):
+    """The ``.obs`` :func:`read_tcga` gives, from the matrix's header line (its barcodes) and the
+    clinical table; the matrix's values are not read. Parameters as :func:`read_tcga`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the kept samples' barcodes.
+    """
+    name = str(path)
+    lines = head_lines(path, limit=3)
+    sep = sniff_sep(path, lines[0])
+    header = split_line(lines[0], sep)
+    data = lines[1:]
+    if data and split_line(data[0], sep)[0].strip().lower() in FIREHOSE_SECOND_HEADER:
+        data = data[1:]
+    if not data or not data[0].strip():
+        raise CohortError(f"{name}: has a header but no data rows; expected one row per gene")
+    first = data[0]
+    n = len(split_line(first, sep))
+    if n == len(header) + 1 and not first.endswith(sep):  # R write.table: no row-name field
+        header = ["", *header]
+    barcodes = [h.strip() for h in header[1:]]
+    check_unique(barcodes, name, "sample")
+    return _sample_obs(barcodes, sample_types, clinical, clinical_participant_column, name)[1]
 
 
 def _join_clinical(obs, clinical, column, name):

@@ -52,7 +52,7 @@ def make_splits(adata, protocol, random_state, label=None):
     key, default = SPLIT_COUNTS[protocol["type"]]
     params[key] = params.get(key, default)
     table = classification_splits(
-        adata.obs[label].to_numpy(), protocol["type"], random_state=random_state, **params
+        label_values(adata.obs[label], "split"), protocol["type"], random_state, **params
     )
     table.insert(2, "sample_id", adata.obs_names.to_numpy()[table["sample"].to_numpy()])
     return table
@@ -106,13 +106,23 @@ def _check_task_classes(labels, values, labelled, kind, allow_many_classes):
         raise ExperimentError(message) from None
 
 
+def label_values(labels, who):
+    """A label column as an object array with None where a label is missing: NaN, None and the
+    strings that mean missing (:func:`omicsbayes.tl._checks.missing_labels`, with its warning)."""
+    from ..tl._checks import missing_labels
+
+    missing = missing_labels(labels, labels.name, who, stacklevel=3)
+    return labels.astype(object).where(~missing, None).to_numpy()
+
+
 def task_targets(labels, task):
     """Turn a label column into task targets.
 
     Parameters
     ----------
     labels : pandas.Series
-        One label per sample; missing values mean unlabelled.
+        One label per sample; missing values (NaN, None, and the strings "nan", "None", "<NA>"
+        and "", with a warning) mean unlabelled.
     task : dict
         ``{"kind": "binary", "positive": [...]}``, ``{"kind": "one_vs_rest"}`` or
         ``{"kind": "multiclass"}``. For the last two the label column must be classes
@@ -128,8 +138,8 @@ def task_targets(labels, task):
     kind = task.get("kind", "binary")
     if kind not in TASK_KINDS:
         raise ExperimentError(f"task kind {kind!r} is unknown; expected one of {TASK_KINDS}")
-    labelled = labels.notna()
-    values = labels.astype("string")
+    values = pd.Series(label_values(labels, f"task {kind}"), index=labels.index, dtype="string")
+    labelled = values.notna()
     if kind != "binary":
         _check_task_classes(labels, values, labelled, kind, task.get("allow_many_classes", False))
     if kind == "multiclass":

@@ -14,8 +14,6 @@ genes, layer and key it was fitted with (``anndata_fit_``), which a fit file kee
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
@@ -24,7 +22,7 @@ from omicsbayes.inference.chain import trace_label, whole_chain_traces
 from omicsbayes.inference.convergence import mcmc_diagnostics
 from omicsbayes.preprocess.transforms import dense_matrix
 
-from ._checks import check_classes, missing_label_strings
+from ._checks import check_classes, missing_labels
 
 __all__ = [
     "fitted",
@@ -185,15 +183,7 @@ def labels_of(adata, label_key, who, allow_missing, allow_many_classes=False):
             f"{list(adata.obs.columns)}"
         )
     column = adata.obs[label_key]
-    as_strings = missing_label_strings(column)
-    if as_strings.any():
-        warnings.warn(
-            f"{who}: .obs[{label_key!r}] has {int(as_strings.sum())} labels that are strings "
-            "meaning missing ('nan', 'None', '<NA>' or ''); they are missing labels, like NaN",
-            UserWarning,
-            stacklevel=4,
-        )
-    missing = column.isna().to_numpy() | as_strings
+    missing = missing_labels(column, label_key, who, stacklevel=4)
     if missing.any() and not allow_missing:
         raise ValueError(
             f"{who}: .obs[{label_key!r}] has {int(missing.sum())} missing labels (NaN, or the "

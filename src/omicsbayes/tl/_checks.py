@@ -7,8 +7,9 @@ fault and what was expected, before any long computation:
   gene constant;
   :func:`check_entries`: an association matrix (``tl.mvgp``) of at least 2 x 2 with observed
   entries;
-- :func:`missing_label_strings`: the strings ``"nan"``, ``"None"``, ``"<NA>"`` and ``""`` (what
-  ``astype(str)`` makes of missing values) are missing labels, exactly like NaN;
+- :func:`missing_labels` (:func:`missing_label_strings`): the strings ``"nan"``, ``"None"``,
+  ``"<NA>"`` and ``""`` (what ``astype(str)`` makes of missing values) are missing labels,
+  exactly like NaN, with a warning;
 - :func:`check_classes`: a label column that looks continuous or mostly unique is refused unless
   ``allow_many_classes=True``; every class needs at least two labelled samples;
 - :func:`check_memory`: a lower bound of the fit's largest arrays, from the shapes and the
@@ -18,6 +19,7 @@ fault and what was expected, before any long computation:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,7 @@ __all__ = [
     "fit_bytes",
     "machine_memory",
     "missing_label_strings",
+    "missing_labels",
 ]
 
 MISSING_STRINGS = frozenset({"", "nan", "none", "<na>"})  # compared lower-cased, stripped
@@ -95,6 +98,25 @@ def missing_label_strings(column):
     out = np.zeros(len(values), dtype=bool)
     out[is_str] = [v.strip().lower() in MISSING_STRINGS for v in values[is_str]]
     return out
+
+
+def missing_labels(column, label_key, who, stacklevel=2):
+    """Boolean mask of the missing labels of a label column: NaN, None, ``pd.NA`` and the strings
+    of :data:`MISSING_STRINGS`, with a ``UserWarning`` saying how many were such strings (the
+    one rule for ``tl`` and the workflow's classification tasks).
+
+    ``label_key`` and ``who`` name the column and the caller in the warning; ``stacklevel`` is
+    that of the caller's own ``warnings.warn``.
+    """
+    as_strings = missing_label_strings(column)
+    if as_strings.any():
+        warnings.warn(
+            f"{who}: .obs[{label_key!r}] has {int(as_strings.sum())} labels that are strings "
+            "meaning missing ('nan', 'None', '<NA>' or ''); they are missing labels, like NaN",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return pd.isna(pd.Series(column, copy=False)).to_numpy(dtype=bool) | as_strings
 
 
 def check_classes(column, labels, classes, label_key, who, allow_many_classes=False):
