@@ -50,15 +50,16 @@ def kind_rows():
     protocols = importlib.import_module("omicsbayes.protocols")
     rows = []
     for kind in protocols.KINDS:
-        module = protocols.get(kind)
+        experiment_kind = protocols.get(kind)
         types = ", ".join(
-            f"{t} ({key}, default {default})" for t, (key, default) in module.SPLIT_COUNTS.items()
+            f"{t} ({key}, default {default})"
+            for t, (key, default) in experiment_kind.split_counts.items()
         )
         rows.append(
             {
                 "kind": kind,
                 "protocol types (split count key, default)": types,
-                "model must declare": ", ".join(sorted(module.REQUIRES)),
+                "model must declare": ", ".join(sorted(experiment_kind.requires)),
             }
         )
     return pd.DataFrame(rows)
