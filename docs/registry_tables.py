@@ -2,7 +2,8 @@
 
 ``model-table``: every class of :mod:`omicsbayes.models` with its module and capabilities.
 ``capability-table``: the capability names and what each promises.
-``kinds-table``: every experiment kind with its protocol types and required capabilities.
+``kinds-table``: every experiment kind with its class, protocol types and required
+capabilities.
 """
 
 import importlib
@@ -55,9 +56,11 @@ def kind_rows():
             f"{t} ({key}, default {default})"
             for t, (key, default) in experiment_kind.split_counts.items()
         )
+        cls = type(experiment_kind)
         rows.append(
             {
                 "kind": kind,
+                "class": f"{cls.__module__.removeprefix('omicsbayes.')}.{cls.__name__}",
                 "protocol types (split count key, default)": types,
                 "model must declare": ", ".join(sorted(experiment_kind.requires)),
             }
