@@ -6,12 +6,9 @@ and protocol ``type`` enums and the workflow's rule files come from the subclass
 """
 
 import abc
-import logging
 
 from .._seed import derive_seed
-from ._common import ExperimentError, split_count
-
-logger = logging.getLogger("omicsbayes")
+from ._common import split_count
 
 _REGISTRY = {}
 """Kind name -> the instance of its :class:`ExperimentKind` subclass."""
@@ -176,17 +173,9 @@ class ExperimentKind(abc.ABC):
         return metric_boxplots(metrics, title=title, columns=self.metrics)
 
     def check(self, name, experiment, config):  # noqa: B027 (a kind may have no checks)
-        """Kind-specific config checks, raising :class:`ExperimentError` with the config key;
-        by default none."""
+        """Kind-specific config checks, raising
+        :class:`~omicsbayes.protocols.ExperimentError` with the config key; by default none."""
 
 
 def _origin(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def registered():
-    """The registry: kind name -> instance (:class:`ExperimentKind`)."""
-    return _REGISTRY
-
-
-__all__ = ["FOLD_KEYS", "ExperimentError", "ExperimentKind", "registered"]
