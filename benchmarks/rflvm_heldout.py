@@ -33,7 +33,7 @@ from omicsbayes.io import load_demo
 from omicsbayes.models.rflvm._updates import rff
 from omicsbayes.preprocess.transforms import build_pipeline
 from omicsbayes.protocols._common import make_estimator
-from omicsbayes.protocols.heldout_entries import heldout_mask, make_splits
+from omicsbayes.protocols.heldout_entries import HeldoutEntries, heldout_mask
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 EXPERIMENT = "breast_cancer_heldout"
@@ -122,7 +122,9 @@ def main(argv=None):
     adata = load_demo(demo)
     raw = to_raw(np.asarray(adata.X, dtype=float))
     protocol = config["protocols"][config["experiments"][EXPERIMENT]["protocol"]]
-    splits = make_splits(adata, protocol, derive_seed(config["seed"], cohort, "heldout20"))
+    splits = HeldoutEntries().make_splits(
+        adata, protocol, derive_seed(config["seed"], cohort, "heldout20")
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for model in args.models:

@@ -2,7 +2,8 @@
 
 ``model-table``: every class of :mod:`omicsbayes.models` with its module and capabilities.
 ``capability-table``: the capability names and what each promises.
-``kinds-table``: every experiment kind with its protocol types and required capabilities.
+``kinds-table``: every experiment kind with its class, protocol types and required
+capabilities.
 """
 
 import importlib
@@ -50,15 +51,18 @@ def kind_rows():
     protocols = importlib.import_module("omicsbayes.protocols")
     rows = []
     for kind in protocols.KINDS:
-        module = protocols.get(kind)
+        experiment_kind = protocols.get(kind)
         types = ", ".join(
-            f"{t} ({key}, default {default})" for t, (key, default) in module.SPLIT_COUNTS.items()
+            f"{t} ({key}, default {default})"
+            for t, (key, default) in experiment_kind.split_counts.items()
         )
+        cls = type(experiment_kind)
         rows.append(
             {
                 "kind": kind,
+                "class": f"{cls.__module__.removeprefix('omicsbayes.')}.{cls.__name__}",
                 "protocol types (split count key, default)": types,
-                "model must declare": ", ".join(sorted(module.REQUIRES)),
+                "model must declare": ", ".join(sorted(experiment_kind.requires)),
             }
         )
     return pd.DataFrame(rows)

@@ -3,7 +3,7 @@
 Each model class declares ``capabilities`` (names from ``models._capabilities.CAPABILITIES``); the
 config schema's ``models.class`` enum must equal the union of ``models_with(capability)`` over the
 runnable capabilities (a list that disagrees fails here, naming the classes on each side), and
-every experiment kind (omicsbayes.protocols) asks for the capabilities in its ``REQUIRES``.
+every experiment kind (omicsbayes.protocols) asks for the capabilities in its ``requires``.
 """
 
 from pathlib import Path
@@ -62,7 +62,7 @@ def test_schema_model_enum_is_every_runnable_model():
     assert set(enums["models"]) == runnable, _disagreement(enums["models"], runnable)
     assert len(enums["models"]) == len(set(enums["models"])), "the enum repeats a class"
     assert enums["experiments"] == list(protocols.KINDS)
-    types = [t for kind in protocols.KINDS for t in protocols.get(kind).SPLIT_COUNTS]
+    types = [t for kind in protocols.KINDS for t in protocols.get(kind).split_counts]
     assert enums["protocols"] == types and "heldout_entries" in types
 
 
@@ -88,13 +88,13 @@ def test_validate_config_fills_in_the_schema_defaults(tiny_config):
 
 @pytest.mark.parametrize("kind", protocols.KINDS)
 def test_every_kind_requires_known_capabilities_some_model_has(kind):
-    module = protocols.get(kind)
-    assert module.REQUIRES and module.REQUIRES <= set(CAPABILITIES)
-    assert protocols.models_for(module.REQUIRES), f"no model can run a {kind} experiment"
+    requires = protocols.get(kind).requires
+    assert requires and requires <= set(CAPABILITIES)
+    assert protocols.models_for(requires), f"no model can run a {kind} experiment"
 
 
 def test_config_refuses_a_model_its_kind_cannot_run():
-    """check_config asks the kind's REQUIRES: a classifier in a held-out experiment, an RFLVM
+    """check_config asks the kind's ``requires``: a classifier in a held-out experiment, an RFLVM
     in a classification experiment."""
     from omicsbayes.config import ConfigError, check_config
 

@@ -95,7 +95,7 @@ def test_adding_a_model_names_the_registries_a_model_must_join():
         "_WHERE",
         "capabilities",
         "CAPABILITIES",
-        "REQUIRES",
+        "requires",
     ]:
         assert f"`{name}" in steps or name in steps, name
     assert set(models._WHERE) == set(models.__all__)
@@ -109,7 +109,7 @@ def test_adding_a_model_names_the_registries_a_model_must_join():
     enum = schema["properties"]["models"]["additionalProperties"]["properties"]["class"]["enum"]
     runnable = set()
     for kind in protocols.KINDS:
-        required = protocols.get(kind).REQUIRES
+        required = protocols.get(kind).requires
         runnable |= set.intersection(*(set(models_with(c)) for c in required))
     assert set(enum) == runnable
     assert set(CAPABILITIES) == set(registry_tables.capability_rows()["capability"])
@@ -121,7 +121,7 @@ def test_experiment_kinds_table_matches_the_protocols():
     assert kinds == list(protocols.KINDS)
     for kind, row in zip(kinds, rows):
         named = {n for n in _code_names(row[1]) if not n.startswith("n_")}
-        types = set(protocols.get(kind).SPLIT_COUNTS)
+        types = set(protocols.get(kind).split_counts)
         assert types <= named, (kind, types - named)
     assert list(registry_tables.kind_rows()["kind"]) == list(protocols.KINDS)
 

@@ -13,11 +13,10 @@ from sklearn.metrics import roc_auc_score
 from omicsbayes import protocols
 from omicsbayes.config import ConfigError, check_config, config_schema, validate_config
 from omicsbayes.preprocess import build_pipeline
-from omicsbayes.protocols import ExperimentError, make_estimator, n_splits
+from omicsbayes.protocols import ExperimentError, _base, make_estimator, n_splits
 from omicsbayes.protocols.classification import (
     fit_split,
     fit_splits,
-    make_splits,
     score_predictions,
     task_targets,
 )
@@ -116,7 +115,8 @@ def test_fit_splits_equals_one_fit_split_per_split_with_its_seed():
     X = rng.standard_normal((40, 6))
     labels = pd.Series(np.where(X[:, 0] + rng.standard_normal(40) > 0, "pos", "neg"))
     adata = ad.AnnData(X=X, obs=pd.DataFrame({"y": labels.to_numpy()}))
-    splits = make_splits(adata, {"type": "stratified_kfold", "n_splits": 3}, 0, label="y")
+    protocol = {"type": "stratified_kfold", "n_splits": 3}
+    splits = protocols.get("classification").make_splits(adata, protocol, 0, label="y")
     targets = task_targets(labels, {"kind": "binary", "positive": ["pos"]})
     spec = {"class": "RankFactorClassifier", "params": {"n_factors": 2, "max_iter": 3}}
     seeds = {0: 11, 1: 12, 2: 13}
@@ -254,11 +254,11 @@ def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters()
 
 
 def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
-    for kind in protocols.KINDS:
-        module = protocols.get(kind)
-        assert module.KIND == kind
-        for protocol_type, (key, default) in module.SPLIT_COUNTS.items():
-            assert protocols.of_protocol({"type": protocol_type}) is module
+    for name in protocols.KINDS:
+        kind = protocols.get(name)
+        assert isinstance(kind, protocols.ExperimentKind) and kind.name == name
+        for protocol_type, (key, default) in kind.split_counts.items():
+            assert protocols.of_protocol({"type": protocol_type}) is kind
             assert n_splits({"type": protocol_type}) == default
             assert n_splits({"type": protocol_type, key: 3}) == 3
     with pytest.raises(ExperimentError, match="kind 'nope' is unknown"):
@@ -267,31 +267,148 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
         n_splits({"type": "nope"})
 
 
+def test_kinds_are_the_subclasses_of_the_package_modules():
+    """KINDS is derived: one registered ExperimentKind subclass per kind module."""
+    import inspect
+    import pkgutil
+
+    defined = []
+    for info in pkgutil.iter_modules(protocols.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = __import__(f"omicsbayes.protocols.{info.name}", fromlist=["_"])
+        defined += [
+            c.name
+            for _, c in inspect.getmembers(module, inspect.isclass)
+            if issubclass(c, protocols.ExperimentKind) and c.__module__ == module.__name__
+        ]
+    assert sorted(defined) == sorted(protocols.KINDS)
+    assert protocols.KINDS == ("classification", "disease_gene", "heldout_entries", "rating")
+
+
 @pytest.mark.parametrize("kind", protocols.KINDS)
 def test_every_kind_names_the_metric_its_winner_is_judged_on(kind):
     """The report's winner metric is the kind's own (evaluate.winners asks the kind)."""
     from omicsbayes.evaluate.winners import primary_metric
 
-    module = protocols.get(kind)
+    experiment_kind = protocols.get(kind)
     for task in ("binary", "multiclass"):
         experiment = {"kind": kind, "task": {"kind": task}}
-        metric, higher = module.primary_metric(experiment)
-        assert metric in module.METRICS and isinstance(higher, bool)
+        metric, higher = experiment_kind.primary_metric(experiment)
+        assert metric in experiment_kind.metrics and isinstance(higher, bool)
         assert primary_metric(experiment) == (metric, higher)
     assert primary_metric({"task": {"kind": "multiclass"}}) == ("accuracy", True)
     assert primary_metric({"kind": "rating"}) == ("rmse", False)
 
 
 def test_every_kind_has_its_rule_file_and_schema_entry():
-    """Adding a kind: its protocol module (and name in KINDS), workflow/rules/<kind>.smk (which the
-    Snakefile includes for every kind) and the schema's kind enum; no rule file without a kind."""
+    """Adding a kind: its protocol class, workflow/rules/<kind>.smk (which the Snakefile includes
+    for every kind, and which registers its fit outputs) and the schema's kind enum; no rule file
+    without a kind."""
     rules = {p.stem for p in (REPO / "workflow" / "rules").glob("*.smk")}
     shared = {"common", "data", "downloads", "preprocess", "split", "evaluate", "model_figures"}
     assert rules - shared - {"sweeps", "report"} == set(protocols.KINDS)
+    for kind in protocols.KINDS:
+        text = (REPO / "workflow" / "rules" / f"{kind}.smk").read_text()
+        assert f'register_kind(\n    "{kind}"' in text or f'register_kind("{kind}"' in text, kind
+        assert '"../scripts/fit.py"' in text, kind
     schema = config_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
     experiment = schema["properties"]["experiments"]["additionalProperties"]["properties"]
     assert experiment["kind"]["enum"] == list(protocols.KINDS)
     assert "for _kind in protocols.KINDS:" in (REPO / "workflow" / "Snakefile").read_text()
+
+
+def test_protocols_name_no_workflow_path():
+    """The rule files own every output path; the protocols give wildcard values only."""
+    package = REPO / "src" / "omicsbayes" / "protocols"
+    typed = [p.name for p in package.glob("*.py") if "results/" in p.read_text()]
+    assert typed == []
+    for name in protocols.KINDS:
+        experiment = {"models": ["m1", "m2"], "transforms": ["t"], "cohort": "c"}
+        for values in protocols.get(name).fits("e", experiment, range(2)):
+            assert values["experiment"] == "e" and values["model"] in ("m1", "m2")
+            assert not any("/" in str(v) for v in values.values())
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """The kinds' registry, restored after the test (a kind defined in a test stays there)."""
+    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+    return _base._REGISTRY
+
+
+def _toy_kind():
+    class Survival(protocols.ExperimentKind):
+        """A kind defined outside the package: registered by being defined."""
+
+        name = "survival"
+        requires = frozenset({"classifier"})
+        split_counts = {"survival_folds": ("n_splits", 4)}
+        metrics = ("c_index",)
+
+        def make_splits(self, adata, protocol, random_state, label=None):
+            return pd.DataFrame({"split": [0, 0], "sample": [0, 1], "role": ["train", "test"]})
+
+        def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+            return {"scores": pd.DataFrame({"c_index": [0.5]})}
+
+        def primary_metric(self, experiment):
+            return "c_index", True
+
+    return Survival
+
+
+def test_a_new_kind_is_registered_and_in_the_schema_without_touching_another_module(
+    registry, tiny_config
+):
+    survival = _toy_kind()
+    assert "survival" in protocols.KINDS and protocols.KINDS[-1] == "survival"
+    kind = protocols.get("survival")
+    assert isinstance(kind, survival)
+    assert protocols.of_protocol({"type": "survival_folds"}) is kind
+    assert n_splits({"type": "survival_folds"}) == 4
+    schema = config_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
+    properties = schema["properties"]
+    experiment = properties["experiments"]["additionalProperties"]["properties"]
+    protocol = properties["protocols"]["additionalProperties"]["properties"]
+    assert experiment["kind"]["enum"][-1] == "survival"
+    assert protocol["type"]["enum"][-1] == "survival_folds"
+    # a config naming it passes the schema and the kind's checks; its defaults are the base's
+    tiny_config["protocols"]["folds"] = {"type": "survival_folds"}
+    tiny_config["experiments"]["malignant"].update(kind="survival", protocol="folds")
+    validate_config(tiny_config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    protocols.check_experiment("malignant", tiny_config)
+    assert kind.fits("e", {"models": ["m"]}, range(2)) == [
+        {"experiment": "e", "model": "m", "split": 0},
+        {"experiment": "e", "model": "m", "split": 1},
+    ]
+    joined = pd.DataFrame({"c_index": [0.5], "transform": ["none"], "model": ["m"], "split": [0]})
+    table, metrics, by = kind.metric_table(joined)
+    assert list(table.columns) == ["transform", "model", "split", "c_index"]
+    assert metrics == ("c_index",) and by == []
+
+
+def test_registry_fixture_leaves_no_test_kind_behind():
+    assert "survival" not in protocols.KINDS
+
+
+def test_a_kind_missing_a_method_or_taking_a_known_name_is_refused(registry):
+    with pytest.raises(TypeError, match=r"'half' \(Half\) lacks \['fit_fold', 'primary_metric'\]"):
+
+        class Half(protocols.ExperimentKind):
+            name = "half"
+
+            def make_splits(self, adata, protocol, random_state, label=None):
+                return None
+
+    assert "half" not in protocols.KINDS
+    with pytest.raises(TypeError, match="experiment kind 'rating' is already .*Rating"):
+
+        class Ratings(protocols.ExperimentKind):
+            name = "rating"
+            make_splits = fit_fold = primary_metric = None
+
+    assert type(protocols.get("rating")).__name__ == "Rating"
 
 
 @pytest.mark.parametrize("protocol", ["known", "new"])
@@ -324,7 +441,9 @@ def test_workflow_fold_is_one_fold_of_disease_gene_cv():
     rng = np.random.default_rng(3)
     truth = (rng.standard_normal((20, 2)) @ rng.standard_normal((2, 15))) > 1.0
     adata = ad.AnnData(sp.csr_matrix(truth.astype(float)))
-    table = disease_gene.make_splits(adata, {"type": "known_rows", "n_splits": 3}, 7)
+    table = protocols.get("disease_gene").make_splits(
+        adata, {"type": "known_rows", "n_splits": 3}, 7
+    )
     params = {"max_rank": 3, "lam": 0.1, "sigma2": 0.1}
     rows, cols = np.nonzero(truth)  # row-major, as the split table's entry ids
     cv = disease_gene.disease_gene_cv(
@@ -365,7 +484,9 @@ def test_workflow_grid_paper_is_the_estimators_auto_selection(monkeypatch):
     rng = np.random.default_rng(3)
     truth = (rng.standard_normal((20, 2)) @ rng.standard_normal((2, 15))) > 0.8
     adata = ad.AnnData(sp.csr_matrix(truth.astype(float)))
-    table = disease_gene.make_splits(adata, {"type": "known_rows", "n_splits": 3}, 7)
+    table = protocols.get("disease_gene").make_splits(
+        adata, {"type": "known_rows", "n_splits": 3}, 7
+    )
     fold_table = table[table["split"] == 1]
     params = {"max_rank": 3, "lam": 1.0, "sigma2": 0.1, "tol": 1e-4}
     spec = {"class": "ConstrainedMVGP", "grid": "paper", "params": params}

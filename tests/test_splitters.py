@@ -102,7 +102,7 @@ def test_split_count_defaults_come_from_split_counts():
     for protocol, table in counts.items():
         assert table["split"].nunique() == SPLIT_COUNTS[protocol][1], protocol
     for kind in protocols.KINDS:
-        for key, default in protocols.get(kind).SPLIT_COUNTS.values():
+        for key, default in protocols.get(kind).split_counts.values():
             assert (key, default) in SPLIT_COUNTS.values()
     from omicsbayes.protocols.disease_gene import disease_gene_cv
     from omicsbayes.protocols.rating import rating_cv

@@ -47,9 +47,9 @@ def config_schema(schema):
     changed) or the path of that file.
 
     ``models.<name>.class``: every model class some experiment kind can run (the models of
-    :func:`omicsbayes.protocols.models_for` each kind's ``REQUIRES``); ``experiments.<name>.kind``:
+    :func:`omicsbayes.protocols.models_for` each kind's ``requires``); ``experiments.<name>.kind``:
     :data:`omicsbayes.protocols.KINDS`; ``protocols.<name>.type``: the protocol types of every
-    kind (their ``SPLIT_COUNTS``), in kind order.
+    kind (their ``split_counts``), in kind order.
 
     Returns
     -------
@@ -64,14 +64,14 @@ def config_schema(schema):
     else:
         schema = yaml.safe_load(Path(schema).read_text())
     kinds = [protocols.get(kind) for kind in protocols.KINDS]
-    runnable = frozenset().union(*(protocols.models_for(kind.REQUIRES) for kind in kinds))
+    runnable = frozenset().union(*(protocols.models_for(kind.requires) for kind in kinds))
     properties = schema["properties"]
     entry = properties["models"]["additionalProperties"]["properties"]
     entry["class"]["enum"] = sorted(runnable)
     experiment = properties["experiments"]["additionalProperties"]["properties"]
     experiment["kind"]["enum"] = list(protocols.KINDS)
     protocol = properties["protocols"]["additionalProperties"]["properties"]
-    protocol["type"]["enum"] = [t for kind in kinds for t in kind.SPLIT_COUNTS]
+    protocol["type"]["enum"] = [t for kind in kinds for t in kind.split_counts]
     return schema
 
 

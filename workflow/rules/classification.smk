@@ -12,7 +12,7 @@ rule fit:
         data=lambda wc: cohort_file(wc, "transformed"),
         splits=lambda wc: cohort_file(wc, "splits"),
     output:
-        "results/{experiment}/fits/{transform}/{model}/predictions.tsv",
+        predictions="results/{experiment}/fits/{transform}/{model}/predictions.tsv",
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
         cohort=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]],
@@ -31,3 +31,6 @@ rule fit:
         runtime=lambda wc, attempt: (20 + 10 * len(experiment_splits(wc.experiment))) * attempt,
     script:
         "../scripts/fit.py"
+
+
+register_kind("classification", fits=rules.fit.output.predictions)

@@ -129,27 +129,61 @@ def experiment_kind(experiment):
 
 
 def experiment_protocol(experiment):
-    """The module of an experiment's kind (omicsbayes.protocols), which names its files."""
+    """The experiment kind of an experiment (omicsbayes.protocols), which gives its wildcard
+    values."""
     return protocols.get(experiment_kind(experiment))
 
 
+# What each kind's rule file registers (register_kind): the output pattern of its fit rule that
+# rule evaluate reads, and the patterns of its further default targets (wildcard: experiment).
+KIND_FILES = {}
+
+
+def register_kind(kind, fits, targets=()):
+    """Called by rules/<kind>.smk after its rules, with their output patterns
+    (rules.<rule>.output.<name>): the rule files own every path of their kind."""
+    KIND_FILES[kind] = {"fits": fits, "targets": list(targets)}
+
+
+def fill(pattern, values):
+    """``pattern`` filled with each dict of wildcard ``values``, in their order."""
+    return [expand(pattern, **{k: [v] for k, v in w.items()})[0] for w in values]
+
+
+def fold_wildcards(experiment):
+    """The wildcard values of every fit output of an experiment, as its kind gives them."""
+    return experiment_protocol(experiment).fits(
+        experiment, EXPERIMENTS[experiment], experiment_splits(experiment)
+    )
+
+
 def fit_outputs(wildcards):
-    """Every fold table of an experiment, as its kind names them."""
+    """Every fold table of an experiment: its kind's fit pattern, filled."""
     e = wildcards.experiment
-    return experiment_protocol(e).fold_tables(e, EXPERIMENTS[e], experiment_splits(e))
+    return fill(KIND_FILES[experiment_kind(e)]["fits"], fold_wildcards(e))
 
 
 def kind_targets():
     """The files each experiment's kind adds to the default target (candidates, latent figure)."""
-    return [t for e in EXPERIMENTS for t in experiment_protocol(e).targets(e, EXPERIMENTS[e])]
+    return [
+        t
+        for e in EXPERIMENTS
+        for pattern in KIND_FILES[experiment_kind(e)]["targets"]
+        for t in fill(pattern, [{"experiment": e}])
+    ]
 
 
 def cohort_file(wildcards, folder):
-    """The transformed cohort or the split table an experiment's fit jobs read."""
+    """The file of an experiment's cohort its jobs read: ``raw`` (rule data), ``transformed``
+    (rule preprocess, the job's transform) or ``splits`` (rule split, the experiment's
+    protocol)."""
     e = EXPERIMENTS[wildcards.experiment]
+    if folder == "raw":
+        return fill(rules.data.output[0], [{"cohort": e["cohort"]}])[0]
     if folder == "transformed":
-        return f"results/{e['cohort']}/transformed/{wildcards.transform}.h5ad"
-    return f"results/{e['cohort']}/splits/{e['protocol']}.tsv"
+        values = {"cohort": e["cohort"], "transform": wildcards.transform}
+        return fill(rules.preprocess.output[0], [values])[0]
+    return fill(rules.split.output[0], [{"cohort": e["cohort"], "protocol": e["protocol"]}])[0]
 
 
 # Paper 000's model figures (model_figures.smk): which models of an experiment, and their outputs.

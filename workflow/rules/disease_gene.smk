@@ -4,7 +4,7 @@
 # Paper 004's protocol: one fold of the disease-gene cross-validation per job.
 rule fit_ranking:
     input:
-        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+        data=lambda wc: cohort_file(wc, "raw"),
         splits=lambda wc: cohort_file(wc, "splits"),
     output:
         curves="results/{experiment}/ranking/{model}/split{split}.tsv",
@@ -12,6 +12,7 @@ rule fit_ranking:
     wildcard_constraints:
         split=r"\d+",
     params:
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
         model=lambda wc: config["models"][wc.model],
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
@@ -26,15 +27,13 @@ rule fit_ranking:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
     script:
-        "../scripts/fit_ranking.py"
+        "../scripts/fit.py"
 
 
 # The candidates of every fold ranked into one table.
 rule candidates:
     input:
-        lambda wc: experiment_protocol(wc.experiment).candidate_tables(
-            wc.experiment, EXPERIMENTS[wc.experiment], experiment_splits(wc.experiment)
-        ),
+        lambda wc: fill(rules.fit_ranking.output.candidates, fold_wildcards(wc.experiment)),
     output:
         report(
             "results/{experiment}/candidates.tsv",
@@ -42,9 +41,16 @@ rule candidates:
             category="{experiment}",
             labels={"table": "ranked candidates"},
         ),
+    params:
+        folds=lambda wc: fold_wildcards(wc.experiment),
     conda:
         "../envs/omicsbayes.yaml"
     log:
         "logs/candidates/{experiment}.log",
     script:
         "../scripts/candidates.py"
+
+
+register_kind(
+    "disease_gene", fits=rules.fit_ranking.output.curves, targets=[rules.candidates.output[0]]
+)

@@ -32,6 +32,7 @@ rule evaluate:
         ),
     params:
         experiment=lambda wc: EXPERIMENTS[wc.experiment],
+        folds=lambda wc: fold_wildcards(wc.experiment),
         models=lambda wc: [config["models"][m] for m in EXPERIMENTS[wc.experiment]["models"]],
     conda:
         "../envs/omicsbayes.yaml"

@@ -12,6 +12,7 @@ rule fit_entries:
     wildcard_constraints:
         split=r"\d+",
     params:
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
         model=lambda wc: config["models"][wc.model],
         steps=lambda wc: config["transforms"][wc.transform]["steps"],
         seed=config["seed"],
@@ -26,15 +27,16 @@ rule fit_entries:
         mem_mb=lambda wc, input, attempt: max(2000, 40 * input.size_mb) * attempt,
         runtime=lambda wc, attempt: 120 * attempt,
     script:
-        "../scripts/fit_entries.py"
+        "../scripts/fit.py"
 
 
 # Paper 002's Figures 1-2: each model's latent space of the first repeat, samples sorted by label.
 rule latent_figure:
     input:
-        cohort=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
-        latents=lambda wc: experiment_protocol(wc.experiment).latent_tables(
-            wc.experiment, EXPERIMENTS[wc.experiment]
+        cohort=lambda wc: cohort_file(wc, "raw"),
+        latents=lambda wc: fill(
+            rules.fit_entries.output.latent,
+            experiment_protocol(wc.experiment).latent_fits(wc.experiment, EXPERIMENTS[wc.experiment]),
         ),
     output:
         report(
@@ -52,3 +54,8 @@ rule latent_figure:
         "logs/latent_figure/{experiment}.log",
     script:
         "../scripts/latent_figure.py"
+
+
+register_kind(
+    "heldout_entries", fits=rules.fit_entries.output.scores, targets=[rules.latent_figure.output[0]]
+)

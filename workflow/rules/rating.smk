@@ -4,13 +4,14 @@
 # Paper 004's rating protocol (section 5.2): one fold of known- or new-user cross-validation per job.
 rule fit_rating:
     input:
-        data=lambda wc: f"results/{EXPERIMENTS[wc.experiment]['cohort']}/raw.h5ad",
+        data=lambda wc: cohort_file(wc, "raw"),
         splits=lambda wc: cohort_file(wc, "splits"),
     output:
-        "results/{experiment}/rating/{model}/split{split}.tsv",
+        metrics="results/{experiment}/rating/{model}/split{split}.tsv",
     wildcard_constraints:
         split=r"\d+",
     params:
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
         model=lambda wc: config["models"][wc.model],
         protocol=lambda wc: config["protocols"][EXPERIMENTS[wc.experiment]["protocol"]],
         seed=config["seed"],
@@ -25,4 +26,7 @@ rule fit_rating:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=lambda wc, attempt: 60 * attempt,
     script:
-        "../scripts/fit_rating.py"
+        "../scripts/fit.py"
+
+
+register_kind("rating", fits=rules.fit_rating.output.metrics)

@@ -1,18 +1,13 @@
 """Ranked candidate columns (genes) of every row (disease) while it was held out, all models."""
 
-import re
-
 import pandas as pd
 
 from omicsbayes.jobs import run_job, write_table
 
-PATH = re.compile(r"ranking/(?P<model>[^/]+)/candidates(?P<split>\d+)\.tsv$")
-
 
 def main(smk):
     tables = []
-    for path in smk.input:
-        keys = PATH.search(path).groupdict()
+    for path, keys in zip(smk.input, smk.params.folds, strict=True):
         table = pd.read_csv(path, sep="\t")
         tables.append(table.assign(model=keys["model"], split=int(keys["split"])))
     joined = pd.concat(tables, ignore_index=True)

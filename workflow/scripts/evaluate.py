@@ -6,8 +6,6 @@ The metric tables hold only numbers that a rerun reproduces bit for bit; wall ti
 separate timings table.
 """
 
-import re
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,24 +16,20 @@ from omicsbayes import protocols  # noqa: E402
 from omicsbayes.evaluate.metrics import summarize  # noqa: E402
 from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
 
-SPLIT = re.compile(r"split(\d+)\.tsv$")
 
-
-def fold_keys(path, experiment):
+def fold_keys(wildcards):
     """transform ("none" for a kind without transforms), model and, for a one-split table, split
-    of a fold table ``results/{experiment}/{folder}/[{transform}/]{model}/{file}.tsv``; a table
-    of every split (``predictions.tsv``) carries its own ``split`` column."""
-    parts = str(path).split(f"results/{experiment}/", 1)[1].split("/")[1:]
-    keys = {"transform": parts[0] if len(parts) == 3 else "none", "model": parts[-2]}
-    one_split = SPLIT.search(parts[-1])
-    return {**keys, "split": int(one_split[1])} if one_split else keys
+    of a fold table, from its fit job's wildcard values; a table of every split
+    (``predictions.tsv``) carries its own ``split`` column."""
+    keys = {"transform": wildcards.get("transform", "none"), "model": wildcards["model"]}
+    return {**keys, "split": int(wildcards["split"])} if "split" in wildcards else keys
 
 
 def main(smk):
     tables = []
-    for path in smk.input:
+    for path, wildcards in zip(smk.input, smk.params.folds, strict=True):
         table = pd.read_csv(path, sep="\t")
-        tables.append(table.assign(**fold_keys(path, smk.wildcards.experiment)))
+        tables.append(table.assign(**fold_keys(wildcards)))
     joined = pd.concat(tables, ignore_index=True)
     kind = protocols.get(protocols.kind_of(smk.params.experiment))
     keys = ["transform", "model", "split"]

@@ -39,7 +39,7 @@ SPLIT_COUNTS = {
     "new_rows": ("n_splits", 5),
 }
 """Protocol -> (the parameter that counts its splits, its default): the one place the defaults
-live. The splitters' defaults and the experiment kinds' ``SPLIT_COUNTS``
+live. The splitters' defaults and the experiment kinds' ``split_counts``
 (:mod:`omicsbayes.protocols`) are read from it; ``known_rows`` is :func:`entry_kfold_splits`,
 ``new_rows`` :func:`row_kfold_splits`."""
 

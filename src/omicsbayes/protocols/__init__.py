@@ -1,36 +1,41 @@
-"""Experiment kinds, one module each: the splits, the fold fit, the metrics, the figure and the
+"""Experiment kinds, one class each: the splits, the fold fit, the metrics, the figure and the
 model capabilities of one evaluation protocol.
 
 =====================  ====================================================================
 kind                   protocol
 =====================  ====================================================================
 ``classification``     tasks from a label column, predictions of test samples (papers 000,
-                       001, 003)
-``heldout_entries``    entries hidden from a latent variable model, then scored (paper 002)
+                       001, 003): :class:`~.classification.Classification`
 ``disease_gene``       P@k / R@k of held-out associations over sampled negatives (paper 004,
-                       section 5.1)
-``rating``             RMSE and R@k of held-out ratings (paper 004, section 5.2)
+                       section 5.1): :class:`~.disease_gene.DiseaseGene`
+``heldout_entries``    entries hidden from a latent variable model, then scored (paper 002):
+                       :class:`~.heldout_entries.HeldoutEntries`
+``rating``             RMSE and R@k of held-out ratings (paper 004, section 5.2):
+                       :class:`~.rating.Rating`
 =====================  ====================================================================
 
-The interface every kind module has (the workflow's rules and scripts use only this; adding a
-kind means one module here and its name in :data:`KINDS`, and its rule file
-``workflow/rules/<kind>.smk`` (the Snakefile includes one per kind); the config schema's ``kind``
-and protocol ``type`` enums come from these modules, :func:`omicsbayes.config.config_schema`):
+An experiment kind is one subclass of :class:`ExperimentKind` (``protocols/_base.py``) in a
+module of this package; defining it registers it, so :data:`KINDS`, :func:`get` and the config
+schema's ``kind`` and protocol ``type`` enums (:func:`omicsbayes.config.config_schema`) come from
+the subclasses. Its rule file ``workflow/rules/<name>.smk`` (the Snakefile includes one per kind)
+holds its fit rule, which runs the one fit script ``workflow/scripts/fit.py``, and owns every
+output path: the kind returns tables and wildcard values, the rule file fills its paths with them
+and registers them (``register_kind`` of ``workflow/rules/common.smk``). Adding a kind is one
+module here, one rule file and, in ``workflow/schemas/config.schema.yaml``, any config keys its
+protocols or experiments read.
 
-``KIND`` : str
-    The name a config's ``experiments.<name>.kind`` gives.
-``REQUIRES`` : frozenset of str
-    Capabilities (:data:`omicsbayes.models._capabilities.CAPABILITIES`) a model class must declare.
-``SPLIT_COUNTS`` : dict
-    Protocol type (``protocols.<name>.type``) -> (config key of its split count, default).
-``TRANSFORMS`` : bool
-    Whether the experiment fits the transformed cohort (and lists ``transforms``).
+What a kind has (the workflow's rules and scripts use only this):
+
+``name``, ``requires``, ``split_counts``, ``transforms``, ``metrics``, ``summary_by``
+    Class attributes: the config's ``kind``, the capabilities a model must declare, protocol type
+    -> (split count key, default), whether it fits transformed cohorts, the metric columns and
+    further summary keys.
 ``make_splits(adata, protocol, random_state, label=None)``
     The split table of a cohort for a protocol entry (the ``split`` rule).
-``fold_tables(name, experiment, splits)``
-    Paths of the per-fold tables the ``evaluate`` rule reads.
-``targets(name, experiment)``
-    Further files of the kind that the default target asks for.
+``fits(name, experiment, splits)``
+    Wildcard values of every fit output the ``evaluate`` rule reads.
+``fit_fold(adata, splits, params, wildcards, checkpoint=None)``
+    One fit job: its tables by output name (``workflow/scripts/fit.py`` writes them).
 ``metric_table(joined)``
     Per-split metrics from the concatenated fold tables; returns (table, metric columns,
     extra grouping keys of the summary).
@@ -44,21 +49,22 @@ and protocol ``type`` enums come from these modules, :func:`omicsbayes.config.co
 """
 
 import importlib
+import pkgutil
 
+from . import _base
+from ._base import ExperimentKind
 from ._common import (
     ExperimentError,
     check_model,
     make_estimator,
     models_for,
     spec_capabilities,
-    split_count,
 )
-
-KINDS = ("classification", "heldout_entries", "disease_gene", "rating")
 
 __all__ = [
     "KINDS",
     "ExperimentError",
+    "ExperimentKind",
     "check_experiment",
     "check_model",
     "get",
@@ -70,31 +76,45 @@ __all__ = [
     "spec_capabilities",
 ]
 
+for _module in pkgutil.iter_modules(__path__):  # each kind registers itself when defined
+    if not _module.name.startswith("_"):
+        importlib.import_module(f".{_module.name}", __name__)
+
+
+def __getattr__(name):
+    """``KINDS``: the names of the registered kinds, in the order they were defined."""
+    if name == "KINDS":
+        return tuple(_base._REGISTRY)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def get(kind):
-    """The module of experiment kind ``kind``."""
-    if kind not in KINDS:
-        raise ExperimentError(f"experiment kind {kind!r} is unknown; expected one of {KINDS}")
-    return importlib.import_module(f".{kind}", __name__)
+    """The :class:`ExperimentKind` registered as ``kind``."""
+    try:
+        return _base._REGISTRY[kind]
+    except KeyError:
+        raise ExperimentError(
+            f"experiment kind {kind!r} is unknown; expected one of {tuple(_base._REGISTRY)}"
+        ) from None
 
 
 def kind_of(experiment):
-    """The kind of a config experiment entry (``classification`` when it names none)."""
+    """The kind name of a config experiment entry (``classification`` when it names none)."""
     return experiment.get("kind", "classification")
 
 
 def of_protocol(protocol):
-    """The kind module whose protocols include the type of protocol entry ``protocol``."""
-    for kind in KINDS:
-        module = get(kind)
-        if protocol["type"] in module.SPLIT_COUNTS:
-            return module
+    """The :class:`ExperimentKind` whose protocol types include that of protocol entry
+    ``protocol``."""
+    for kind in _base._REGISTRY.values():
+        if protocol["type"] in kind.split_counts:
+            return kind
     raise ExperimentError(f"protocol type {protocol['type']!r} belongs to no experiment kind")
 
 
 def n_splits(protocol):
     """Number of splits a protocol entry defines (its split wildcard runs over ``range``)."""
-    return split_count(protocol, of_protocol(protocol).SPLIT_COUNTS)
+    return of_protocol(protocol).n_splits(protocol)
 
 
 def check_experiment(name, config):
@@ -103,23 +123,22 @@ def check_experiment(name, config):
     naming the config key)."""
     experiment = config["experiments"][name]
     key = f"experiments.{name}"
-    kind = kind_of(experiment)
-    module = get(kind)
-    if module.TRANSFORMS and not experiment.get("transforms"):
+    kind = get(kind_of(experiment))
+    if kind.transforms and not experiment.get("transforms"):
         raise ExperimentError(
-            f"config key {key}.transforms: a {kind} experiment lists its transforms"
+            f"config key {key}.transforms: a {kind.name} experiment lists its transforms"
         )
     protocol_type = config["protocols"][experiment["protocol"]]["type"]
-    if protocol_type not in module.SPLIT_COUNTS:
+    if protocol_type not in kind.split_counts:
         raise ExperimentError(
-            f"config key {key}.protocol: a {kind} experiment needs a protocol of type "
-            f"{tuple(module.SPLIT_COUNTS)}; {experiment['protocol']!r} is {protocol_type!r}"
+            f"config key {key}.protocol: a {kind.name} experiment needs a protocol of type "
+            f"{tuple(kind.split_counts)}; {experiment['protocol']!r} is {protocol_type!r}"
         )
-    allowed = models_for(module.REQUIRES)
+    allowed = models_for(kind.requires)
     wrong = [m for m in experiment["models"] if config["models"][m]["class"] not in allowed]
     if wrong:
         raise ExperimentError(
-            f"config key {key}.models: {wrong} cannot be used here; a {kind} experiment "
+            f"config key {key}.models: {wrong} cannot be used here; a {kind.name} experiment "
             f"takes models of class {sorted(allowed)}"
         )
-    module.check(name, experiment, config)
+    kind.check(name, experiment, config)

@@ -7,17 +7,6 @@ from .. import models
 from ..models._capabilities import capabilities_of, models_with
 
 
-def per_split_tables(name, experiment, splits, folder):
-    """``results/{name}/{folder}/{transform}/{model}/split{s}.tsv`` for every transform x model x
-    split of an experiment (the kinds fitted on a transformed cohort)."""
-    return [
-        f"results/{name}/{folder}/{t}/{m}/split{s}.tsv"
-        for t in experiment["transforms"]
-        for m in experiment["models"]
-        for s in splits
-    ]
-
-
 class ExperimentError(ValueError):
     """A configuration or data problem found while setting up an experiment."""
 
@@ -60,8 +49,9 @@ def spec_capabilities(spec):
 
 
 def models_for(requires):
-    """Names of the model classes that declare every capability in ``requires``."""
-    return frozenset.intersection(*(models_with(c) for c in sorted(requires)))
+    """Names of the model classes that declare every capability in ``requires`` (every class
+    when it is empty)."""
+    return frozenset(models.__all__).intersection(*(models_with(c) for c in sorted(requires)))
 
 
 def check_model(kind, requires, spec):

@@ -12,9 +12,9 @@ Tasks
 ``multiclass``
     The labels as they are; the model must handle several classes (accuracy and error only).
 
-The workflow calls :func:`fit_splits` once per (transform, model), which fits every split of the
-fold table in one process (:func:`fit_split` each), and :func:`metric_table` once per experiment;
-all are plain functions of arrays and tables.
+The workflow's ``fit`` rule fits one (transform, model) on every split of the fold table in one
+process (:meth:`Classification.fit_fold`, :func:`fit_splits`, :func:`fit_split` each); the
+functions are plain functions of arrays and tables.
 """
 
 import logging
@@ -28,67 +28,109 @@ from .. import models
 from ..evaluate import metrics, splitters
 from ..evaluate.splitters import classification_splits
 from ..models._capabilities import capabilities_of
-from ..preprocess import build_pipeline
+from ..preprocess import build_pipeline, split_pipeline
 from ..preprocess.transforms import dense_matrix
+from ._base import ExperimentKind
 from ._common import ExperimentError, make_estimator
 
 logger = logging.getLogger("omicsbayes")
-KIND = "classification"
-REQUIRES = frozenset({"classifier"})
-SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in splitters.PROTOCOLS}
-TRANSFORMS = True
 TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
-METRICS = ("auroc", "aupr", "accuracy", "error_rate")
 
 
-def make_splits(adata, protocol, random_state, label=None):
-    """Stratified train/test splits of the labelled samples
-    (:func:`~omicsbayes.evaluate.splitters.classification_splits`), with their sample ids."""
-    if label not in adata.obs:
-        raise ExperimentError(
-            f"label column {label!r} is missing; columns are {list(adata.obs.columns)}"
+class Classification(ExperimentKind):
+    """Tasks from a label column, one model fitted per training split, its predictions of the
+    test samples scored (AUROC, AUPR, accuracy, error rate)."""
+
+    name = "classification"
+    requires = frozenset({"classifier"})
+    split_counts = {t: splitters.SPLIT_COUNTS[t] for t in splitters.PROTOCOLS}
+    transforms = True
+    metrics = ("auroc", "aupr", "accuracy", "error_rate")
+    summary_by = ("task",)
+
+    def make_splits(self, adata, protocol, random_state, label=None):
+        """Stratified train/test splits of the labelled samples
+        (:func:`~omicsbayes.evaluate.splitters.classification_splits`), with their sample ids."""
+        if label not in adata.obs:
+            raise ExperimentError(
+                f"label column {label!r} is missing; columns are {list(adata.obs.columns)}"
+            )
+        params = {k: v for k, v in protocol.items() if k != "type"}
+        key, default = self.split_counts[protocol["type"]]
+        params[key] = params.get(key, default)
+        table = classification_splits(
+            label_values(adata.obs[label], "split"),
+            protocol["type"],
+            random_state=random_state,
+            **params,
         )
-    params = {k: v for k, v in protocol.items() if k != "type"}
-    key, default = SPLIT_COUNTS[protocol["type"]]
-    params[key] = params.get(key, default)
-    table = classification_splits(
-        label_values(adata.obs[label], "split"), protocol["type"], random_state, **params
-    )
-    table.insert(2, "sample_id", adata.obs_names.to_numpy()[table["sample"].to_numpy()])
-    return table
+        table.insert(2, "sample_id", adata.obs_names.to_numpy()[table["sample"].to_numpy()])
+        return table
 
+    def fits(self, name, experiment, splits):
+        """One fit job per transform x model, holding every split (:func:`fit_splits`)."""
+        return [
+            {"experiment": name, "transform": t, "model": m}
+            for t in experiment["transforms"]
+            for m in experiment["models"]
+        ]
 
-def fold_tables(name, experiment, splits):
-    """The prediction table of every transform x model, each holding all ``splits`` (one job
-    fits them all: :func:`fit_splits`)."""
-    return [
-        f"results/{name}/fits/{t}/{m}/predictions.tsv"
-        for t in experiment["transforms"]
-        for m in experiment["models"]
-    ]
+    def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+        """The test-split predictions of every split of the fold table (:func:`fit_splits`,
+        each split seeded by :meth:`seed`), with the samples' ids: ``{"predictions": table}``.
 
+        ``params``: ``experiment`` (its ``task``), ``cohort`` (its ``label``), ``model``,
+        ``steps`` (the transform's steps; those that learn from samples are fitted on each
+        training split) and ``seed``.
+        """
+        targets = task_targets(adata.obs[params["cohort"]["label"]], params["experiment"]["task"])
+        _, fold_steps = split_pipeline(params["steps"])
+        seeds = {s: self.seed(params["seed"], wildcards, s) for s in splits["split"].unique()}
+        predictions = fit_splits(adata.X, targets, splits, params["model"], fold_steps, seeds)
+        predictions.insert(2, "sample_id", adata.obs_names.to_numpy()[predictions["sample"]])
+        return {"predictions": predictions}
 
-def targets(name, experiment):
-    """Nothing beyond the shared tables and figure."""
-    return []
+    def check(self, name, experiment, config):
+        """The cohort has a label column and the experiment a task (a binary one lists its
+        positive labels)."""
+        key, cohort = f"experiments.{name}", experiment["cohort"]
+        if "label" not in config["cohorts"][cohort]:
+            raise ExperimentError(
+                f"config key cohorts.{cohort}.label is required: experiment "
+                f"{name!r} classifies that cohort's samples"
+            )
+        task = experiment.get("task")
+        if task is None:
+            raise ExperimentError(
+                f"config key {key}.task is required for a classification experiment"
+            )
+        if task["kind"] == "binary" and not task.get("positive"):
+            raise ExperimentError(
+                f"config key {key}.task.positive: a binary task lists its positive labels"
+            )
 
+    def primary_metric(self, experiment):
+        """The metric the experiment is judged on and whether higher is better: accuracy for a
+        multiclass task (paper 003's Tables 2-4), else AUROC (paper 000's Tables 2-5, paper
+        001's Figure 3)."""
+        if experiment.get("task", {}).get("kind") == "multiclass":
+            return "accuracy", True
+        return "auroc", True
 
-def check(name, experiment, config):
-    """The cohort has a label column and the experiment a task (a binary one lists its
-    positive labels)."""
-    key, cohort = f"experiments.{name}", experiment["cohort"]
-    if "label" not in config["cohorts"][cohort]:
-        raise ExperimentError(
-            f"config key cohorts.{cohort}.label is required: experiment "
-            f"{name!r} classifies that cohort's samples"
-        )
-    task = experiment.get("task")
-    if task is None:
-        raise ExperimentError(f"config key {key}.task is required for a classification experiment")
-    if task["kind"] == "binary" and not task.get("positive"):
-        raise ExperimentError(
-            f"config key {key}.task.positive: a binary task lists its positive labels"
-        )
+    def metric_table(self, joined):
+        """Per-split metrics (:func:`score_predictions`), the summary columns and ``task``."""
+        return score_predictions(joined), self.metrics, list(self.summary_by)
+
+    def figure(self, metrics, title, experiment, specs):
+        """Box plots of AUROC, AUPR and accuracy per split; paper 001's layout (one panel per
+        cohort x kernel x metric) when every model is one of paper 001's (``models.bam``)."""
+        from ..pl.bam import bam_boxplots
+        from ..pl.metrics import metric_boxplots
+
+        bam = f"{models.__name__}.bam"
+        if all(getattr(models, s["class"]).__module__ == bam for s in specs):
+            return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))
+        return metric_boxplots(metrics, title=title, columns=self.metrics[:3])
 
 
 def _check_task_classes(labels, values, labelled, kind, allow_many_classes):
@@ -336,28 +378,3 @@ def score_predictions(predictions):
         row["error_rate"] = metrics.error_rate(y_true, y_pred)
         out.append(row)
     return pd.DataFrame(out)
-
-
-def primary_metric(experiment):
-    """The metric the experiment is judged on and whether higher is better: accuracy for a
-    multiclass task (paper 003's Tables 2-4), else AUROC (paper 000's Tables 2-5, paper 001's
-    Figure 3)."""
-    if experiment.get("task", {}).get("kind") == "multiclass":
-        return "accuracy", True
-    return "auroc", True
-
-
-def metric_table(joined):
-    """Per-split metrics (:func:`score_predictions`), the summary columns and ``task``."""
-    return score_predictions(joined), METRICS, ["task"]
-
-
-def figure(metrics, title, experiment, specs):
-    """Box plots of AUROC, AUPR and accuracy per split; paper 001's layout (one panel per
-    cohort x kernel x metric) when every model is one of paper 001's (``models.bam``)."""
-    from ..pl.bam import bam_boxplots
-    from ..pl.metrics import metric_boxplots
-
-    if all(getattr(models, s["class"]).__module__ == f"{models.__name__}.bam" for s in specs):
-        return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))
-    return metric_boxplots(metrics, title=title, columns=METRICS[:3])

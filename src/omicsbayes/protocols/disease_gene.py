@@ -10,6 +10,8 @@ thing, :func:`estimator_of`) are chosen in every fold by the estimator's own inn
 of a fold come from the same fit (section 5 chooses separately per metric).
 """
 
+import logging
+
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
@@ -20,47 +22,72 @@ from ..evaluate.splitters import sample_negatives
 from ..models.mvgp import as_kernel, check_shape
 from ..models.mvgp.selection import chosen_params, grid_params
 from . import entries
-from ._common import ExperimentError, check_model, make_estimator, split_count
+from ._base import ExperimentKind
+from ._common import ExperimentError, check_model, make_estimator
 
-KIND = "disease_gene"
-REQUIRES = frozenset({"matrix_completion"})
-SPLIT_COUNTS = {t: splitters.SPLIT_COUNTS[t] for t in ("known_rows", "new_rows")}
-TRANSFORMS = False
-METRICS = ("precision", "recall")
+logger = logging.getLogger("omicsbayes")
+
 N_CANDIDATES = 20
 
 
-def make_splits(adata, protocol, random_state, label=None):
-    """K-fold over the associations (``known_rows``, row-major order) or over the rows."""
-    n = split_count(protocol, SPLIT_COUNTS)
-    return entries.make_splits(adata, protocol["type"], n, random_state)
+class DiseaseGene(ExperimentKind):
+    """Associations held out by fold; P@k and R@k of the test rows over every column, and the
+    top candidates of every test row."""
 
+    name = "disease_gene"
+    requires = frozenset({"matrix_completion"})
+    split_counts = {t: splitters.SPLIT_COUNTS[t] for t in ("known_rows", "new_rows")}
+    metrics = ("precision", "recall")
+    summary_by = ("k",)
 
-def fold_tables(name, experiment, splits):
-    """The P@k / R@k table of every model x split."""
-    return [
-        f"results/{name}/ranking/{m}/split{s}.tsv" for m in experiment["models"] for s in splits
-    ]
+    def make_splits(self, adata, protocol, random_state, label=None):
+        """K-fold over the associations (``known_rows``, row-major order) or over the rows."""
+        return entries.make_splits(adata, protocol["type"], self.n_splits(protocol), random_state)
 
+    def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+        """One fold (:func:`ranking_fold`), the candidates named by their row and column ids:
+        ``{"curves": P@k / R@k table, "candidates": table}``.
 
-def candidate_tables(name, experiment, splits):
-    """The candidates table of every model x split."""
-    return [
-        f"results/{name}/ranking/{m}/candidates{s}.tsv"
-        for m in experiment["models"]
-        for s in splits
-    ]
+        ``params``: ``experiment``, ``model``, ``protocol`` (its ``type`` and
+        ``n_negative_sets``) and ``seed``.
+        """
+        spec, protocol = params["model"], params["protocol"]
+        split = wildcards["split"]
+        source = f"cohort {params['experiment']['cohort']!r}"
+        curves, candidates = ranking_fold(
+            adata.X,
+            splits[splits["split"] == int(split)],
+            protocol["type"],
+            spec,
+            row_kernel=entries.row_kernel(adata, spec, source, wildcards["model"]),
+            n_negative_sets=protocol.get("n_negative_sets", 5),
+            random_state=self.seed(params["seed"], wildcards, split),
+        )
+        logger.info(
+            "fold %s: R@20 %.4f over %d rows",
+            split,
+            curves["recall"].iloc[-1],
+            curves["n_rows"].iloc[0],
+        )
+        candidates.insert(1, "row_id", adata.obs_names.to_numpy()[candidates["row"]])
+        candidates.insert(4, "col_id", adata.var_names.to_numpy()[candidates["col"]])
+        return {"curves": curves, "candidates": candidates}
 
+    def check(self, name, experiment, config):
+        """Every model's ``grid`` entry is one the estimator can search (:func:`estimator_of`)."""
+        for model in experiment["models"]:
+            estimator_of(config["models"][model], f"models.{model}.grid")
 
-def targets(name, experiment):
-    """The ranked candidates of every row, all models."""
-    return [f"results/{name}/candidates.tsv"]
+    def primary_metric(self, experiment):
+        """The metric the experiment is judged on and whether higher is better: R@k at the
+        largest k (paper 004's Tables 1-2)."""
+        return "recall", True
 
+    def figure(self, metrics, title, experiment, specs):
+        """P@k and R@k curves, one line per model (paper 004, Figure 3)."""
+        from ..pl.mvgp import ranking_curves_figure
 
-def check(name, experiment, config):
-    """Every model's ``grid`` entry is one the estimator can search (:func:`estimator_of`)."""
-    for model in experiment["models"]:
-        estimator_of(config["models"][model], f"models.{model}.grid")
+        return ranking_curves_figure(metrics, title=title)
 
 
 def estimator_of(spec, where="grid", random_state=None):
@@ -74,25 +101,6 @@ def estimator_of(spec, where="grid", random_state=None):
         return estimator.set_params(**grid_params(estimator, spec["grid"]))
     except ValueError as err:
         raise ExperimentError(f"{where}: {err}") from None
-
-
-def primary_metric(experiment):
-    """The metric the experiment is judged on and whether higher is better: R@k at the largest
-    k (paper 004's Tables 1-2)."""
-    return "recall", True
-
-
-def metric_table(joined):
-    """The fold tables as they are (P@k and R@k per k); summarised per ``k``."""
-    keys = ["transform", "model", "split"]
-    return joined[[*keys, *joined.columns[:-3]]], METRICS, ["k"]
-
-
-def figure(metrics, title, experiment, specs):
-    """P@k and R@k curves, one line per model (paper 004, Figure 3)."""
-    from ..pl.mvgp import ranking_curves_figure
-
-    return ranking_curves_figure(metrics, title=title)
 
 
 def averaged_scores(
@@ -237,7 +245,7 @@ def ranking_fold(
         For every test row, its top ``n_candidates`` columns after removing training positives:
         row, rank, col, score and whether the column is a held-out (test) positive.
     """
-    check_model(KIND, REQUIRES, spec)
+    check_model(DiseaseGene.name, DiseaseGene.requires, spec)
     rows, cols, _ = entries.matrix_entries(matrix)
     fold = entries.fold_of(protocol, split_table, rows)
     train = (rows[~fold.is_test], cols[~fold.is_test])
@@ -289,7 +297,7 @@ def disease_gene_cv(
     protocol="known",
     row_kernel=None,
     col_kernel=None,
-    n_splits=SPLIT_COUNTS["known_rows"][1],
+    n_splits=splitters.SPLIT_COUNTS["known_rows"][1],
     n_negative_sets=5,
     ks=range(1, 21),
     random_state=0,

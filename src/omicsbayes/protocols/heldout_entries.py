@@ -4,74 +4,87 @@ likelihood (and, for count models, the perplexity); the samples' latent represen
 first repeat is drawn as a figure.
 
 The transform's steps are fitted on the whole matrix (as paper 002 standardises its data before
-holding entries out); the held-out entries are then set to NaN, so the model never sees them.
+holding entries out); the held-out entries are then set to NaN, so the model never sees them
+(:meth:`HeldoutEntries.fit_fold`, :func:`fit_heldout`).
 """
 
 import logging
 import time
 
 import numpy as np
+import pandas as pd
 
 from ..evaluate import splitters
 from ..evaluate.splitters import heldout_entry_splits
 from ..models._capabilities import capabilities_of
+from ..preprocess import build_pipeline, split_pipeline
 from ..preprocess.transforms import dense_matrix
-from ._common import check_model, make_estimator, per_split_tables, split_count
+from ._base import ExperimentKind
+from ._common import check_model, make_estimator
 
 logger = logging.getLogger("omicsbayes")
 
-KIND = "heldout_entries"
-REQUIRES = frozenset({"heldout_scoring"})
-SPLIT_COUNTS = {"heldout_entries": splitters.SPLIT_COUNTS["heldout_entries"]}
-TRANSFORMS = True
-METRICS = ("log_likelihood_per_entry", "perplexity")
 
+class HeldoutEntries(ExperimentKind):
+    """A fraction of the observed entries hidden from a latent variable model in every repeat,
+    then scored by their posterior predictive log likelihood (and perplexity, for counts)."""
 
-def make_splits(adata, protocol, random_state, label=None):
-    """The held-out (row, col) entries of every repeat, drawn from the observed entries."""
-    observed = np.isfinite(dense_matrix(adata.X, "held-out entry splits"))
-    params = {k: v for k, v in protocol.items() if k != "type"}
-    params["n_repeats"] = split_count(protocol, SPLIT_COUNTS)
-    return heldout_entry_splits(observed, random_state=random_state, **params)
+    name = "heldout_entries"
+    requires = frozenset({"heldout_scoring"})
+    split_counts = {"heldout_entries": splitters.SPLIT_COUNTS["heldout_entries"]}
+    transforms = True
+    metrics = ("log_likelihood_per_entry", "perplexity")
 
+    def make_splits(self, adata, protocol, random_state, label=None):
+        """The held-out (row, col) entries of every repeat, drawn from the observed entries."""
+        observed = np.isfinite(dense_matrix(adata.X, "held-out entry splits"))
+        params = {k: v for k, v in protocol.items() if k != "type"}
+        params["n_repeats"] = self.n_splits(protocol)
+        return heldout_entry_splits(observed, random_state=random_state, **params)
 
-def fold_tables(name, experiment, splits):
-    """The scores row of every transform x model x repeat."""
-    return per_split_tables(name, experiment, splits, "entries")
+    def latent_fits(self, name, experiment):
+        """Wildcard values of the first repeat's fit of every model (first transform), whose
+        latent tables the latent-space figure draws."""
+        transform = experiment["transforms"][0]
+        return [
+            {"experiment": name, "transform": transform, "model": m, "split": 0}
+            for m in experiment["models"]
+        ]
 
+    def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+        """One repeat: the transform's fold steps fitted on the whole matrix, the repeat's
+        entries hidden and scored (:func:`fit_heldout`).
 
-def latent_tables(name, experiment):
-    """The first repeat's latent table of every model (first transform), for the figure."""
-    transform = experiment["transforms"][0]
-    return [f"results/{name}/entries/{transform}/{m}/latent0.tsv" for m in experiment["models"]]
+        ``params``: ``model``, ``steps`` and ``seed``. Returns ``{"scores": one row,
+        "latent": the samples' latent representation with their ids}``.
+        """
+        Y = adata.X
+        _, fold_steps = split_pipeline(params["steps"])
+        if fold_steps:
+            Y = build_pipeline(fold_steps).fit_transform(Y)
+        split = wildcards["split"]
+        mask = heldout_mask(Y.shape, splits[splits["split"] == int(split)])
+        seed = self.seed(params["seed"], wildcards, split)
+        logger.info(
+            "split %s: %d of %d entries held out, seed %d", split, mask.sum(), mask.size, seed
+        )
+        row, latent = fit_heldout(
+            Y, mask, params["model"], random_state=seed, checkpoint=checkpoint
+        )
+        logger.info(
+            "held-out log likelihood per entry %.4f in %.2f s",
+            row["log_likelihood_per_entry"],
+            row["seconds"],
+        )
+        latent = np.zeros((Y.shape[0], 0)) if latent is None else latent
+        table = pd.DataFrame(latent, columns=[f"dim{j}" for j in range(latent.shape[1])])
+        table.insert(0, "sample_id", adata.obs_names.to_numpy())
+        return {"scores": pd.DataFrame([row]), "latent": table}
 
-
-def targets(name, experiment):
-    """The latent-space figure."""
-    return [f"results/{name}/figures/latent.png"]
-
-
-def check(name, experiment, config):
-    """Nothing beyond the shared checks."""
-
-
-def primary_metric(experiment):
-    """The metric the experiment is judged on and whether higher is better: the held-out log
-    likelihood per entry (paper 002's Table 1)."""
-    return "log_likelihood_per_entry", True
-
-
-def metric_table(joined):
-    """The fold rows as they are (log likelihood per entry and perplexity)."""
-    keys = ["transform", "model", "split"]
-    return joined[[*keys, *joined.columns[:-3]]], METRICS, []
-
-
-def figure(metrics, title, experiment, specs):
-    """Box plots of the held-out log likelihood per entry and the perplexity per repeat."""
-    from ..pl.metrics import metric_boxplots
-
-    return metric_boxplots(metrics, title=title, columns=METRICS)
+    def primary_metric(self, experiment):
+        """The metric the experiment is judged on and whether higher is better: the held-out
+        log likelihood per entry (paper 002's Table 1)."""
+        return "log_likelihood_per_entry", True
 
 
 def takes_counts(estimator):
@@ -125,7 +138,7 @@ def fit_heldout(Y, mask, spec, random_state=None, checkpoint=None):
     latent : ndarray or None
         The fitted latent representation of the samples (``latent_`` or ``scores_``).
     """
-    check_model(KIND, REQUIRES, spec)
+    check_model(HeldoutEntries.name, HeldoutEntries.requires, spec)
     start = time.perf_counter()
     Y = dense_matrix(Y, spec["class"])
     observed = np.where(mask, np.nan, Y)

@@ -6,6 +6,7 @@ are all held out (new users, scored through the user kernel only). The models ha
 mean, so the ratings are centred at the training mean (:func:`rating_fold`).
 """
 
+import logging
 import time
 
 import numpy as np
@@ -17,61 +18,79 @@ from ..evaluate.ranking import ranking_curves
 from ..models.mvgp import check_shape
 from ..models.mvgp.selection import chosen_params
 from . import entries
-from ._common import ExperimentError, check_model, split_count
+from ._base import ExperimentKind
+from ._common import ExperimentError, check_model
 from .disease_gene import estimator_of
 
-KIND = "rating"
-REQUIRES = frozenset({"matrix_completion"})
-SPLIT_COUNTS = {  # the folds of disease_gene's known_rows / new_rows
-    "known_users": splitters.SPLIT_COUNTS["known_rows"],
-    "new_users": splitters.SPLIT_COUNTS["new_rows"],
-}
-TRANSFORMS = False
-METRICS = ("rmse", "recall", "rmse_training_mean")
+logger = logging.getLogger("omicsbayes")
 
 
-def make_splits(adata, protocol, random_state, label=None):
-    """K-fold over the ratings (``known_users``, row-major order) or over the users."""
-    n = split_count(protocol, SPLIT_COUNTS)
-    return entries.make_splits(adata, protocol["type"], n, random_state)
+class Rating(ExperimentKind):
+    """Ratings held out by fold; RMSE on them and R@k of the test items rated above a
+    threshold."""
 
+    name = "rating"
+    requires = frozenset({"matrix_completion"})
+    split_counts = {  # the folds of disease_gene's known_rows / new_rows
+        "known_users": splitters.SPLIT_COUNTS["known_rows"],
+        "new_users": splitters.SPLIT_COUNTS["new_rows"],
+    }
+    metrics = ("rmse", "recall", "rmse_training_mean")
+    summary_by = ("k",)
 
-def fold_tables(name, experiment, splits):
-    """The metrics row of every model x split."""
-    return [f"results/{name}/rating/{m}/split{s}.tsv" for m in experiment["models"] for s in splits]
+    def make_splits(self, adata, protocol, random_state, label=None):
+        """K-fold over the ratings (``known_users``, row-major order) or over the users."""
+        return entries.make_splits(adata, protocol["type"], self.n_splits(protocol), random_state)
 
+    def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+        """One fold (:func:`rating_fold_metrics`): ``{"metrics": one row}``.
 
-def targets(name, experiment):
-    """Nothing beyond the shared tables and figure."""
-    return []
+        ``params``: ``experiment``, ``model``, ``protocol`` (its ``type``, ``relevant_above``
+        and ``k``) and ``seed``.
+        """
+        spec, protocol = params["model"], params["protocol"]
+        split = wildcards["split"]
+        source = f"cohort {params['experiment']['cohort']!r}"
+        row = rating_fold_metrics(
+            adata.X,
+            splits[splits["split"] == int(split)],
+            protocol["type"],
+            spec,
+            row_kernel=entries.row_kernel(adata, spec, source, wildcards["model"]),
+            relevant_above=protocol.get("relevant_above", 4.0),
+            k=protocol.get("k", 20),
+            random_state=self.seed(params["seed"], wildcards, split),
+        )
+        logger.info(
+            "fold %s: RMSE %.4f (training mean %.4f), R@%d %.4f over %d users",
+            split,
+            row["rmse"],
+            row["rmse_training_mean"],
+            row["k"],
+            row["recall"],
+            row["n_rows"],
+        )
+        return {"metrics": pd.DataFrame([row])}
 
+    def check(self, name, experiment, config):
+        """Every model's ``grid`` entry is one the estimator can search (as for disease
+        genes)."""
+        for model in experiment["models"]:
+            estimator_of(config["models"][model], f"models.{model}.grid")
 
-def check(name, experiment, config):
-    """Every model's ``grid`` entry is one the estimator can search (as for disease genes)."""
-    for model in experiment["models"]:
-        estimator_of(config["models"][model], f"models.{model}.grid")
+    def primary_metric(self, experiment):
+        """The metric the experiment is judged on and whether higher is better: RMSE (paper
+        004's Table 3)."""
+        return "rmse", False
 
+    def figure(self, metrics, title, experiment, specs):
+        """Box plots of RMSE and R@k per split."""
+        from ..pl.metrics import metric_boxplots
 
-def primary_metric(experiment):
-    """The metric the experiment is judged on and whether higher is better: RMSE (paper 004's
-    Table 3)."""
-    return "rmse", False
-
-
-def metric_table(joined):
-    """The fold rows as they are (RMSE and R@k); summarised per ``k``."""
-    keys = ["transform", "model", "split"]
-    return joined[[*keys, *joined.columns[:-3]]], METRICS, ["k"]
-
-
-def figure(metrics, title, experiment, specs):
-    """Box plots of RMSE and R@k per split."""
-    from ..pl.metrics import metric_boxplots
-
-    names = {"rmse": "RMSE", "recall": f"R@{int(metrics['k'].iloc[0])}"}
-    return metric_boxplots(
-        metrics.rename(columns=names), title=title, columns=tuple(names.values())
-    )
+        names = {"rmse": "RMSE", "recall": f"R@{int(metrics['k'].iloc[0])}"}
+        return metric_boxplots(
+            metrics.rename(columns=names), title=title, columns=tuple(names.values())
+        )
 
 
 def rating_fold(
@@ -162,7 +181,7 @@ def rating_cv(
     protocol="known",
     row_kernel=None,
     col_kernel=None,
-    n_splits=SPLIT_COUNTS["known_users"][1],
+    n_splits=splitters.SPLIT_COUNTS["known_rows"][1],
     relevant_above=4.0,
     k=20,
     random_state=0,
@@ -242,8 +261,8 @@ def rating_fold_metrics(
         seconds, and the chosen parameters when the model selected them; from
         :func:`rating_fold`.
     """
-    check_model(KIND, REQUIRES, spec)
-    if protocol not in SPLIT_COUNTS:
+    check_model(Rating.name, Rating.requires, spec)
+    if protocol not in Rating.split_counts:
         raise ExperimentError(
             f"protocol {protocol!r} is not a rating protocol; expected known_users or new_users"
         )
