@@ -13,7 +13,7 @@ import pytest
 
 from omicsbayes.config import ConfigError, check_cohort_labels, cohort_sample_sheet
 from omicsbayes.io.cohort import read_cohort, read_cohort_obs
-from omicsbayes.protocols.classification import make_splits, task_targets
+from omicsbayes.protocols.classification import Classification, task_targets
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EXAMPLES = FIXTURES / "examples"
@@ -230,8 +230,8 @@ def test_splits_treat_missing_strings_as_nan():
     adata = ad.AnnData(np.zeros((15, 2)), obs=obs)
     protocol = {"type": "stratified_kfold", "n_splits": 3}
     with pytest.warns(UserWarning, match=WARNING):
-        by_string = make_splits(adata, protocol, 5, label="group")
-    pd.testing.assert_frame_equal(by_string, make_splits(adata, protocol, 5, label="nan_group"))
+        by_string = Classification().make_splits(adata, protocol, 5, label="group")
+    pd.testing.assert_frame_equal(by_string, Classification().make_splits(adata, protocol, 5, label="nan_group"))
     assert set(by_string.loc[by_string["sample"] >= 12, "role"]) == {"unlabelled"}
 
 
