@@ -231,7 +231,9 @@ def test_splits_treat_missing_strings_as_nan():
     protocol = {"type": "stratified_kfold", "n_splits": 3}
     with pytest.warns(UserWarning, match=WARNING):
         by_string = Classification().make_splits(adata, protocol, 5, label="group")
-    pd.testing.assert_frame_equal(by_string, Classification().make_splits(adata, protocol, 5, label="nan_group"))
+    pd.testing.assert_frame_equal(
+        by_string, Classification().make_splits(adata, protocol, 5, label="nan_group")
+    )
     assert set(by_string.loc[by_string["sample"] >= 12, "role"]) == {"unlabelled"}
 
 
