@@ -1,9 +1,11 @@
 """The workflow as a deployable unit: a config runs alone, the catalogue layout, the
 conda environment every rule names, and use as a module of another workflow."""
 
+import gzip
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -36,6 +38,26 @@ def stand_in_files(config, workdir):
                 path.touch()
 
 
+def fixture_files(example, workdir):
+    """The example's cohort files at the paths it names: the small real-format fixtures of
+    tests/test_examples.py (a plan reads the sample sheets, so an empty file will not do)."""
+    from test_examples import _merged
+
+    config = yaml.safe_load(example.read_text())
+    fixtures = _merged(example.stem)
+    for cohort in {e["cohort"] for e in config["experiments"].values()}:
+        for key in PATH_KEYS:
+            value = config["cohorts"][cohort].get(key)
+            if isinstance(value, str):
+                target = Path(workdir) / value
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = REPO / fixtures["cohorts"][cohort][key]
+                opener = gzip.open if source.suffix == ".gz" and target.suffix != ".gz" else open
+                with opener(source, "rb") as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    return config
+
+
 def default_config(tiny_config, workdir):
     """A default run in ``workdir/config/config.yaml`` (what an unmodified checkout runs)."""
     (Path(workdir) / "config").mkdir()
@@ -47,8 +69,7 @@ def default_config(tiny_config, workdir):
 def test_example_plans_only_its_experiments(example, tmp_path, tiny_config, snakemake_run):
     """`--configfile example.yaml` plans exactly the example's experiments, even where a default
     config/config.yaml with other experiments sits in the working directory."""
-    config = yaml.safe_load(example.read_text())
-    stand_in_files(config, tmp_path)
+    config = fixture_files(example, tmp_path)
     default_config(tiny_config, tmp_path)
     result = snakemake_run(tmp_path, "--configfile", str(example), "--summary")
     assert planned_summaries(result) == sorted(config["experiments"])

@@ -134,8 +134,9 @@ def experiment_protocol(experiment):
     return protocols.get(experiment_kind(experiment))
 
 
-# What each kind's rule file registers (register_kind): the output pattern of its fit rule that
-# rule evaluate reads, and the patterns of its further default targets (wildcard: experiment).
+# What each kind's rules file registers with register_kind. Its "fits" entry is the output
+# pattern of the fit rule that the evaluate rule reads; its "targets" are the patterns of the
+# further default targets, with the one wildcard experiment.
 KIND_FILES = {}
 
 
