@@ -74,6 +74,29 @@ def test_figures_naming_a_model_outside_the_experiment_stops_the_run(
     assert "experiments.malignant.figures" in output and "G-L-BSVM" in output
 
 
+@pytest.mark.workflow
+def test_figures_of_a_kind_without_model_figures_stop_the_run(tmp_path, tiny_config, snakemake_run):
+    """Whether a kind's experiments may list ``figures:`` is its class attribute
+    ``model_figures``; the message names the kinds that may (from the registry)."""
+    config = tiny_config
+    config["protocols"]["held"] = {"type": "heldout_entries", "n_repeats": 2}
+    config["models"]["ibp"] = {"class": "IBPFactorModel"}
+    config["experiments"]["masked"] = {
+        "kind": "heldout_entries",
+        "cohort": "breast_cancer",
+        "transforms": ["zscore"],
+        "models": ["ibp"],
+        "protocol": "held",
+        "figures": ["ibp"],
+    }
+    result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
+    assert result.returncode != 0
+    assert (
+        "experiments.masked.figures: only classification experiments have model figures, this "
+        "one is 'heldout_entries'"
+    ) in result.stdout + result.stderr
+
+
 def test_pixel_grid_puts_shuffled_pixels_back_in_their_place():
     from omicsbayes.pl.rank_factor import pixel_grid
 

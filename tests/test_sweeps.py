@@ -95,3 +95,26 @@ def test_bad_sweep_stops_before_any_job(tmp_path, edit, expected, snakemake_run)
     assert result.returncode != 0
     assert expected in result.stderr + result.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_a_sweep_over_a_kind_without_sweeps_stops_before_any_job(tmp_path, snakemake_run):
+    """Whether a kind's experiments can be swept is its class attribute ``sweeps``; the message
+    names the kinds that can (from the registry)."""
+    config = copy.deepcopy(SWEEP_CONFIG)
+    config["protocols"]["held"] = {"type": "heldout_entries", "n_repeats": 2}
+    config["models"]["ibp"] = {"class": "IBPFactorModel"}
+    config["experiments"]["masked"] = {
+        "kind": "heldout_entries",
+        "cohort": "tissue",
+        "transforms": ["unit_length"],
+        "models": ["ibp"],
+        "protocol": "held",
+    }
+    config["sweeps"]["per_class"].update(experiments=["n2", "masked"], values=[2, 3])
+    result = snakemake_run(tmp_path, "--dry-run", "--cores", "1", config=config)
+    assert result.returncode != 0
+    assert (
+        "sweeps.per_class.experiments: ['masked'] are not classification experiments; a sweep "
+        "draws a metric (auroc, aupr, accuracy, error_rate) of classification experiments"
+    ) in result.stderr + result.stdout
+    assert not (tmp_path / "results").exists()

@@ -7,9 +7,9 @@ model classes, experiment kinds and protocol types come from the registries
 what a schema cannot: that every experiment refers to a defined cohort, transform, model and
 protocol, that transform steps and model parameters exist, what its experiment kind asks
 (:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model capabilities),
-what a classification cohort's sample sheet already tells (:func:`check_cohort_labels`, for every
-cohort format, reading only the sheet), and that no name is a file or folder name of the
-workflow's own outputs (:func:`check_reserved_names`).
+what the sample sheet of a cohort whose labels an experiment reads already tells
+(:func:`check_cohort_labels`, for every cohort format, reading only the sheet), and that no name
+is a file or folder name of the workflow's own outputs (:func:`check_reserved_names`).
 Each problem is one :class:`ConfigError` naming the config key.
 """
 
@@ -31,9 +31,6 @@ under results/ and logs/."""
 
 NAMED_SECTIONS = ("cohorts", "transforms", "protocols", "models", "sweeps", "experiments")
 """Config sections whose keys are names that become part of output paths."""
-
-SPLIT_KEYS = {"stratified_kfold": "n_splits", "few_shot": "n_per_class"}
-"""Classification protocol type -> the protocol key that sets how many samples a class needs."""
 
 
 class ConfigError(ValueError):
@@ -329,9 +326,12 @@ def cohort_labels(name, spec, sheet):
 
 
 def check_cohort_labels(config, local_paths=None, cohorts=None):
-    """What the sample sheets of classification cohorts tell before any job: the demo exists,
-    the label column is there, every positive label occurs, and the smallest class has the
-    samples each protocol needs (``n_splits`` folds, ``n_per_class`` plus one test sample).
+    """What the sample sheets tell before any job: every demo exists and, for an experiment
+    whose kind :attr:`~omicsbayes.protocols.ExperimentKind.reads_labels`, the label column is
+    there and the labels pass the kind's
+    :meth:`~omicsbayes.protocols.ExperimentKind.check_labels` (for classification: every
+    positive label occurs, and the smallest class has the samples each protocol needs,
+    ``n_splits`` folds, ``n_per_class`` plus one test sample).
 
     Run after :func:`check_config` and after the cohort's local files were found (the
     workflow's ``cohort_paths``). A cohort whose sheet is in a URL not fetched yet
@@ -339,56 +339,23 @@ def check_cohort_labels(config, local_paths=None, cohorts=None):
     (URL -> fetched copy) and ``cohorts`` (the names to check; default every cohort of an
     experiment). Raises :class:`ConfigError` naming the key.
     """
-    from .evaluate.splitters import min_class_size
-
     sheets = {}
     for name, experiment in config["experiments"].items():
         cohort = experiment["cohort"]
         spec = config["cohorts"][cohort]
         if cohorts is not None and cohort not in cohorts:
             continue
-        if protocols.kind_of(experiment) != "classification":
+        kind = protocols.get(protocols.kind_of(experiment))
+        if not kind.reads_labels:
             if spec["format"] == "demo":  # the demo exists
                 cohort_sample_sheet(cohort, spec)
             continue
         if cohort not in sheets:
             sheets[cohort] = cohort_sample_sheet(cohort, spec, local_paths)
-        protocol = config["protocols"][experiment["protocol"]]
-        if protocol["type"] == "few_shot" and protocol.get("n_per_class") is None:
-            raise ConfigError(
-                f"config key protocols.{experiment['protocol']}.n_per_class: a few_shot protocol "
-                "sets its training samples per class"
-            )
         if sheets[cohort] is None:
             continue
         labels = cohort_labels(cohort, spec, sheets[cohort]).dropna()
-        counts = labels.value_counts()
-        task = experiment["task"]
-        missing = sorted({str(v) for v in task.get("positive", [])} - set(counts.index))
-        key = f"config key experiments.{name}.task.positive"
-        if task["kind"] == "binary" and missing:
-            raise ConfigError(
-                f"{key}: {missing} never occur in the {spec['label']!r} labels of cohort "
-                f"{cohort!r} (values: {sorted(counts.index)})"
-            )
-        if task["kind"] == "binary" and set(counts.index) <= set(map(str, task["positive"])):
-            raise ConfigError(
-                f"{key}: {sorted(counts.index)} are every class of cohort {cohort!r}, so every "
-                "training split would hold a single class; expected at least one negative label"
-            )
-        settings = {k: protocol.get(k) for k in ("n_splits", "n_per_class")}
-        need, what = min_class_size(protocol["type"], **settings)
-        where = f"cohort {cohort!r} (experiment {name!r})"
-        if len(counts) < 2:
-            raise ConfigError(
-                f"config key cohorts.{cohort}.label: {spec['label']!r} holds "
-                f"{sorted(counts.index)} in {where}; a classification experiment needs at "
-                "least 2 classes"
-            )
-        if counts.min() < need:
-            raise ConfigError(
-                f"config key protocols.{experiment['protocol']}."
-                f"{SPLIT_KEYS.get(protocol['type'], 'type')}: {what} needs at least {need} "
-                f"labelled samples per class; class {counts.idxmin()!r} of {where} has "
-                f"{counts.min()}"
-            )
+        try:
+            kind.check_labels(name, experiment, config, labels)
+        except ExperimentError as err:
+            raise ConfigError(str(err)) from None

@@ -212,10 +212,11 @@ def figure_models(experiment):
             f"experiments.{experiment}.figures: {unknown} not among the experiment's models "
             f"{e['models']}"
         )
-    if e.get("figures") and experiment_kind(experiment) != "classification":
+    if e.get("figures") and not experiment_protocol(experiment).model_figures:
+        kinds = " and ".join(protocols.kinds_with("model_figures"))
         raise WorkflowError(
-            f"experiments.{experiment}.figures: only classification experiments have model "
-            f"figures, this one is {experiment_kind(experiment)!r}"
+            f"experiments.{experiment}.figures: only {kinds} experiments have model figures, "
+            f"this one is {experiment_kind(experiment)!r}"
         )
     return [
         m
@@ -290,11 +291,14 @@ def check_sweep(name):
             f"{key}.experiments: {unknown} not defined under experiments "
             f"(defined: {sorted(EXPERIMENTS)})"
         )
-    other = [e for e in experiments if experiment_kind(e) != "classification"]
+    other = [e for e in experiments if not experiment_protocol(e).sweeps]
     if other:
+        swept = protocols.kinds_with("sweeps")
+        metrics = ", ".join(dict.fromkeys(m for k in swept for m in protocols.get(k).metrics))
+        kinds = " or ".join(swept)
         raise WorkflowError(
-            f"{key}.experiments: {other} are not classification experiments; a sweep draws "
-            "accuracy, AUROC or AUPR of classification experiments"
+            f"{key}.experiments: {other} are not {kinds} experiments; a sweep draws a metric "
+            f"({metrics}) of {kinds} experiments"
         )
     for label, models in sweep.get("lines", {}).items():
         if len(models) != len(experiments):

@@ -1,19 +1,6 @@
 """Experiment kinds, one class each: the splits, the fold fit, the metrics, the figure and the
 model capabilities of one evaluation protocol.
 
-=====================  ====================================================================
-kind                   protocol
-=====================  ====================================================================
-``classification``     tasks from a label column, predictions of test samples (papers 000,
-                       001, 003): :class:`~.classification.Classification`
-``disease_gene``       P@k / R@k of held-out associations over sampled negatives (paper 004,
-                       section 5.1): :class:`~.disease_gene.DiseaseGene`
-``heldout_entries``    entries hidden from a latent variable model, then scored (paper 002):
-                       :class:`~.heldout_entries.HeldoutEntries`
-``rating``             RMSE and R@k of held-out ratings (paper 004, section 5.2):
-                       :class:`~.rating.Rating`
-=====================  ====================================================================
-
 An experiment kind is one subclass of :class:`ExperimentKind` (``protocols/_base.py``) in a
 module of this package; defining it registers it, so :data:`KINDS`, :func:`get` and the config
 schema's ``kind`` and protocol ``type`` enums (:func:`omicsbayes.config.config_schema`) come from
@@ -30,6 +17,10 @@ What a kind has (the workflow's rules and scripts use only this):
     Class attributes: the config's ``kind``, the capabilities a model must declare, protocol type
     -> (split count key, default), whether it fits transformed cohorts, the metric columns and
     further summary keys.
+``reads_labels``, ``model_figures``, ``sweeps``
+    Class attributes: whether the config check reads its cohorts' labels (then
+    ``check_labels``), whether an experiment may list ``figures:`` and whether a ``sweeps:``
+    entry may draw it (:func:`kinds_with` names the kinds that do).
 ``make_splits(adata, protocol, random_state, label=None)``
     The split table of a cohort for a protocol entry (the ``split`` rule).
 ``fits(name, experiment, splits)``
@@ -46,6 +37,11 @@ What a kind has (the workflow's rules and scripts use only this):
     The metrics figure of one experiment (``specs``: its model entries).
 ``check(name, experiment, config)``
     Kind-specific config checks, raising :class:`ExperimentError` with the config key.
+``check_labels(name, experiment, config, labels)``
+    Checks against the cohort's labels before any job, for a kind that ``reads_labels``.
+
+:data:`KINDS` names the kinds in the order they were defined; the documentation's kinds tables
+(``docs/registry_tables.py``) are drawn from them.
 """
 
 import importlib
@@ -69,6 +65,7 @@ __all__ = [
     "check_model",
     "get",
     "kind_of",
+    "kinds_with",
     "make_estimator",
     "models_for",
     "n_splits",
@@ -96,6 +93,12 @@ def get(kind):
         raise ExperimentError(
             f"experiment kind {kind!r} is unknown; expected one of {tuple(_base._REGISTRY)}"
         ) from None
+
+
+def kinds_with(attribute):
+    """Names of the registered kinds whose class attribute ``attribute`` is true (for
+    example ``"sweeps"``), in :data:`KINDS` order."""
+    return tuple(name for name, kind in _base._REGISTRY.items() if getattr(kind, attribute))
 
 
 def kind_of(experiment):

@@ -42,6 +42,16 @@ class ExperimentKind(abc.ABC):
         The metric columns of :meth:`metric_table`, summarised per experiment.
     summary_by : tuple of str
         Further columns the summary groups by (``k`` of P@k and R@k).
+    reads_labels : bool
+        Whether its experiments take their classes from the cohort's ``label`` column: the config
+        check reads each such cohort's sample sheet before any job and gives the labels to
+        :meth:`check_labels`.
+    model_figures : bool
+        Whether an experiment may list models under ``figures:``, drawn from one fit on the whole
+        cohort (``workflow/rules/model_figures.smk``).
+    sweeps : bool
+        Whether a ``sweeps:`` entry may draw its experiments (``workflow/rules/sweeps.smk``: a
+        summary metric per model, task and transform against a varied setting).
 
     Examples
     --------
@@ -59,6 +69,9 @@ class ExperimentKind(abc.ABC):
     transforms = False
     metrics = ()
     summary_by = ()
+    reads_labels = False
+    model_figures = False
+    sweeps = False
 
     def __init_subclass__(cls, **kwargs):
         """Register a subclass that sets ``name``; one with an abstract method left or a name
@@ -175,6 +188,15 @@ class ExperimentKind(abc.ABC):
     def check(self, name, experiment, config):  # noqa: B027 (a kind may have no checks)
         """Kind-specific config checks, raising
         :class:`~omicsbayes.protocols.ExperimentError` with the config key; by default none."""
+
+    def check_labels(self, name, experiment, config, labels):  # noqa: B027
+        """Checks of experiment ``name`` against its cohort's labels before any job, for a kind
+        that :attr:`reads_labels` (:func:`omicsbayes.config.check_cohort_labels`), raising
+        :class:`~omicsbayes.protocols.ExperimentError` with the config key; by default none.
+
+        ``labels`` (pandas.Series of str) are the labelled values of the cohort's sample sheet,
+        as its data job will write them (``label_map`` and ``keep_labels`` applied).
+        """
 
 
 def _origin(cls):

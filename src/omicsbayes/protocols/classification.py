@@ -35,6 +35,8 @@ from ._common import ExperimentError, make_estimator
 
 logger = logging.getLogger("omicsbayes")
 TASK_KINDS = ("binary", "one_vs_rest", "multiclass")
+CLASS_SIZE_KEYS = {"stratified_kfold": "n_splits", "few_shot": "n_per_class"}
+"""Protocol type -> the protocol key that sets how many labelled samples each class needs."""
 
 
 class Classification(ExperimentKind):
@@ -47,6 +49,9 @@ class Classification(ExperimentKind):
     transforms = True
     metrics = ("auroc", "aupr", "accuracy", "error_rate")
     summary_by = ("task",)
+    reads_labels = True
+    model_figures = True
+    sweeps = True
 
     def make_splits(self, adata, protocol, random_state, label=None):
         """Stratified train/test splits of the labelled samples
@@ -91,8 +96,8 @@ class Classification(ExperimentKind):
         return {"predictions": predictions}
 
     def check(self, name, experiment, config):
-        """The cohort has a label column and the experiment a task (a binary one lists its
-        positive labels)."""
+        """The cohort has a label column, the experiment a task (a binary one lists its
+        positive labels) and a few_shot protocol its ``n_per_class``."""
         key, cohort = f"experiments.{name}", experiment["cohort"]
         if "label" not in config["cohorts"][cohort]:
             raise ExperimentError(
@@ -107,6 +112,50 @@ class Classification(ExperimentKind):
         if task["kind"] == "binary" and not task.get("positive"):
             raise ExperimentError(
                 f"config key {key}.task.positive: a binary task lists its positive labels"
+            )
+        protocol = config["protocols"][experiment["protocol"]]
+        if protocol["type"] == "few_shot" and protocol.get("n_per_class") is None:
+            raise ExperimentError(
+                f"config key protocols.{experiment['protocol']}.n_per_class: a few_shot protocol "
+                "sets its training samples per class"
+            )
+
+    def check_labels(self, name, experiment, config, labels):
+        """Every positive label occurs and leaves a negative one, and the cohort has two classes
+        and, in its smallest, the labelled samples the protocol needs (``n_splits`` folds,
+        ``n_per_class`` plus one test sample)."""
+        cohort = experiment["cohort"]
+        label = config["cohorts"][cohort]["label"]
+        protocol = config["protocols"][experiment["protocol"]]
+        counts = labels.value_counts()
+        task = experiment["task"]
+        missing = sorted({str(v) for v in task.get("positive", [])} - set(counts.index))
+        key = f"config key experiments.{name}.task.positive"
+        if task["kind"] == "binary" and missing:
+            raise ExperimentError(
+                f"{key}: {missing} never occur in the {label!r} labels of cohort "
+                f"{cohort!r} (values: {sorted(counts.index)})"
+            )
+        if task["kind"] == "binary" and set(counts.index) <= set(map(str, task["positive"])):
+            raise ExperimentError(
+                f"{key}: {sorted(counts.index)} are every class of cohort {cohort!r}, so every "
+                "training split would hold a single class; expected at least one negative label"
+            )
+        settings = {k: protocol.get(k) for k in ("n_splits", "n_per_class")}
+        need, what = splitters.min_class_size(protocol["type"], **settings)
+        where = f"cohort {cohort!r} (experiment {name!r})"
+        if len(counts) < 2:
+            raise ExperimentError(
+                f"config key cohorts.{cohort}.label: {label!r} holds "
+                f"{sorted(counts.index)} in {where}; a classification experiment needs at "
+                "least 2 classes"
+            )
+        if counts.min() < need:
+            raise ExperimentError(
+                f"config key protocols.{experiment['protocol']}."
+                f"{CLASS_SIZE_KEYS.get(protocol['type'], 'type')}: {what} needs at least {need} "
+                f"labelled samples per class; class {counts.idxmin()!r} of {where} has "
+                f"{counts.min()}"
             )
 
     def primary_metric(self, experiment):
