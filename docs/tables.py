@@ -15,6 +15,15 @@ from docutils.parsers.rst import Directive, directives
 REPO = Path(__file__).resolve().parents[1]
 
 
+def cell_paragraph(text):
+    """A paragraph of a table cell's text, its ````code```` spans as inline literals."""
+    paragraph = nodes.paragraph()
+    for i, part in enumerate(text.split("``")):
+        if part:
+            paragraph += nodes.literal(text=part) if i % 2 else nodes.Text(part)
+    return paragraph
+
+
 def table_node(frame):
     """A docutils table of a DataFrame (header row plus one row per record)."""
     table = nodes.table()
@@ -31,7 +40,7 @@ def table_node(frame):
         row = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph(text=str(cell))
+            entry += cell_paragraph(str(cell))
             row += entry
         parent += row
 

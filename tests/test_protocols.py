@@ -11,7 +11,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from omicsbayes import protocols
-from omicsbayes.config import ConfigError, check_config, config_schema, validate_config
+from omicsbayes.config import (
+    ConfigError,
+    check_cohort_labels,
+    check_config,
+    config_schema,
+    validate_config,
+)
 from omicsbayes.preprocess import build_pipeline
 from omicsbayes.protocols import ExperimentError, _base, make_estimator, n_splits
 from omicsbayes.protocols.classification import (
@@ -282,8 +288,7 @@ def test_kinds_are_the_subclasses_of_the_package_modules():
             for _, c in inspect.getmembers(module, inspect.isclass)
             if issubclass(c, protocols.ExperimentKind) and c.__module__ == module.__name__
         ]
-    assert sorted(defined) == sorted(protocols.KINDS)
-    assert protocols.KINDS == ("classification", "disease_gene", "heldout_entries", "rating")
+    assert sorted(defined) == sorted(protocols.KINDS) and len(defined) >= 4
 
 
 @pytest.mark.parametrize("kind", protocols.KINDS)
@@ -345,6 +350,15 @@ def _toy_kind():
         requires = frozenset({"classifier"})
         split_counts = {"survival_folds": ("n_splits", 4)}
         metrics = ("c_index",)
+        reads_labels = True
+        sweeps = True
+
+        def check_labels(self, name, experiment, config, labels):
+            if labels.nunique() < 2:
+                raise ExperimentError(
+                    f"config key cohorts.{experiment['cohort']}.label: a survival experiment "
+                    f"needs an event and a censored class, not {sorted(set(labels))}"
+                )
 
         def make_splits(self, adata, protocol, random_state, label=None):
             return pd.DataFrame({"split": [0, 0], "sample": [0, 1], "role": ["train", "test"]})
@@ -386,6 +400,47 @@ def test_a_new_kind_is_registered_and_in_the_schema_without_touching_another_mod
     table, metrics, by = kind.metric_table(joined)
     assert list(table.columns) == ["transform", "model", "split", "c_index"]
     assert metrics == ("c_index",) and by == []
+    assert protocols.kinds_with("sweeps")[-1] == "survival"
+    assert "survival" not in protocols.kinds_with("model_figures")
+    # the config check, the sample sheet's labels included, asks the kind
+    check_config(tiny_config)
+    check_cohort_labels(tiny_config)
+    tiny_config["cohorts"]["breast_cancer"]["label_map"] = {"benign": "malignant"}
+    with pytest.raises(ConfigError, match=r"cohorts.breast_cancer.label: a survival experiment"):
+        check_cohort_labels(tiny_config)
+
+
+def test_a_new_kind_joins_the_generated_docs_tables(registry, tmp_path, monkeypatch):
+    """The kinds tables of docs/usage.md and docs/workflow.md list a kind defined elsewhere, its
+    rule file's rules and outputs included, with no other file edited."""
+    monkeypatch.syspath_prepend(str(REPO / "docs"))
+    import registry_tables
+
+    for path in (REPO / "workflow" / "rules").glob("*.smk"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "survival.smk").write_text(
+        "rule fit_survival:\n"
+        "    output:\n"
+        '        scores="results/{experiment}/survival/{model}/split{split}.tsv",\n'
+        '    script:\n        "../scripts/fit.py"\n'
+    )
+    monkeypatch.setattr(registry_tables, "RULES", tmp_path)
+    _toy_kind()
+    assert registry_tables.kind_rows()["kind"].iloc[-1] == "survival"
+    row = registry_tables.kind_workflow_rows().iloc[-1]
+    assert row["kind"] == "``survival``"
+    assert row["protocol types (split count key, default)"] == (
+        "``survival_folds`` (``n_splits``, default 4)"
+    )
+    assert (
+        row["what it measures"]
+        == "A kind defined outside the package: registered by being defined."
+    )
+    assert row["figures/metrics.png"] == "Box plots of c_index per split."
+    assert row["optional sections"] == "``sweeps``"
+    assert row["rule file: rules and outputs (under results/{experiment}/)"] == (
+        "rule ``fit_survival``: ``survival/{model}/split{split}.tsv``"
+    )
 
 
 def test_registry_fixture_leaves_no_test_kind_behind():

@@ -40,8 +40,12 @@ CLASS_SIZE_KEYS = {"stratified_kfold": "n_splits", "few_shot": "n_per_class"}
 
 
 class Classification(ExperimentKind):
-    """Tasks from a label column, one model fitted per training split, its predictions of the
-    test samples scored (AUROC, AUPR, accuracy, error rate)."""
+    """Tasks from the cohort's ``label`` column, one model fitted per training split, its
+    predictions of the test samples scored (AUROC, AUPR, accuracy, error rate). The ``task`` is
+    ``binary`` (its ``positive`` labels against the rest), ``one_vs_rest`` (one task per class; a
+    model with the ``multi_task`` capability learns all of them with one factor model) or
+    ``multiclass``; ``few_shot`` trains on ``n_per_class`` samples per class,
+    ``repeated_subsampling`` tests a ``test_size`` fraction."""
 
     name = "classification"
     requires = frozenset({"classifier"})

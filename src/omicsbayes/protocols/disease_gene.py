@@ -31,8 +31,11 @@ N_CANDIDATES = 20
 
 
 class DiseaseGene(ExperimentKind):
-    """Associations held out by fold; P@k and R@k of the test rows over every column, and the
-    top candidates of every test row."""
+    """Associations held out by fold (``known_rows``: folds of the associations; ``new_rows``:
+    folds of the rows, new diseases), each model fitted on the training positives and
+    ``n_negative_sets`` sampled negative sets (scores averaged; ``side_information: diffusion``
+    takes the diffusion kernel of the row graph); P@k and R@k of every test row over the columns
+    it has no training association with, and its top candidates (paper 004, section 5.1)."""
 
     name = "disease_gene"
     requires = frozenset({"matrix_completion"})

@@ -26,8 +26,9 @@ logger = logging.getLogger("omicsbayes")
 
 
 class HeldoutEntries(ExperimentKind):
-    """A fraction of the observed entries hidden from a latent variable model in every repeat,
-    then scored by their posterior predictive log likelihood (and perplexity, for counts)."""
+    """A ``fraction`` of the observed entries hidden from a latent variable model (set to NaN)
+    in each of ``n_repeats`` repeats, then scored by their posterior predictive log likelihood
+    (and perplexity, for counts) (paper 002)."""
 
     name = "heldout_entries"
     requires = frozenset({"heldout_scoring"})

@@ -26,8 +26,9 @@ logger = logging.getLogger("omicsbayes")
 
 
 class Rating(ExperimentKind):
-    """Ratings held out by fold; RMSE on them and R@k of the test items rated above a
-    threshold."""
+    """Ratings held out by fold (``known_users``: folds of the ratings; ``new_users``: folds of
+    the users), the row graph being the users' social graph; RMSE on them and R@k (cut-off
+    ``k``) of the test items rated above ``relevant_above`` (paper 004, section 5.2)."""
 
     name = "rating"
     requires = frozenset({"matrix_completion"})
