@@ -26,8 +26,9 @@ SOURCES = ("OMIM", "ORPHA")
 """Disease identifier prefixes :func:`load_omim_associations` reads: OMIM, Orphanet."""
 
 
-class OmimAssociations(NamedTuple):
-    """Result of :func:`load_omim_associations`."""
+class DiseaseGeneAssociations(NamedTuple):
+    """Disease-gene associations of one source (OMIM or Orphanet) and their disease graph: the
+    result of :func:`load_omim_associations`."""
 
     associations: pd.DataFrame
     """Long table: ``disease_id``, ``gene_symbol``, ``value`` (1), ``row``, ``col``."""
@@ -78,7 +79,7 @@ def load_omim_associations(n_neighbors=10, data_dir=None, source="OMIM"):
 
     Returns
     -------
-    OmimAssociations
+    DiseaseGeneAssociations
         ``(associations, adjacency, diseases, genes)``.
     """
     if int(n_neighbors) != n_neighbors or n_neighbors < 1:
@@ -122,7 +123,7 @@ def load_omim_associations(n_neighbors=10, data_dir=None, source="OMIM"):
     norm = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.csr_matrix(sp.diags(np.where(norm > 0, 1.0 / np.maximum(norm, 1e-300), 0.0)) @ X)
     adjacency = _knn_graph(X, n_neighbors)
-    return OmimAssociations(assoc, adjacency, diseases, genes)
+    return DiseaseGeneAssociations(assoc, adjacency, diseases, genes)
 
 
 def _knn_graph(X, k, block_rows=512):
