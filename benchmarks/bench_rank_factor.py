@@ -273,14 +273,20 @@ def single_cell_worker():
 
 
 def ties_experiment(cells=4000, seed=0):
-    """Is the near-chance held-out AUROC on single cells caused by the tie groups of
-    zeros?  On ``cells`` training and as many held-out cells of :func:`sparse_cohort`, prints
-    (JSON) the share of nonzero entries whose margins overlap (``w^l + eps > w^u - eps``: the
-    pseudo-likelihood says nothing about the value) in training and prediction, the held-out
-    AUROC of the fit as is and with the zeros' ties broken at random (U(0, 1e-6) added to
-    every zero, training and held-out), and two references: PCA (20) + logistic regression on
-    the same features, and a logistic regression on the model's scores of the training cells
-    read as new samples (what the factors carry about the state without the labels)."""
+    """The zeros' tie group under the max-margin rank likelihood, looked at directly.
+
+    ``python -m benchmarks.single_cell`` varies one factor at a time
+    (``docs/_generated/single_cell_table.md``): on simulated sparse counts R-L-BSVM's held-out
+    AUROC stays near chance as the cohort grows, the loss is in the fit (the prediction bounds
+    do not change it), and most of it is the max-margin pseudo-likelihood, which orders each
+    nonzero entry against the running extreme of w over the zeros' tie group.  On ``cells``
+    training and as many held-out cells of :func:`sparse_cohort`, this prints (JSON) the share
+    of nonzero entries whose margins overlap (``w^l + eps > w^u - eps``: the pseudo-likelihood
+    says nothing about the value) in training and prediction, the held-out AUROC of the fit as
+    is and with the zeros' ties broken at random (U(0, 1e-6) added to every zero, training and
+    held-out), and two references: PCA (20) + logistic regression on the same features, and a
+    logistic regression on the model's scores of the training cells read as new samples (what
+    the factors carry about the state without the labels)."""
     from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score

@@ -35,9 +35,12 @@ class RFLVM(MCMCEstimator):
         Number M of random frequencies (2M features).
     n_latent : int
         Initial (sparse) or fixed (dense) latent dimension. The default 8, not the paper's 2:
-        the chain does not grow dimensions from 2, and 8 scored better held-out entries on
-        Wisconsin (+0.58 +- 0.01 per entry) and GSE7390 (+0.036 +- 0.005), every split, for
-        about 1.3x the CPU per iteration (``python -m benchmarks.fidelity --only c_rflvm``).
+        started from 2 the IBP RFLVM stays at about 2 dimensions, and started from 8 it scored
+        better held-out entries under the paper's protocol on Wisconsin z-scored (+0.42 +- 0.03
+        per entry) and GSE7390 (+0.039 +- 0.004), in every one of 5 trials (the
+        ``c_rflvm_paper`` rows of ``docs/_generated/fidelity_table.md``, protocols ``paper``
+        and ``paper, IBP models from 8``: ``python -m benchmarks.fidelity --only c_rflvm_paper``
+        without and with ``--ibp-start 8``, the same trials and seeds).
     n_iter : int
         MCMC iterations.
     burn_in : int or None
