@@ -1,6 +1,7 @@
 """benchmarks/fidelity: the table it writes (columns, not numbers) and its summary arithmetic."""
 
 import importlib
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
     assert "not results" in text
     assert (
-        "Claim runs not in this table: a_rank, a_vb, b_bam, c_rflvm, c_rflvm_paper, e_mvgp." in text
+        "Claim runs not in this table: a_rank, a_rank_paper, a_vb, b_bam, c_rflvm, c_rflvm_paper,"
+        " e_mvgp." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -136,7 +138,7 @@ def test_quick_run_writes_table_and_figure(fidelity, tmp_path):
     assert fidelity.main([*argv, "--markdown", str(markdown)]) == 0
     table = pd.read_csv(out, sep="\t")
     assert list(table.columns) == fidelity.COLUMNS
-    assert set(table["claim"]) == {"b_bam", "d_bm2pca"}
+    assert set(table["claim"]) == {"b_bam", "b_listwise", "d_bm2pca"}
     assert set(table["protocol"]) == {"paper", "default"}
     plain = table[table["rival"].isna()]
     expected = {
@@ -410,7 +412,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         " `python -m benchmarks.fidelity --quick --cohorts 'two words'`." in text
     )
     assert "not results" in text  # one of the runs was a smoke run
-    assert "Claim runs not in this table: a_rank, a_vb, c_rflvm, c_rflvm_paper, e_mvgp." in text
+    missing = "a_rank, a_rank_paper, a_vb, c_rflvm, c_rflvm_paper, e_mvgp"
+    assert f"Claim runs not in this table: {missing}." in text
 
 
 def test_rflvm_paper_protocol_standardises_without_log_and_sizes_the_dense_model(
@@ -505,3 +508,94 @@ def test_table1_reference_scores_a_gaussian_at_the_needed_error(fidelity, monkey
     assert (table["standard normal"] < -0.5 * n * np.log(2 * np.pi)).all()
     assert table["standard normal"].iloc[0] > -0.5 * np.sum(np.log(2 * np.pi) + z**2)
     assert (table["linear imputer geometric mean squared error"] > 0).all()
+
+
+def test_committed_table_is_what_its_command_makes_from_the_committed_splits(fidelity, tmp_path):
+    committed = REPO / "docs" / "_generated" / "fidelity_table.md"
+    made_by = next(line for line in committed.read_text().splitlines() if line.startswith("Made"))
+    argv = shlex.split(made_by.removeprefix("Made by `").removesuffix("`."))[3:]
+    assert argv[0] == "--from-splits"
+    markdown = tmp_path / "fidelity_table.md"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)  # the recorded paths are relative to the repository
+        fidelity.main([*argv, "--out", str(tmp_path / "fidelity.tsv"), "--markdown", str(markdown)])
+    assert markdown.read_text() == committed.read_text()
+
+
+def test_recorded_commands_leave_out_where_a_run_writes(fidelity):
+    argv = ["--only", "c_rflvm", "--out", "/tmp/x/fidelity.tsv", "--markdown", "", "--seed", "3"]
+    assert fidelity._command(argv) == "python -m benchmarks.fidelity --only c_rflvm --seed 3"
+    assert fidelity._command(["--out=/tmp/y.tsv", "--markdown=a.md", "--quick"]) == (
+        "python -m benchmarks.fidelity --quick"
+    )
+    for path in (REPO / "docs" / "_generated" / "fidelity_splits").glob("*.tsv"):
+        for command in pd.read_csv(path, sep="\t")["command"].unique():
+            assert "--out" not in command and "--markdown" not in command, (path, command)
+
+
+def test_one_rule_for_ahead_in_winners_report_docs_and_table(fidelity):
+    from omicsbayes.evaluate.winners import AHEAD_SE
+
+    words = {2: "two"}[AHEAD_SE]
+
+    def text(*parts):
+        return " ".join(REPO.joinpath(*parts).read_text().split())
+
+    assert f"only when the margin exceeds {words} such standard errors" in text(
+        "workflow", "report", "winners.rst"
+    )
+    assert f"ahead by more than {words} standard errors of the paired difference" in text(
+        "docs", "choosing.md"
+    )
+    assert f"exceeds {AHEAD_SE} of its standard errors" in text(
+        "docs", "_generated", "fidelity_table.md"
+    )
+
+
+def test_choosing_page_counts_match_the_settings(fidelity):
+    text = " ".join((REPO / "docs" / "choosing.md").read_text().split())
+    full = fidelity.SETTINGS["full"]
+    assert f"Paper 001's 100 splits ({full['n_splits']} here)" in text
+    assert f"paper 003's 20 repeats ({full['n_splits']} here)" in text
+    assert full["paper_negative_sets"] == fidelity.PAPER_NEGATIVE_SETS == 5
+    assert "Paper 004's results average 5 sampled negative sets; the `e_mvgp` rows of" in text
+    assert f"the `default` rows use {full['n_negative_sets']} set" in text
+
+
+def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity, monkeypatch):
+    labels = pd.Series(["poor", "mid", "well"] * 10)
+    tasks = {"tiny": (np.ones((30, 4)), np.exp2, labels, ["poor"])}
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    calls = []
+
+    def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
+        calls.append((claim, list(labels), task, split_protocol, set(models), steps, kw))
+        return pd.DataFrame(columns=fidelity.SPLIT_COLUMNS)
+
+    monkeypatch.setattr(fidelity, "_classification", record)
+    settings = {**fidelity.SETTINGS["full"], "cohorts": None}
+    fidelity.claim_a(settings, 0)
+    fidelity.claim_a_paper(settings, 0)
+    default, paper = calls[:2], calls[2:]
+    for claim, seen, task, split_protocol, _, steps, kw in default:
+        assert (claim, split_protocol, steps) == ("a_rank", "repeated_subsampling", [])
+        assert seen == list(labels) and task["positive"] == ["poor"]
+        assert kw == {"protocol": "default", "n_splits": 10}
+    for claim, seen, task, split_protocol, _, steps, kw in paper:
+        assert (claim, split_protocol) == ("a_rank_paper", "stratified_kfold")
+        assert steps == [{"name": "max_zero_fraction", "max_fraction": 0.25}]  # section 4.3
+        assert set(seen) == {"positive", "rest"} and seen.count("positive") == 10
+        assert task["positive"] == ["positive"]  # folds stratified by the task's two classes
+        assert kw == {"protocol": "paper", "n_splits": 10}
+    assert paper[0][4] == {"G-L-BSVM/log", "G-L-Probit/log", "linear SVM/log"}
+    specs = fidelity.MODELS["a_rank_paper"]
+    for name, spec in specs.items():
+        params = spec.get("params", {})
+        if name == "R-L-BSVM project VB/intensity":
+            assert params == {"prediction_bounds": "adjacent"}
+        elif spec["class"] == "RankFactorClassifier":
+            assert params["inference"] == "vb_deterministic"
+            assert ("prediction_bounds" in params) == name.endswith("/intensity")
+    contrasts = fidelity.CONTRASTS["a_rank_paper"]
+    assert ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity") in contrasts
+    assert {c for c, _, _ in contrasts} == {"a_rank", "a_bsvm", "a_margin", "a_vb"}
