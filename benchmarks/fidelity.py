@@ -27,10 +27,10 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     near 0 when the fit collapses) and the spread of the AUROC over fit seeds on one split
     (``auroc_seed_sd``).
 ``b_bam``
-    Paper 001: BAM_L and BAM_P beat BPROBIT in AUROC on imbalanced, non-saturated tasks (Gaussian
-    and linear empirical kernel maps, as the paper reports both).
+    Paper 001: BAM_L and BAM_P beat BPROBIT in AUROC and AUPR on imbalanced, non-saturated tasks
+    (Gaussian and linear empirical kernel maps, as the paper reports both).
 ``b_listwise`` (run ``b_bam``)
-    Paper 001: BAM_L beats BAM_P in AUROC (its lower bound is tighter).
+    Paper 001: BAM_L beats BAM_P (its lower bound is tighter).
 ``c_rflvm`` (runs ``c_rflvm`` and ``c_rflvm_paper``)
     Paper 002: IBP RFLVM has a higher held-out log likelihood than RFLVM and the linear IBP model.
     Run ``c_rflvm`` holds the default rows, run ``c_rflvm_paper`` the paper's protocol, with
@@ -150,6 +150,8 @@ MODELS = {
         "G-L-BSVM/log": {"class": "RankFactorClassifier", "variant": "G-L-BSVM"},
         "G-L-Probit/log": {"class": "RankFactorClassifier", "variant": "G-L-Probit"},
         "linear SVM/log": {"class": "LinearSVMBaseline"},
+        # the Gaussian model on each gene's training ranks: the order alone, modelled Gaussian
+        "G-L-BSVM/rank": {"class": "RankFactorClassifier", "variant": "G-L-BSVM"},
     },
     "a_rank_paper": {
         f"{variant}/{scale}": {
@@ -163,6 +165,7 @@ MODELS = {
             ("OR-L-Probit", "intensity"),
             ("G-L-BSVM", "log"),
             ("G-L-Probit", "log"),
+            ("G-L-BSVM", "rank"),
         )
     }
     | {
@@ -234,6 +237,8 @@ CONTRASTS = {
     "a_rank": [
         ("a_rank", "R-L-BSVM/intensity", "G-L-BSVM/log"),
         ("a_rank", "R-L-BSVM/intensity", "linear SVM/log"),
+        ("a_rank", "R-L-BSVM/intensity", "G-L-BSVM/rank"),
+        ("a_rank", "G-L-BSVM/rank", "G-L-BSVM/log"),
         ("a_bsvm", "G-L-BSVM/log", "G-L-Probit/log"),
         ("a_bsvm", "OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
         ("a_margin", "R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
@@ -241,10 +246,13 @@ CONTRASTS = {
     "a_rank_paper": [
         ("a_rank", "R-L-BSVM/intensity", "G-L-BSVM/log"),
         ("a_rank", "R-L-BSVM/intensity", "linear SVM/log"),
+        ("a_rank", "R-L-BSVM/intensity", "G-L-BSVM/rank"),
+        ("a_rank", "G-L-BSVM/rank", "G-L-BSVM/log"),
         ("a_bsvm", "G-L-BSVM/log", "G-L-Probit/log"),
         ("a_bsvm", "OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
         ("a_margin", "R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
         ("a_rank", "R-L-BSVM project VB/intensity", "G-L-BSVM/log"),
+        ("a_rank", "R-L-BSVM project VB/intensity", "G-L-BSVM/rank"),
         ("a_margin", "R-L-BSVM project VB/intensity", "OR-L-BSVM/intensity"),
         ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity"),
     ],
@@ -339,10 +347,12 @@ def _classification(
     seed,
     fit_tag=(),
     protocol="default",
+    binary_metrics=("auroc",),
     **split_kw,
 ):
     """Per-split metrics of ``models`` on one classification task (the workflow's functions),
-    labelled with ``protocol`` (``"paper"`` or ``"default"``).
+    labelled with ``protocol`` (``"paper"`` or ``"default"``): accuracy for a multiclass task,
+    ``binary_metrics`` (columns of :func:`score_predictions`) for a binary one.
 
     ``fit_tag`` enters the fits' seeds only, so fits with different tags share their splits."""
     labels = pd.Series(np.asarray(labels, dtype=object)).reset_index(drop=True)
@@ -370,10 +380,16 @@ def _classification(
             )
             predictions.append(pred.assign(transform="", model=name, split=split))
     scored = score_predictions(pd.concat(predictions, ignore_index=True))
-    metric = "accuracy" if task["kind"] == "multiclass" else "auroc"
-    return scored.assign(
-        claim=claim, protocol=protocol, cohort=cohort, metric=metric, value=scored[metric]
-    )[SPLIT_COLUMNS]
+    metrics = ["accuracy"] if task["kind"] == "multiclass" else list(binary_metrics)
+    return pd.concat(
+        [
+            scored.assign(
+                claim=claim, protocol=protocol, cohort=cohort, metric=metric, value=scored[metric]
+            )[SPLIT_COLUMNS]
+            for metric in metrics
+        ],
+        ignore_index=True,
+    )
 
 
 def _pbmc_t_nk():
@@ -388,8 +404,11 @@ def claim_a(settings, seed, run="a_rank"):
     """Paper 000: ranks of untransformed intensities against Gaussian factors on logs and a
     linear SVM on logs (claim ``a_rank``); the BSVM link against probit (claim ``a_bsvm``).
 
-    ``log`` is each matrix as shipped, ``intensity`` its inverse (:func:`_paper000_tasks`); each
-    model of ``MODELS[run]`` sees the scale its name ends in (no z-scoring). Run ``a_rank``: the
+    ``log`` is each matrix as shipped, ``intensity`` its inverse (:func:`_paper000_tasks`),
+    ``rank`` each gene's ranks among the training samples (config step ``rank``); each model of
+    ``MODELS[run]`` sees the scale its name ends in (no z-scoring). G-L-BSVM on ranks has the
+    rank likelihoods' information (the order) in a Gaussian model: R-L-BSVM against it measures
+    the rank likelihood, it against G-L-BSVM on logs what the order alone loses. Run ``a_rank``: the
     defaults, 75/25 stratified subsampling (``default`` rows). Run ``a_rank_paper``: the paper's
     protocol (``paper`` rows), 10-fold cross-validation (``n_splits`` folds, stratified by the
     task's two classes), genes with more than 25 % zeros in the training fold dropped
@@ -402,7 +421,8 @@ def claim_a(settings, seed, run="a_rank"):
         if paper:  # folds stratified by the task's two classes
             labels = pd.Series(np.where(pd.Series(labels).isin(positive), "positive", "rest"))
             positive = ["positive"]
-        for scale, X in (("log", logs), ("intensity", inverse(logs))):
+        scales = (("log", logs, []), ("intensity", inverse(logs), []), ("rank", logs, ["rank"]))
+        for scale, X, steps in scales:
             models = {k: v for k, v in MODELS[run].items() if k.endswith("/" + scale)}
             out.append(
                 _classification(
@@ -413,7 +433,7 @@ def claim_a(settings, seed, run="a_rank"):
                     {"kind": "binary", "positive": positive},
                     "stratified_kfold" if paper else "repeated_subsampling",
                     models,
-                    [PAPER000_ZERO_FILTER] if paper else [],
+                    ([PAPER000_ZERO_FILTER] if paper else []) + steps,
                     seed,
                     protocol="paper" if paper else "default",
                     n_splits=settings["n_splits"],
@@ -520,6 +540,7 @@ def claim_b(settings, seed):
                 [{"name": "empirical_kernel_map", "kernel": _kernel_of(cohort)}],
                 seed,
                 protocol=protocol,
+                binary_metrics=("auroc", "aupr"),
                 n_splits=settings["n_splits"],
             )
             for cohort, (X, labels, positive) in _chosen(settings, cohorts).items()

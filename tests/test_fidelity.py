@@ -261,6 +261,7 @@ def test_bam_claim_fits_the_linear_and_the_gaussian_kernel_map(fidelity, monkeyp
 
     def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
         seen.append((cohort, kw["protocol"], steps[0]["kernel"]))
+        assert kw["binary_metrics"] == ("auroc", "aupr")  # the paper reports both
         return pd.DataFrame(columns=fidelity.SPLIT_COLUMNS)
 
     monkeypatch.setattr(fidelity, "_classification", record)
@@ -271,6 +272,22 @@ def test_bam_claim_fits_the_linear_and_the_gaussian_kernel_map(fidelity, monkeyp
         for cohort, kernel in ((er, "gaussian"), (f"{er}, linear kernel map", "linear"))
         for protocol in ("paper", "default")
     )
+
+
+def test_classification_rows_carry_each_binary_metric(fidelity):
+    rng = np.random.default_rng(0)
+    labels = pd.Series(["a"] * 12 + ["b"] * 28)
+    X = rng.normal(size=(40, 5)) + 0.5 * (labels == "a").to_numpy()[:, None]
+    rows = fidelity._classification(
+        "t", "c", X, labels, {"kind": "binary", "positive": ["a"]}, "repeated_subsampling",
+        {"svm": {"class": "LinearSVMBaseline"}}, [], 0, binary_metrics=("auroc", "aupr"),
+        n_splits=2,
+    )  # fmt: skip
+    assert list(rows.columns) == fidelity.SPLIT_COLUMNS
+    by_metric = rows.pivot_table(index="split", columns="metric", values="value")
+    assert list(by_metric.columns) == ["aupr", "auroc"] and len(by_metric) == 2
+    assert ((by_metric >= 0) & (by_metric <= 1)).all().all()
+    assert not np.allclose(by_metric["aupr"], by_metric["auroc"])  # each metric its own value
 
 
 def _tiny_association_cohort(seed, n_rows, n_cols):
@@ -562,6 +579,9 @@ def test_choosing_page_counts_match_the_settings(fidelity):
     assert f"the `default` rows use {full['n_negative_sets']} set" in text
 
 
+SCALES = ("log", "intensity", "rank")
+
+
 def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity, monkeypatch):
     labels = pd.Series(["poor", "mid", "well"] * 10)
     tasks = {"tiny": (np.ones((30, 4)), np.exp2, labels, ["poor"])}
@@ -576,14 +596,18 @@ def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity,
     settings = {**fidelity.SETTINGS["full"], "cohorts": None}
     fidelity.claim_a(settings, 0)
     fidelity.claim_a_paper(settings, 0)
-    default, paper = calls[:2], calls[2:]
-    for claim, seen, task, split_protocol, _, steps, kw in default:
-        assert (claim, split_protocol, steps) == ("a_rank", "repeated_subsampling", [])
+    default, paper = calls[:3], calls[3:]
+    zero_filter = {"name": "max_zero_fraction", "max_fraction": 0.25}  # section 4.3
+    for (claim, seen, task, split_protocol, models, steps, kw), scale in zip(default, SCALES):
+        assert (claim, split_protocol) == ("a_rank", "repeated_subsampling")
+        assert steps == (["rank"] if scale == "rank" else [])
+        assert models and all(name.endswith("/" + scale) for name in models)
         assert seen == list(labels) and task["positive"] == ["poor"]
         assert kw == {"protocol": "default", "n_splits": 10}
-    for claim, seen, task, split_protocol, _, steps, kw in paper:
+    for (claim, seen, task, split_protocol, models, steps, kw), scale in zip(paper, SCALES):
         assert (claim, split_protocol) == ("a_rank_paper", "stratified_kfold")
-        assert steps == [{"name": "max_zero_fraction", "max_fraction": 0.25}]  # section 4.3
+        assert steps == [zero_filter] + (["rank"] if scale == "rank" else [])
+        assert models and all(name.endswith("/" + scale) for name in models)
         assert set(seen) == {"positive", "rest"} and seen.count("positive") == 10
         assert task["positive"] == ["positive"]  # folds stratified by the task's two classes
         assert kw == {"protocol": "paper", "n_splits": 10}
