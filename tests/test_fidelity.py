@@ -352,6 +352,7 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
     assert groups.ngroups == 4
     for _, part in groups:
         assert set(part["model"]) == models and part["value"].between(0, 1).all()
+        assert part.groupby("model")["metric"].apply(set).eq({"recall@20", "precision@20"}).all()
     expected = {"ConstrainedMVGP", "KPMF", "PMF"}
     for shape in ((12, 15), (10, 14)):
         assert {(c, g, n) for s, c, g, n, _ in calls if s == shape} == {
@@ -615,11 +616,11 @@ def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity,
     specs = fidelity.MODELS["a_rank_paper"]
     for name, spec in specs.items():
         params = spec.get("params", {})
-        if name == "R-L-BSVM project VB/intensity":
+        if name.endswith("project VB/intensity"):
             assert params == {"prediction_bounds": "adjacent"}
         elif spec["class"] == "RankFactorClassifier":
             assert params["inference"] == "vb_deterministic"
             assert ("prediction_bounds" in params) == name.endswith("/intensity")
     contrasts = fidelity.CONTRASTS["a_rank_paper"]
     assert ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity") in contrasts
-    assert {c for c, _, _ in contrasts} == {"a_rank", "a_bsvm", "a_margin", "a_vb"}
+    assert {c for c, _, _ in contrasts} == {"a_rank", "a_bsvm", "a_margin", "a_nonlinear", "a_vb"}
