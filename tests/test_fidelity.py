@@ -624,3 +624,22 @@ def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity,
     contrasts = fidelity.CONTRASTS["a_rank_paper"]
     assert ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity") in contrasts
     assert {c for c, _, _ in contrasts} == {"a_rank", "a_bsvm", "a_margin", "a_nonlinear", "a_vb"}
+
+
+@pytest.mark.parametrize("per_class, suffix", [(None, ""), (2, ", 2 per class")])
+def test_bm2pca_claim_takes_the_papers_samples_per_class(fidelity, monkeypatch, per_class, suffix):
+    seen = []
+
+    def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
+        seen.append((split_protocol, kw["n_per_class"], kw["protocol"]))
+        return pd.DataFrame(
+            [(claim, kw["protocol"], cohort, m, "accuracy", 0, 0.5) for m in models],
+            columns=fidelity.SPLIT_COLUMNS,
+        )
+
+    monkeypatch.setattr(fidelity, "_classification", record)
+    rows = fidelity.claim_d({"n_splits": 2, "cohorts": ["digits"], "per_class": per_class}, 0)
+    assert seen == [("few_shot", per_class or 3, "default" + suffix)]
+    assert set(rows["protocol"]) == {"paper" + suffix, "default" + suffix}
+    paper = rows[rows["protocol"] == "paper" + suffix]
+    assert "BM2PCA k=10" not in set(paper["model"]) and "BM2PCA" in set(paper["model"])
