@@ -17,7 +17,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from omicsbayes.downloads import DownloadError, check_download, local_spec, remote_files
+from omicsbayes.downloads import (
+    STORAGE_PLUGINS,
+    DownloadError,
+    check_download,
+    local_spec,
+    missing_plugin,
+    remote_files,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 GEO = REPO / "tests" / "fixtures" / "examples" / "geo"
@@ -168,6 +175,31 @@ def test_wrong_pinned_checksum_stops_before_any_model_job(tmp_path, server, snak
 
 
 @pytest.mark.workflow
+def test_a_changed_pin_reruns_the_fetch_check(tmp_path, server, snakemake_run):
+    """The fetch job's checks come from its params: pinning a wrong checksum after a run that
+    fetched the file reruns it (Snakemake's params trigger), which refuses before any model job
+    and drops the cached copy; the right pin fetches it again and passes."""
+    config = geo_config(server.url)
+    result = snakemake_run(tmp_path, "--cores", "2", "--until", "fetch", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    wrong = "0" * 64
+    config["cohorts"]["tb"]["sha256"] = {"path": wrong}
+    result = snakemake_run(tmp_path, "--cores", "2", config=config, timeout=300)
+    assert result.returncode != 0
+    assert "Error in rule fetch" in result.stderr, result.stderr[-3000:]
+    assert f"cohorts.tb.path: {server.url}/{SERIES}" in result.stderr
+    assert wrong in result.stderr and _sha256(GEO / SERIES) in result.stderr
+    assert not (tmp_path / "logs" / "fit").exists()
+    config["cohorts"]["tb"]["sha256"] = {"path": _sha256(GEO / SERIES)}
+    result = snakemake_run(tmp_path, "--cores", "2", "--until", "fetch", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(pd.read_csv(tmp_path / "results" / "downloads.tsv", sep="\t")["pinned"]) == [
+        "yes",
+        "no",
+    ]
+
+
+@pytest.mark.workflow
 @pytest.mark.parametrize("fault", ["http_404", "unreachable"])
 def test_missing_or_unreachable_file_stops_before_any_job(tmp_path, server, snakemake_run, fault):
     config = geo_config(server.url)
@@ -231,6 +263,22 @@ def test_interrupted_download_leaves_nothing_in_the_cache(tmp_path, server, snak
     assert not _cache(tmp_path, server, f"cut/{SERIES}").exists()
 
 
+@pytest.mark.workflow
+def test_a_scheme_without_its_storage_plugin_is_refused_before_any_job(tmp_path, snakemake_run):
+    """s3:// needs snakemake-storage-plugin-s3, which the workflow extra does not install: one
+    message names the key, the URL and the package, and no job runs."""
+    if missing_plugin("s3://b/x") is None:
+        pytest.skip("snakemake-storage-plugin-s3 is installed here")
+    config = geo_config("https://127.0.0.1:9")
+    config["cohorts"]["tb"]["path"] = url = f"s3://omicsbayes-test/{SERIES}"
+    result = snakemake_run(tmp_path, "--cores", "1", config=config, timeout=120)
+    assert result.returncode != 0
+    expected = f"config key cohorts.tb.path: {url}: no installed Snakemake storage plugin reads "
+    expected += "s3:// addresses; expected the package snakemake-storage-plugin-s3"
+    assert expected in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()
+
+
 # omicsbayes.downloads without Snakemake
 
 
@@ -253,6 +301,16 @@ def test_remote_files_reads_urls_and_pins():
     spec = local_spec(cohorts["a"], {r.url: f"cache/{i}" for i, r in enumerate(found)})
     assert spec["path"] == ["cache/0", "local.txt", "cache/1"]
     assert spec["sample_sheet"] == "cache/2" and "sha256" not in spec
+
+
+def test_missing_plugin_names_the_package_of_each_scheme(monkeypatch):
+    import importlib.util
+
+    assert missing_plugin("https://h/x") is None and missing_plugin("FTP://h/x") is None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert missing_plugin("s3://b/x") == "snakemake-storage-plugin-s3"
+    assert missing_plugin("gs://b/x") == "snakemake-storage-plugin-gcs"
+    assert set(STORAGE_PLUGINS) == {"http", "https", "ftp", "ftps", "s3", "gs"}
 
 
 @pytest.mark.parametrize(

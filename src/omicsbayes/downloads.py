@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +18,16 @@ from pathlib import Path
 from .io.cohort import PATH_KEYS
 
 URL_SCHEMES = ("http", "https", "ftp", "ftps", "s3", "gs")
+STORAGE_PLUGINS = {
+    "http": "snakemake-storage-plugin-http",
+    "https": "snakemake-storage-plugin-http",
+    "ftp": "snakemake-storage-plugin-ftp",
+    "ftps": "snakemake-storage-plugin-ftp",
+    "s3": "snakemake-storage-plugin-s3",
+    "gs": "snakemake-storage-plugin-gcs",
+}
+"""URL scheme -> the PyPI package of the Snakemake storage plugin that fetches it (http and ftp
+are in the ``workflow`` extra; s3 and gs are installed by the user)."""
 RECORD_COLUMNS = ("cohort", "key", "url", "bytes", "sha256", "pinned", "date")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -30,6 +41,12 @@ def is_url(value) -> bool:
     if not isinstance(value, str) or "://" not in value:
         return False
     return value.split("://", 1)[0].lower() in URL_SCHEMES
+
+
+def missing_plugin(url):
+    """The package of the storage plugin a URL needs when it is not installed, else None."""
+    package = STORAGE_PLUGINS[url.split("://", 1)[0].lower()]
+    return package if importlib.util.find_spec(package.replace("-", "_")) is None else None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ if REMOTE:
             ),
         params:
             files=[{**vars(r), "local_path": REMOTE_PATHS[r.url]} for r in REMOTE],
+            checks=fetch_checks(),
         priority: 100
         conda:
             "../envs/omicsbayes.yaml"

@@ -1,6 +1,6 @@
 # Cohort files given by URL, for the fetch and data jobs (data.smk): which keys are URLs, their
 # storage inputs and the cached copies the data jobs read.
-from omicsbayes.downloads import DownloadError, local_spec, remote_files
+from omicsbayes.downloads import DownloadError, local_spec, missing_plugin, remote_files
 
 try:
     REMOTE = remote_files(config["cohorts"], sorted(COHORT_PATHS))
@@ -14,8 +14,15 @@ def remote_input(remote):
 
     Before the first download the main process asks the plugin whether the file exists, so an
     unreachable host or an HTTP error is one message naming the cohort key and the URL, before
-    any job.
+    any job; so is a URL whose scheme's storage plugin is not installed.
     """
+    package = missing_plugin(remote.url)
+    if package:
+        raise WorkflowError(
+            f"config key {remote.key}: {remote.url}: no installed Snakemake storage plugin reads "
+            f"{remote.url.split('://', 1)[0]}:// addresses; expected the package {package} "
+            f"(pip install {package}) in the environment that runs snakemake"
+        )
     try:
         flagged = storage(remote.url, keep_local=True)
     except WorkflowError as err:
@@ -45,6 +52,19 @@ def remote_input(remote):
 
 REMOTE_INPUTS = {r.url: remote_input(r) for r in REMOTE}  # URL -> (input, cached copy)
 REMOTE_PATHS = {url: cached for url, (_, cached) in REMOTE_INPUTS.items()}
+
+
+def fetch_checks():
+    """What the fetch job checks the fetched sample sheets against: the URL cohorts, their
+    experiments and those experiments' protocols (a change to any of them reruns the job)."""
+    cohorts = {r.cohort for r in REMOTE}
+    experiments = {n: e for n, e in EXPERIMENTS.items() if e["cohort"] in cohorts}
+    used = {e["protocol"] for e in experiments.values()}
+    return {
+        "cohorts": {c: config["cohorts"][c] for c in sorted(cohorts)},
+        "experiments": experiments,
+        "protocols": {p: config["protocols"][p] for p in sorted(used)},
+    }
 
 
 def remote_keys(cohort):

@@ -20,7 +20,7 @@ def main(smk):
         log.info("%s: %s, %d bytes, sha256 %s", remote.key, remote.url, row["bytes"], row["sha256"])
         rows.append(row)
     fetched = {entry["url"]: entry["local_path"] for entry in smk.params.files}
-    check_cohort_labels(smk.config, fetched, {entry["cohort"] for entry in smk.params.files})
+    check_cohort_labels(smk.params.checks, fetched, set(smk.params.checks["cohorts"]))
     write_table(pd.DataFrame(rows, columns=RECORD_COLUMNS), smk.output[0])
 
 
