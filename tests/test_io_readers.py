@@ -17,6 +17,7 @@ from omicsbayes.io import (
     read_matrix,
     read_tcga,
 )
+from omicsbayes.io._common import CohortError
 
 FIX = Path(__file__).parent / "fixtures" / "io"
 EXPR = np.array([[1.5, 2.0, 3.25], [4.0, 5.0, 6.0], [7.0, 8.5, np.nan]])
@@ -168,6 +169,38 @@ def test_tcga_xena_layout(tmp_path):
     assert t.obs["vial"].tolist() == ["", ""]
     assert t.var["symbol"].tolist() == ["MLH1", "TP53"] and t.var["entrez"].isna().all()
     np.testing.assert_array_equal(t.X, [[10.25, 9], [11, 8.5]])
+
+
+def test_tcga_xena_clinical_matrix_joins_by_sample(tmp_path):
+    """UCSC Xena's clinical matrix has one row per sample (``sampleID``), so a participant with a
+    tumour and a normal sample has two rows: each sample gets its own row's values."""
+    matrix = tmp_path / "HiSeqV2"
+    matrix.write_text(
+        "sample\tTCGA-A6-2671-01\tTCGA-A6-2671-11\tTCGA-AA-3500-01\n"
+        "MLH1\t10.25\t11\t3\nTP53\t9\t8.5\t2\n"
+    )
+    clinical = tmp_path / "COADREAD_clinicalMatrix"
+    clinical.write_text(
+        "sampleID\t_PATIENT\tCDE_ID_3226963\tsample_type\n"
+        "TCGA-A6-2671-11\tTCGA-A6-2671\tMSI-H\tSolid Tissue Normal\n"
+        "TCGA-A6-2671-01\tTCGA-A6-2671\tMSI-H\tPrimary Tumor\n"
+        "TCGA-AA-3500-01\tTCGA-AA-3500\tMSS\tPrimary Tumor\n"
+    )
+    t = read_tcga(matrix, clinical, sample_types=None, clinical_participant_column="_PATIENT")
+    assert t.obs["CDE_ID_3226963"].tolist() == ["MSI-H", "MSI-H", "MSS"]
+    assert t.obs["clinical_sample_type"].tolist() == [
+        "Primary Tumor",
+        "Solid Tissue Normal",
+        "Primary Tumor",
+    ]
+    clinical.write_text(
+        clinical.read_text().replace("TCGA-AA-3500-01\tTCGA-AA", "TCGA-AA-3500-06\tTCGA-AA")
+    )
+    with pytest.raises(CohortError, match=r"1 samples have no row .*'TCGA-AA-3500-01'"):
+        read_tcga(matrix, clinical, sample_types=None, clinical_participant_column="_PATIENT")
+    clinical.write_text("_PATIENT\tmsi\nTCGA-A6-2671\tMSI-H\nTCGA-A6-2671\tMSS\n")
+    with pytest.raises(CohortError, match="duplicated participant IDs: 'TCGA-A6-2671'"):
+        read_tcga(matrix, clinical, sample_types=None, clinical_participant_column="_PATIENT")
 
 
 def test_featurecounts():

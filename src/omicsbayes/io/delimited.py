@@ -23,7 +23,7 @@ from ._common import (
 ORIENTATIONS = ("samples_as_rows", "samples_as_columns")
 
 
-def read_sample_sheet(path, sample_column="sample", sep=None):
+def read_sample_sheet(path, sample_column="sample", sep=None, unique=True):
     """Read a sample sheet (TSV, or CSV by extension) indexed by ``sample_column``.
 
     Parameters
@@ -34,6 +34,9 @@ def read_sample_sheet(path, sample_column="sample", sep=None):
         Column holding the sample IDs (matched exactly, as strings).
     sep : str, optional
         Delimiter; sniffed from the extension when omitted.
+    unique : bool
+        Refuse repeated IDs (a table of several rows per ID, as a clinical table of one row per
+        sample indexed by participant, passes ``unique=False``).
 
     Returns
     -------
@@ -74,7 +77,8 @@ def read_sample_sheet(path, sample_column="sample", sep=None):
         row = int(ids.isna().to_numpy().nonzero()[0][0]) + 2
         raise CohortError(f"{path}: empty sample ID in column {sample_column!r} at line {row}")
     ids = ids.str.strip()
-    check_unique(ids.tolist(), path, "sample")
+    if unique:
+        check_unique(ids.tolist(), path, "sample")
     sheet = sheet.drop(columns=[sample_column]).set_axis(pd.Index(ids, dtype=object), axis=0)
     sheet.index.name = None
     return categorical_labels(sheet)

@@ -194,12 +194,37 @@ def read_tcga_obs(
     return _sample_obs(barcodes, sample_types, clinical, clinical_participant_column, name)[1]
 
 
+def _sample_column(sheet):
+    """The column of a clinical table holding TCGA sample barcodes (UCSC Xena's ``sampleID``,
+    one row per sample), or None."""
+    for col in sheet.columns:
+        values = sheet[col].dropna().astype(str)
+        if len(values) and values.map(lambda v: BARCODE.match(v) is not None).all():
+            return col
+    return None
+
+
 def _join_clinical(obs, clinical, column, name):
-    sheet = read_sample_sheet(clinical, sample_column=column)
+    """``obs`` joined to the clinical table: by participant, or, where a participant has several
+    rows (a table of one row per sample, as UCSC Xena's clinical matrices), by the sample
+    barcode's first 15 characters (``TCGA-XX-XXXX-NN``) in the table's barcode column."""
+    sheet = read_sample_sheet(clinical, sample_column=column, unique=False)
     ids = [s.upper() for s in sheet.index]
-    check_unique(ids, str(clinical), "participant")
+    keys = obs["participant"].tolist()
+    by_sample = _sample_column(sheet) if len(set(ids)) < len(ids) else None
+    if by_sample is not None:
+        ids = [str(v)[:15].upper() for v in sheet[by_sample]]
+        keys = [b[:15].upper() for b in obs.index]
+        check_unique(ids, str(clinical), f"sample (column {by_sample!r})")
+    else:
+        check_unique(ids, str(clinical), "participant")
     sheet.index = pd.Index(ids, dtype=object)
-    missing = sorted(set(obs["participant"]) - set(sheet.index))
+    missing = sorted(set(keys) - set(sheet.index))
+    if missing and by_sample is not None:
+        raise CohortError(
+            f"{name}: {len(missing)} samples have no row in clinical table {clinical} (column "
+            f"{by_sample!r}): {list_ids(missing)}; expected every kept sample's barcode"
+        )
     if missing:
         raise CohortError(
             f"{name}: {len(missing)} participants have no row in clinical table {clinical} "
@@ -207,5 +232,5 @@ def _join_clinical(obs, clinical, column, name):
         )
     clash = [c for c in sheet.columns if c in obs.columns]
     sheet = sheet.rename(columns={c: f"clinical_{c}" for c in clash})
-    joined = sheet.loc[obs["participant"].tolist()].set_axis(obs.index, axis=0)
+    joined = sheet.loc[keys].set_axis(obs.index, axis=0)
     return pd.concat([obs, joined], axis=1)
