@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from omicsbayes.config import ConfigError, check_cohort_labels, cohort_sample_sheet
+from omicsbayes.io._common import CohortError
 from omicsbayes.io.cohort import read_cohort, read_cohort_obs
 from omicsbayes.protocols.classification import Classification, task_targets
 
@@ -78,6 +79,9 @@ def test_obs_alone_is_the_readers_obs(kind, h5ad_path):
     obs = read_cohort_obs(spec)
     assert set(obs.index) == set(full.index)
     only_full = {"n_uncovered"} if kind == "hivdb" else set()  # counted from the position columns
+    if kind == "htseq":  # HTSeq's summary rows are its last lines: left to the reader
+        only_full = {c for c in full.columns if c.startswith("qc_")}
+        assert only_full
     assert list(obs.columns) == [c for c in full.columns if c not in only_full]
     pd.testing.assert_frame_equal(obs.loc[full.index], full[obs.columns])
 
@@ -114,6 +118,33 @@ def test_obs_readers_stop_before_the_matrix(tmp_path):
     assert len(read_cohort_obs(spec)) == len(read_cohort_obs(COHORTS["hivdb"]))
 
 
+def test_htseq_files_are_read_no_further_than_their_first_line(tmp_path):
+    """The sheet check reads an HTSeq file's first line only: a file whose later lines are not
+    counts at all still gives its sample, while a missing file, an empty one or a first line
+    that is not ``gene<TAB>count`` is refused naming the file, as the reader refuses them."""
+    folder = tmp_path / "htseq"
+    folder.mkdir()
+    for source in sorted((FIXTURES / "io" / "htseq").iterdir()):
+        shutil.copy(source, folder / source.name)
+    with open(folder / "S2.counts.txt", "a") as fh:
+        fh.write("not\ta\tcount table\n" * 1000)
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text("sample\tgroup\nS1\ta\nS2\tb\n")
+    spec = {**COHORTS["htseq"], "path": str(folder / "*"), "sample_sheet": str(sheet)}
+    assert read_cohort_obs(spec)["group"].tolist() == ["a", "b"]
+    with pytest.raises(CohortError, match="S2.counts.txt: rows have different numbers"):
+        read_cohort(spec)
+    (folder / "S2.counts.txt").write_text("gene_id,count\nENSG1,3\n")
+    with pytest.raises(CohortError, match=r"S2.counts.txt: first line 'gene_id,count'; expected"):
+        read_cohort_obs(spec)
+    (folder / "S2.counts.txt").write_text("")
+    with pytest.raises(CohortError, match="S2.counts.txt: file is empty"):
+        read_cohort_obs(spec)
+    spec["path"] = [str(folder / "S1.counts.txt"), str(folder / "S3.counts.txt")]
+    with pytest.raises(CohortError, match="S3.counts.txt"):
+        read_cohort_obs(spec)
+
+
 def classification(cohort, **task):
     return {
         "cohorts": {"c": cohort},
@@ -136,7 +167,8 @@ def classification(cohort, **task):
         ("tcga", "msi", "the barcodes of path"),
         ("hivdb", "resistance", "fold_change and label (drug DDC)"),
         ("featurecounts", "groups", "sample_sheet"),
-        ("htseq", "group", "sample_sheet (none) and the summary rows of path"),
+        ("htseq", "group", "sample_sheet (none) of the samples of path"),
+        ("star", "group", "sample_sheet (none) and the summary rows of path"),
     ],
 )
 def test_a_label_column_not_in_the_cohort_is_refused(kind, label, expected):

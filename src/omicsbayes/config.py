@@ -205,7 +205,7 @@ def check_reserved_names(config, reserved):
 SHEET_SOURCES = {
     "demo": "the sample sheet of the bundled demo {name}",
     "delimited": "sample_sheet {sample_sheet}",
-    "counts": "sample_sheet {sample_sheet} and the summary rows of path {path}",
+    "counts": "sample_sheet {sample_sheet} and the summary rows of path {path}",  # STAR
     "h5ad": "the .obs of path {path}",
     "geo": "the !Sample_ lines of path {path}",
     "tcga": "the barcodes of path {path} and the columns of clinical {clinical}",
@@ -291,6 +291,10 @@ def sheet_source(spec):
     """What the check reads of a cohort's sample sheet, for messages (:data:`SHEET_SOURCES`)."""
     if spec["format"] == "delimited" and spec.get("sample_sheet") is None:
         return "no sample_sheet given"
+    if spec["format"] == "counts" and spec.get("count_format") != "star":
+        return "sample_sheet {sample_sheet} of the samples of path {path}".format_map(
+            defaultdict(lambda: "(none)", spec)
+        )
     template = SHEET_SOURCES.get(spec["format"], "a {format} cohort has no sample sheet")
     fields = {k: v for k, v in spec.items() if k in PATH_KEYS or k in ("name", "drug", "format")}
     return template.format_map(defaultdict(lambda: "(none)", fields))

@@ -236,20 +236,27 @@ def read_counts(
     return make_anndata(counts, samples, genes, "counts", name, obs=obs, var=var)
 
 
-def _qc_counts(path, fmt, column):
-    """The summary rows of one HTSeq or STAR file (``qc_<name>`` -> count), from its text alone."""
-    if fmt == "star":
-        lines = head_lines(path, limit=len(STAR_QC))
-        wanted = {q: f"qc_{q[2:]}" for q in STAR_QC}
-    else:
-        lines = [ln for ln in read_text(path).splitlines() if ln.startswith("__")]
-        wanted = {g: f"qc_{g[2:]}" for g in (ln.split("\t", 1)[0].strip() for ln in lines)}
+def _star_qc(path, column):
+    """The four ``N_`` summary rows that open a STAR file (``qc_<name>`` -> count)."""
+    wanted = {q: f"qc_{q[2:]}" for q in STAR_QC}
     qc = {}
-    for line in lines:
+    for line in head_lines(path, limit=len(STAR_QC)):
         key, *values = line.split("\t")
         if key.strip() in wanted and len(values) >= column:
             qc[wanted[key.strip()]] = pd.to_numeric(values[column - 1].strip(), errors="coerce")
     return qc
+
+
+def _check_htseq_head(path):
+    """CohortError unless an HTSeq file's first line is ``gene<TAB>count`` (the file is read no
+    further: its ``__`` summary rows come last and are left to :func:`read_counts`)."""
+    (first,) = head_lines(path, limit=1)
+    fields = first.split("\t")
+    if len(fields) != 2 or pd.isna(pd.to_numeric(fields[1].strip(), errors="coerce")):
+        raise CohortError(
+            f"{path}: first line {first[:80]!r}; expected an HTSeq-count file of 2 tab-separated "
+            "columns (gene, count)"
+        )
 
 
 def read_counts_obs(
@@ -261,7 +268,9 @@ def read_counts_obs(
 ):
     """The ``.obs`` :func:`read_counts` gives, without reading the counts: the sample IDs (the
     featureCounts header, or the file names), the sample sheet's columns and the summary rows
-    of HTSeq / STAR files. Parameters as :func:`read_counts`.
+    of STAR files (their first lines). Of an HTSeq file only the first line is read and checked:
+    its summary rows (``qc_no_feature``, ...) are its last lines, so they are not among the
+    columns. Parameters as :func:`read_counts`.
 
     Returns
     -------
@@ -296,7 +305,12 @@ def read_counts_obs(
         column = STAR_COLUMNS[star_strand] if format == "star" else 1
         samples = [sample_id_from_path(f) for f in files]
         check_unique(samples, f"{format} files {list_ids(files, 3)}", "sample (from file names)")
-        obs = pd.DataFrame([_qc_counts(f, format, column) for f in files], index=samples)
+        if format == "star":
+            obs = pd.DataFrame([_star_qc(f, column) for f in files], index=samples)
+        else:
+            for f in files:
+                _check_htseq_head(f)
+            obs = pd.DataFrame(index=samples, columns=pd.Index([], dtype=object))
         name = f"{format} files"
     if sample_sheet is not None:
         sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
