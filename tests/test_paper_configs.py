@@ -1,0 +1,156 @@
+"""The paper configs (config/papers/) through the real snakemake from their URLs: a loopback HTTP
+server holds a real-format fixture at each address the config names (tests/fixtures/papers/,
+``https://host/p`` served as ``http://127.0.0.1:port/host/p``), sizes come from an override
+(tests/fixtures/papers/overrides/). A first run downloads every file and runs to the summary; a
+second run with the server stopped reads the cache; a wrong pinned checksum and a 404 are refused
+before any model job, naming the cohort key and the URL, with nothing half-downloaded in the
+cache."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from test_remote_cohorts import LoopbackServer, _sha256
+
+from omicsbayes.config import check_cohort_labels
+from omicsbayes.downloads import local_spec, remote_files
+from omicsbayes.io.cohort import PATH_KEYS, read_cohort
+
+REPO = Path(__file__).resolve().parents[1]
+PAPERS = sorted((REPO / "config" / "papers").glob("paper*.yaml"))
+FIXTURES = REPO / "tests" / "fixtures" / "papers"
+GEO_PLATFORM = REPO / "tests" / "fixtures" / "examples" / "geo" / "GPL6947.annot.gz"
+# a real-format fixture for each kind of file the paper configs fetch (by the URL's file name)
+SERVED = {
+    "_series_matrix.txt.gz": FIXTURES / "geo" / "GSE39941_series_matrix.txt.gz",
+    ".annot.gz": GEO_PLATFORM,
+    "HiSeqV2.gz": FIXTURES / "xena" / "HiSeqV2.gz",
+    "_clinicalMatrix": FIXTURES / "xena" / "COADREAD_clinicalMatrix",
+    "NRTI_DataSet.Full.txt": FIXTURES / "hivdb" / "NRTI_DataSet.Full.txt",
+    "congress109members.csv": FIXTURES / "congress" / "congress109members.csv",
+    "congress109.csv": FIXTURES / "congress" / "congress109.csv",
+}
+FETCHING = [p for p in PAPERS if remote_files(yaml.safe_load(p.read_text())["cohorts"])]
+
+
+def paper_config(paper):
+    """The paper config updated by its override (nested mappings merge)."""
+
+    def update(base, new):
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                update(base[key], value)
+            else:
+                base[key] = value
+        return base
+
+    override = yaml.safe_load((FIXTURES / "overrides" / f"{paper.stem}.yaml").read_text())
+    return update(yaml.safe_load(paper.read_text()), override)
+
+
+def fixture_of(url):
+    return next(f for suffix, f in SERVED.items() if url.endswith(suffix))
+
+
+def serve_at(config, folder, base):
+    """Copy each URL's fixture to ``folder``/host/path and point the config's URLs at ``base``
+    (the loopback server's address); returns the moved URLs (cohort key -> URL)."""
+    moved = {}
+    for remote in remote_files(config["cohorts"]):
+        local = Path(folder) / remote.url.split("://", 1)[1]
+        local.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixture_of(remote.url), local)
+    for name, spec in config["cohorts"].items():
+        for key in PATH_KEYS:
+            url = spec.get(key)
+            if isinstance(url, str) and "://" in url:
+                spec[key] = f"{base}/{url.split('://', 1)[1]}"
+                moved[f"cohorts.{name}.{key}"] = spec[key]
+    return moved
+
+
+def test_every_fetching_paper_has_an_override_and_a_fixture_per_url():
+    assert [p.stem for p in FETCHING] == ["paper000", "paper001", "paper002"]
+    for paper in FETCHING:
+        assert (FIXTURES / "overrides" / f"{paper.stem}.yaml").is_file()
+        for remote in remote_files(paper_config(paper)["cohorts"]):
+            assert fixture_of(remote.url).is_file(), remote.url
+
+
+@pytest.mark.parametrize("paper", FETCHING, ids=lambda p: p.stem)
+def test_paper_cohorts_read_from_their_fixtures(paper, workflow_checks):
+    """In process: the paper's merged config passes the workflow's checks, what its fixtures'
+    sample sheets tell, and every URL cohort reads from its fixture (the readers take the
+    public layouts: Xena's one clinical row per sample, HIVDB's .Full.txt, the Congress csv)."""
+    config = paper_config(paper)
+    workflow_checks(config)
+    local = {r.url: str(fixture_of(r.url)) for r in remote_files(config["cohorts"])}
+    check_cohort_labels(config, local)
+    for name in {r.cohort for r in remote_files(config["cohorts"])}:
+        spec = local_spec(config["cohorts"][name], local)
+        spec = {k: v for k, v in spec.items() if k not in ("label_map", "keep_labels")}
+        adata = read_cohort(spec)
+        assert adata.n_obs >= 10 and adata.n_vars >= 10, name
+
+
+def _no_model_job(workdir):
+    return not (Path(workdir) / "logs" / "fit").exists()
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("paper", FETCHING, ids=lambda p: p.stem)
+def test_paper_config_runs_from_its_urls_then_offline(paper, tmp_path, snakemake_run):
+    """The experiments on fetched cohorts (the bundled ones run in tests/test_examples.py)."""
+    config = paper_config(paper)
+    fetched = {r.cohort for r in remote_files(config["cohorts"])}
+    config["experiments"] = {
+        n: e for n, e in config["experiments"].items() if e["cohort"] in fetched
+    }
+    served = tmp_path / "served"
+    server = LoopbackServer(served)
+    try:
+        moved = serve_at(config, served, server.url)
+        urls = sorted(set(moved.values()))
+        missing = {**config, "cohorts": yaml.safe_load(yaml.safe_dump(config["cohorts"]))}
+        first_key, first_url = next(iter(moved.items()))
+        cohort, key = first_key.split(".")[1:]
+        missing["cohorts"][cohort][key] = first_url + ".missing"
+        result = snakemake_run(tmp_path / "http_404", "--cores", "1", config=missing)
+        assert result.returncode != 0
+        assert f"config key {first_key}: {first_url}.missing not found" in result.stderr, (
+            result.stderr[-3000:]
+        )
+        assert not (tmp_path / "http_404" / "results").exists()
+        assert not list((tmp_path / "http_404" / ".snakemake" / "storage").rglob("*.missing"))
+
+        work = tmp_path / "run"
+        result = snakemake_run(work, "--cores", "2", config=config)
+        assert result.returncode == 0, result.stderr[-3000:]
+    finally:
+        server.stop()
+    record = pd.read_csv(work / "results" / "downloads.tsv", sep="\t")
+    assert sorted(set(record["url"])) == urls
+    for url, digest in zip(record["url"], record["sha256"]):
+        assert digest == _sha256(fixture_of(url)), url
+    summary = pd.read_csv(work / "results" / "summary.tsv", sep="\t")
+    assert set(summary["experiment"]) == set(config["experiments"])
+
+    shutil.rmtree(work / "results")  # offline: the cached copies feed the data jobs
+    shutil.rmtree(work / "logs")
+    result = snakemake_run(work, "--cores", "2", "--until", "data")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Retrieving from storage" not in result.stderr
+    assert sorted(set(pd.read_csv(work / "results" / "downloads.tsv", sep="\t")["url"])) == urls
+
+    cohort, key = first_key.split(".")[1:]
+    wrong = "0" * 64
+    config["cohorts"][cohort]["sha256"] = {key: wrong}
+    result = snakemake_run(work, "--cores", "2", config=config)
+    assert result.returncode != 0
+    assert f"{first_key}: {first_url}: SHA-256 " in result.stderr, result.stderr[-3000:]
+    assert wrong in result.stderr and _sha256(fixture_of(first_url)) in result.stderr
+    assert _no_model_job(work)
+    cached = work / ".snakemake" / "storage" / "http" / first_url.split("://", 1)[1]
+    assert not cached.exists()  # the refused copy left the cache
