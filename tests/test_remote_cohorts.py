@@ -3,7 +3,7 @@ kept in the local storage cache and read from it offline; a wrong pinned checksu
 an unreachable host, a file in the wrong format and a sheet without its label column each stopped
 before any model job; ftp:// files through the FTP plugin from a loopback FTP server (pyftpdlib).
 Plus the pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the
-schema."""
+schema; tests/test_paper_configs.py runs them from loopback URLs."""
 
 import functools
 import gzip
@@ -376,48 +376,6 @@ def test_paper_config_passes_the_workflow_checks(paper, workflow_checks):
     workflow_checks(config)
     for remote in remote_files(config["cohorts"]):
         assert remote.url.startswith(("https://", "http://", "ftp://")), remote.key
-
-
-# a real-format fixture for each kind of file the paper configs fetch (by the URL's file name)
-PAPER_FIXTURES = {
-    "_series_matrix.txt.gz": GEO / SERIES,
-    ".annot.gz": GEO / PLATFORM,
-    "HiSeqV2.gz": next((REPO / "tests/fixtures/examples/tcga").glob("*.data.txt.gz")),
-    "_clinicalMatrix": REPO / "tests/fixtures/examples/tcga/COADREAD.clinical.tsv",
-    "NRTI_DataSet.Full.txt": REPO / "tests/fixtures/hiv/NRTI_DataSet.txt",
-    "members.csv": REPO / "tests/fixtures/io/samples.tsv",
-    ".csv": REPO / "tests/fixtures/io/expr_rows.tsv",
-}
-
-
-@pytest.mark.workflow
-@pytest.mark.parametrize("paper", PAPERS, ids=lambda p: p.stem)
-def test_paper_config_dry_run_from_loopback_urls(paper, tmp_path, snakemake_run):
-    """Each paper config through the real snakemake's dry run, its URLs moved to a loopback
-    server that holds a real-format fixture at each address (``https://host/p`` becomes
-    ``http://127.0.0.1:port/host/p``): the storage plugin finds every file and rule fetch is
-    planned before the data jobs."""
-    config = yaml.safe_load(paper.read_text())
-    remote = remote_files(config["cohorts"])
-    served = tmp_path / "served"
-    served.mkdir()
-    srv = LoopbackServer(served)
-    try:
-        for r in remote:
-            local = served / r.url.split("://", 1)[1]
-            fixture = next(f for suffix, f in PAPER_FIXTURES.items() if r.url.endswith(suffix))
-            local.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(fixture, local)
-        for spec in config["cohorts"].values():
-            for key, value in spec.items():
-                if isinstance(value, str) and value in {r.url for r in remote}:
-                    spec[key] = f"{srv.url}/{value.split('://', 1)[1]}"
-        result = snakemake_run(tmp_path / "run", "--dry-run", "--cores", "1", config=config)
-    finally:
-        srv.stop()
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert ("rule fetch" in result.stdout) == bool(remote)
-    assert not (tmp_path / "run" / "results").exists()
 
 
 @pytest.mark.workflow
