@@ -5,6 +5,7 @@ before any model job; ftp:// files through the FTP plugin from a loopback FTP se
 Plus the pure helpers of omicsbayes.downloads and the paper configs (config/papers/) against the
 schema; tests/test_paper_configs.py runs them from loopback URLs."""
 
+import base64
 import functools
 import gzip
 import hashlib
@@ -159,6 +160,8 @@ def test_first_run_downloads_second_run_reads_the_cache_offline(tmp_path, server
     assert result.returncode == 0, result.stderr[-3000:]
     html = (work / "results" / "report.html").read_text()
     assert "downloads.tsv" in html and "Inputs" in html
+    record = (work / "results" / "downloads.tsv").read_bytes()  # every URL and its SHA-256
+    assert base64.b64encode(record).decode() in html  # embedded as the report's data URI
 
 
 @pytest.mark.workflow

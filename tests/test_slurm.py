@@ -141,9 +141,10 @@ def slurm(tmp_path_factory):
 
 
 def test_slurm_run_equals_local_run(tmp_path, slurm, tiny_config, tiny_run, snakemake_run):
-    """The small config through the profile to its summary; its experiment's tables equal those
-    of the same experiment in the session's shared local run (tests/conftest.py: tiny_run, whose
-    config extends this one; every seed derives from the global seed and the job's wildcards)."""
+    """The small config through the profile to its summary and report; its experiment's tables
+    equal those of the same experiment in the session's shared local run (tests/conftest.py:
+    tiny_run, whose config extends this one; every seed derives from the global seed and the
+    job's wildcards)."""
     result = snakemake_run(tmp_path, *SLURM_ARGS, config=tiny_config, env=slurm.env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     submitted = result.stderr.count("has been submitted with SLURM jobid")
@@ -157,6 +158,10 @@ def test_slurm_run_equals_local_run(tmp_path, slurm, tiny_config, tiny_run, snak
     summary = (tmp_path / "results" / "summary.tsv").read_text().splitlines()
     local = (tiny_run / "results" / "summary.tsv").read_text().splitlines()
     assert summary[0] == local[0] and set(summary[1:]) <= set(local[1:])
+    report = tmp_path / "results" / "report.html"  # from the SLURM run's records, as make run
+    result = snakemake_run(tmp_path, "--report", str(report), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Mean and standard deviation over splits" in report.read_text()  # a caption
 
 
 def test_cancelled_slurm_job_is_retried_to_completion(tmp_path, slurm, tiny_config):
