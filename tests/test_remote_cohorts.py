@@ -294,12 +294,20 @@ def test_remote_files_reads_urls_and_pins():
             "sha256": {"sample_sheet": "A" * 64, "ftp://h/y.txt": "b" * 64},
         },
         "b": {"format": "demo", "name": "digits"},
+        "c": {
+            "format": "associations",
+            "path": "pairs.tsv",
+            "row_graph": "s3://b/rows.tsv",
+            "col_graph": "gs://b/cols.tsv",
+        },
     }
     found = remote_files(cohorts)
     assert [(r.key, r.url, r.sha256) for r in found] == [
         ("cohorts.a.path[0]", "https://h/x.txt", None),
         ("cohorts.a.path[2]", "ftp://h/y.txt", "b" * 64),
         ("cohorts.a.sample_sheet", "https://h/s.tsv", "a" * 64),
+        ("cohorts.c.row_graph", "s3://b/rows.tsv", None),
+        ("cohorts.c.col_graph", "gs://b/cols.tsv", None),
     ]
     spec = local_spec(cohorts["a"], {r.url: f"cache/{i}" for i, r in enumerate(found)})
     assert spec["path"] == ["cache/0", "local.txt", "cache/1"]
