@@ -78,14 +78,8 @@ def _expand(paths, fmt):
     return paths
 
 
-def _read_featurecounts(path):
-    name = str(path)
-    text = read_text(path)
-    lines = text.splitlines()
-    skip = 0
-    while skip < len(lines) and lines[skip].startswith("#"):
-        skip += 1
-    header = lines[skip].split("\t") if skip < len(lines) else []
+def _check_featurecounts_header(header, name):
+    """CohortError unless ``header`` (its fields) is a featureCounts header with a sample column."""
     if header[:6] != FEATURECOUNTS_COLUMNS:
         raise CohortError(
             f"{name}: header starts {header[:6]}; expected a featureCounts table with columns "
@@ -93,6 +87,51 @@ def _read_featurecounts(path):
         )
     if len(header) < 7:
         raise CohortError(f"{name}: no sample column after Length; expected one per sample")
+
+
+def _count_files(paths, format, star_strand):
+    """The files of a count cohort and the column of each per-sample file to read (STAR's
+    strand column, HTSeq's 1), after checking the format, the strand and, for featureCounts,
+    that there is one table."""
+    if format not in FORMATS:
+        raise CohortError(f"count format {format!r} is not known; expected one of {FORMATS}")
+    if star_strand not in STAR_COLUMNS:
+        raise CohortError(
+            f"star_strand {star_strand!r} is not known; expected one of {tuple(STAR_COLUMNS)}"
+        )
+    files = _expand(paths, format)
+    if format == "featurecounts" and len(files) != 1:
+        raise CohortError(
+            f"featureCounts takes one table, got {len(files)} files ({list_ids(files, 3)}); "
+            "expected a single path"
+        )
+    return files, STAR_COLUMNS[star_strand] if format == "star" else 1
+
+
+def _file_samples(files, format):
+    """The sample IDs of per-sample count files, from their names (checked unique)."""
+    samples = [sample_id_from_path(f) for f in files]
+    check_unique(samples, f"{format} files {list_ids(files, 3)}", "sample (from file names)")
+    return samples
+
+
+def _join_sheet(obs, samples, name, sample_sheet, sample_column):
+    """``obs`` with the sample sheet's columns joined (IDs matched exactly), if one is given."""
+    if sample_sheet is None:
+        return obs
+    sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
+    sheet = join_sample_sheet(samples, sheet, name, str(sample_sheet))
+    return pd.concat([obs, sheet.set_axis(obs.index, axis=0)], axis=1)
+
+
+def _read_featurecounts(path):
+    name = str(path)
+    text = read_text(path)
+    lines = text.splitlines()
+    skip = 0
+    while skip < len(lines) and lines[skip].startswith("#"):
+        skip += 1
+    _check_featurecounts_header(lines[skip].split("\t") if skip < len(lines) else [], name)
     values, annot = parse_table(
         text, name, "\t", row_kind="gene", col_kind="sample", skip_lines=skip, n_annotation=5
     )
@@ -190,25 +229,12 @@ def read_counts(
         ``N_`` rows become ``.obs`` columns ``qc_no_feature``, ``qc_unmapped``, ...;
         featureCounts annotation becomes ``.var`` chr, start, end, strand, length.
     """
-    if format not in FORMATS:
-        raise CohortError(f"count format {format!r} is not known; expected one of {FORMATS}")
-    if star_strand not in STAR_COLUMNS:
-        raise CohortError(
-            f"star_strand {star_strand!r} is not known; expected one of {tuple(STAR_COLUMNS)}"
-        )
-    files = _expand(paths, format)
+    files, column = _count_files(paths, format, star_strand)
     if format == "featurecounts":
-        if len(files) != 1:
-            raise CohortError(
-                f"featureCounts takes one table, got {len(files)} files ({list_ids(files, 3)}); "
-                "expected a single path"
-            )
         counts, samples, genes, var, obs = _read_featurecounts(files[0])
         name = files[0]
     else:
-        column = STAR_COLUMNS[star_strand] if format == "star" else 1
-        samples = [sample_id_from_path(f) for f in files]
-        check_unique(samples, f"{format} files {list_ids(files, 3)}", "sample (from file names)")
+        samples = _file_samples(files, format)
         genes, columns, qcs = None, [], []
         for f in files:
             g, c, qc = _read_per_sample(f, format, column)
@@ -229,10 +255,7 @@ def read_counts(
         obs = pd.DataFrame(qcs, index=samples)
         var = None
         name = f"{format} files"
-    if sample_sheet is not None:
-        sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
-        sheet = join_sample_sheet(samples, sheet, name, str(sample_sheet))
-        obs = pd.concat([obs, sheet.set_axis(obs.index, axis=0)], axis=1)
+    obs = _join_sheet(obs, samples, name, sample_sheet, sample_column)
     return make_anndata(counts, samples, genes, "counts", name, obs=obs, var=var)
 
 
@@ -277,34 +300,17 @@ def read_counts_obs(
     pandas.DataFrame
         Indexed by sample ID.
     """
-    if format not in FORMATS:
-        raise CohortError(f"count format {format!r} is not known; expected one of {FORMATS}")
-    if star_strand not in STAR_COLUMNS:
-        raise CohortError(
-            f"star_strand {star_strand!r} is not known; expected one of {tuple(STAR_COLUMNS)}"
-        )
-    files = _expand(paths, format)
+    files, column = _count_files(paths, format, star_strand)
     if format == "featurecounts":
-        if len(files) != 1:
-            raise CohortError(
-                f"featureCounts takes one table, got {len(files)} files ({list_ids(files, 3)}); "
-                "expected a single path"
-            )
         name = files[0]
         lines = head_lines(name, stop=lambda line: not line.startswith("#"))
         header = lines[-1].split("\t")
-        if header[:6] != FEATURECOUNTS_COLUMNS or len(header) < 7:
-            raise CohortError(
-                f"{name}: header starts {header[:6]}; expected a featureCounts table with columns "
-                f"{' '.join(FEATURECOUNTS_COLUMNS)} followed by one column per sample"
-            )
+        _check_featurecounts_header(header, name)
         samples = [sample_id_from_path(c.strip()) for c in header[6:]]
         check_unique(samples, name, "sample (from the BAM file names)")
         obs = pd.DataFrame(index=samples)
     else:
-        column = STAR_COLUMNS[star_strand] if format == "star" else 1
-        samples = [sample_id_from_path(f) for f in files]
-        check_unique(samples, f"{format} files {list_ids(files, 3)}", "sample (from file names)")
+        samples = _file_samples(files, format)
         if format == "star":
             obs = pd.DataFrame([_star_qc(f, column) for f in files], index=samples)
         else:
@@ -312,8 +318,4 @@ def read_counts_obs(
                 _check_htseq_head(f)
             obs = pd.DataFrame(index=samples, columns=pd.Index([], dtype=object))
         name = f"{format} files"
-    if sample_sheet is not None:
-        sheet = read_sample_sheet(sample_sheet, sample_column=sample_column)
-        sheet = join_sample_sheet(samples, sheet, name, str(sample_sheet))
-        obs = pd.concat([obs, sheet.set_axis(obs.index, axis=0)], axis=1)
-    return obs
+    return _join_sheet(obs, samples, name, sample_sheet, sample_column)
