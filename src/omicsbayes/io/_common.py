@@ -3,6 +3,7 @@ numeric table parsing and AnnData assembly."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -54,16 +55,15 @@ def check_file(path):
     return p
 
 
-def read_text(path):
-    """Whole text of a (possibly gzip-compressed) file; CohortError if missing, empty,
-    undecodable or a truncated gzip stream."""
+@contextlib.contextmanager
+def _text_file(path):
+    """The open text of a (possibly gzip-compressed) file, read in the block; CohortError for a
+    missing file, a damaged or truncated gzip stream or text that is not UTF-8."""
     p = check_file(path)
+    opener = gzip.open if p.name.endswith(".gz") else open
     try:
-        if p.name.endswith(".gz"):
-            with gzip.open(p, "rt", encoding="utf-8-sig") as fh:
-                text = fh.read()
-        else:
-            text = p.read_text(encoding="utf-8-sig")
+        with opener(p, "rt", encoding="utf-8-sig") as fh:
+            yield fh
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise CohortError(
             f"{path}: gzip stream is damaged or truncated ({one_line(exc)}); expected a complete "
@@ -73,8 +73,19 @@ def read_text(path):
         raise CohortError(
             f"{path}: not a UTF-8 text file ({one_line(exc)}); expected a delimited text file"
         ) from exc
+
+
+def _check_not_empty(path, text):
     if not text.strip():
         raise CohortError(f"{path}: file is empty; expected a header line and data rows")
+
+
+def read_text(path):
+    """Whole text of a (possibly gzip-compressed) file; CohortError if missing, empty,
+    undecodable or a truncated gzip stream."""
+    with _text_file(path) as fh:
+        text = fh.read()
+    _check_not_empty(path, text)
     return text
 
 
@@ -82,26 +93,13 @@ def head_lines(path, stop=None, limit=None):
     """The first lines of a (possibly gzip-compressed) text file, read no further than needed:
     up to and including the first line for which ``stop(line)`` is true, or ``limit`` lines.
     CohortError as :func:`read_text` for a missing, empty, undecodable or damaged file."""
-    p = check_file(path)
     lines = []
-    try:
-        opener = gzip.open if p.name.endswith(".gz") else open
-        with opener(p, "rt", encoding="utf-8-sig") as fh:
-            for line in fh:
-                lines.append(line.rstrip("\r\n"))
-                if (stop is not None and stop(lines[-1])) or len(lines) == limit:
-                    break
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise CohortError(
-            f"{path}: gzip stream is damaged or truncated ({one_line(exc)}); expected a complete "
-            ".gz file"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise CohortError(
-            f"{path}: not a UTF-8 text file ({one_line(exc)}); expected a delimited text file"
-        ) from exc
-    if not any(line.strip() for line in lines):
-        raise CohortError(f"{path}: file is empty; expected a header line and data rows")
+    with _text_file(path) as fh:
+        for line in fh:
+            lines.append(line.rstrip("\r\n"))
+            if (stop is not None and stop(lines[-1])) or len(lines) == limit:
+                break
+    _check_not_empty(path, "".join(lines))
     return lines
 
 
