@@ -286,7 +286,9 @@ def test_kinds_are_the_subclasses_of_the_package_modules():
         defined += [
             c.name
             for _, c in inspect.getmembers(module, inspect.isclass)
-            if issubclass(c, protocols.ExperimentKind) and c.__module__ == module.__name__
+            if issubclass(c, protocols.ExperimentKind)
+            and c.__module__ == module.__name__
+            and "name" in vars(c)  # a shared base that sets no name is no kind
         ]
     assert sorted(defined) == sorted(protocols.KINDS) and len(defined) >= 4
 
@@ -522,6 +524,56 @@ def test_workflow_fold_is_one_fold_of_disease_gene_cv():
         assert not known & set(zip(candidates["row"], candidates["col"]))
     with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
         disease_gene.ranking_fold(adata.X, table, "known_rows", {"class": "LogisticBaseline"})
+
+
+@pytest.mark.parametrize("name", ["disease_gene", "rating"])
+def test_a_matrix_kind_fits_one_fold_as_its_fold_function(name):
+    """DiseaseGene.fit_fold and Rating.fit_fold pass their fold function the split's rows of the
+    split table, the protocol type, the model entry, the diffusion kernel of the row graph
+    (``side_information: diffusion``) and the seed of the job's wildcards."""
+    import anndata as ad
+    import scipy.sparse as sp
+
+    from omicsbayes._seed import derive_seed
+    from omicsbayes.preprocess import diffusion_kernel
+    from omicsbayes.protocols.rating import rating_fold_metrics
+
+    rng = np.random.default_rng(8)
+    known = (rng.standard_normal((14, 2)) @ rng.standard_normal((2, 10))) > 0.3
+    values = known * rng.integers(1, 6, known.shape) if name == "rating" else known
+    adata = ad.AnnData(sp.csr_matrix(values.astype(float)))
+    graph = sp.csr_matrix(np.triu(rng.random((14, 14)) < 0.3, 1).astype(float))
+    adata.obsp["graph"] = graph + graph.T
+    kind = protocols.get(name)
+    protocol = {"type": "known_rows" if name == "disease_gene" else "known_users", "n_splits": 3}
+    protocol |= {"n_negative_sets": 2} if name == "disease_gene" else {"relevant_above": 3, "k": 5}
+    splits = kind.make_splits(adata, protocol, 4)
+    spec = {
+        "class": "ConstrainedMVGP",
+        "side_information": "diffusion",
+        "params": {"max_rank": 3, "lam": 0.1, "sigma2": 0.1},
+    }
+    params = {"experiment": {"cohort": "c"}, "model": spec, "protocol": protocol, "seed": 11}
+    wildcards = {"experiment": "e", "model": "m", "split": "1"}
+    tables = kind.fit_fold(adata, splits, params, wildcards)
+    fold = (adata.X, splits[splits["split"] == 1], protocol["type"], spec)
+    common = {
+        "row_kernel": diffusion_kernel(adata.obsp["graph"]),
+        "random_state": derive_seed(11, "e", "m", "1"),
+    }
+    if name == "disease_gene":
+        curves, candidates = ranking_fold(*fold, n_negative_sets=2, **common)
+        pd.testing.assert_frame_equal(tables["curves"], curves)
+        pd.testing.assert_frame_equal(
+            tables["candidates"].drop(columns=["row_id", "col_id"]), candidates
+        )
+        assert (tables["candidates"]["row_id"] == adata.obs_names[candidates["row"]]).all()
+    else:
+        row = rating_fold_metrics(*fold, relevant_above=3, k=5, **common)
+        row.pop("seconds")
+        pd.testing.assert_frame_equal(
+            tables["metrics"].drop(columns="seconds"), pd.DataFrame([row])
+        )
 
 
 def test_workflow_grid_paper_is_the_estimators_auto_selection(monkeypatch):

@@ -20,17 +20,17 @@ from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
 from ..models.mvgp import as_kernel, check_shape
-from ..models.mvgp.selection import chosen_params, grid_params
+from ..models.mvgp.selection import chosen_params
 from . import entries
-from ._base import ExperimentKind
-from ._common import ExperimentError, check_model, make_estimator
+from ._common import check_model
+from .entries import EntryFoldKind, estimator_of
 
 logger = logging.getLogger("omicsbayes")
 
 N_CANDIDATES = 20
 
 
-class DiseaseGene(ExperimentKind):
+class DiseaseGene(EntryFoldKind):
     """Associations held out by fold (``known_rows``: folds of the associations; ``new_rows``:
     folds of the rows, new diseases), each model fitted on the training positives and
     ``n_negative_sets`` sampled negative sets (scores averaged; ``side_information: diffusion``
@@ -43,10 +43,6 @@ class DiseaseGene(ExperimentKind):
     metrics = ("precision", "recall")
     summary_by = ("k",)
 
-    def make_splits(self, adata, protocol, random_state, label=None):
-        """K-fold over the associations (``known_rows``, row-major order) or over the rows."""
-        return entries.make_splits(adata, protocol["type"], self.n_splits(protocol), random_state)
-
     def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
         """One fold (:func:`ranking_fold`), the candidates named by their row and column ids:
         ``{"curves": P@k / R@k table, "candidates": table}``.
@@ -54,32 +50,18 @@ class DiseaseGene(ExperimentKind):
         ``params``: ``experiment``, ``model``, ``protocol`` (its ``type`` and
         ``n_negative_sets``) and ``seed``.
         """
-        spec, protocol = params["model"], params["protocol"]
-        split = wildcards["split"]
-        source = f"cohort {params['experiment']['cohort']!r}"
-        curves, candidates = ranking_fold(
-            adata.X,
-            splits[splits["split"] == int(split)],
-            protocol["type"],
-            spec,
-            row_kernel=entries.row_kernel(adata, spec, source, wildcards["model"]),
-            n_negative_sets=protocol.get("n_negative_sets", 5),
-            random_state=self.seed(params["seed"], wildcards, split),
-        )
+        args, kwargs = self.fold_arguments(adata, splits, params, wildcards)
+        n_negative_sets = params["protocol"].get("n_negative_sets", 5)
+        curves, candidates = ranking_fold(*args, n_negative_sets=n_negative_sets, **kwargs)
         logger.info(
             "fold %s: R@20 %.4f over %d rows",
-            split,
+            wildcards["split"],
             curves["recall"].iloc[-1],
             curves["n_rows"].iloc[0],
         )
         candidates.insert(1, "row_id", adata.obs_names.to_numpy()[candidates["row"]])
         candidates.insert(4, "col_id", adata.var_names.to_numpy()[candidates["col"]])
         return {"curves": curves, "candidates": candidates}
-
-    def check(self, name, experiment, config):
-        """Every model's ``grid`` entry is one the estimator can search (:func:`estimator_of`)."""
-        for model in experiment["models"]:
-            estimator_of(config["models"][model], f"models.{model}.grid")
 
     def primary_metric(self, experiment):
         """The metric the experiment is judged on and whether higher is better: R@k at the
@@ -91,19 +73,6 @@ class DiseaseGene(ExperimentKind):
         from ..pl.mvgp import ranking_curves_figure
 
         return ranking_curves_figure(metrics, title=title)
-
-
-def estimator_of(spec, where="grid", random_state=None):
-    """The estimator of a config model entry, its ``grid`` entry (if any) applied: the grid is
-    the estimator's own selection (``"paper"``: ``lam`` / ``sigma2`` "auto"; a list of settings:
-    each parameter's values, see :func:`omicsbayes.models.mvgp.selection.grid_params`)."""
-    estimator = make_estimator(spec, random_state)
-    if spec.get("grid") is None:
-        return estimator
-    try:
-        return estimator.set_params(**grid_params(estimator, spec["grid"]))
-    except ValueError as err:
-        raise ExperimentError(f"{where}: {err}") from None
 
 
 def averaged_scores(

@@ -18,14 +18,13 @@ from ..evaluate.ranking import ranking_curves
 from ..models.mvgp import check_shape
 from ..models.mvgp.selection import chosen_params
 from . import entries
-from ._base import ExperimentKind
 from ._common import ExperimentError, check_model
-from .disease_gene import estimator_of
+from .entries import EntryFoldKind, estimator_of
 
 logger = logging.getLogger("omicsbayes")
 
 
-class Rating(ExperimentKind):
+class Rating(EntryFoldKind):
     """Ratings held out by fold (``known_users``: folds of the ratings; ``new_users``: folds of
     the users), the row graph being the users' social graph; RMSE on them and R@k (cut-off
     ``k``) of the test items rated above ``relevant_above`` (paper 004, section 5.2)."""
@@ -39,32 +38,23 @@ class Rating(ExperimentKind):
     metrics = ("rmse", "recall", "rmse_training_mean")
     summary_by = ("k",)
 
-    def make_splits(self, adata, protocol, random_state, label=None):
-        """K-fold over the ratings (``known_users``, row-major order) or over the users."""
-        return entries.make_splits(adata, protocol["type"], self.n_splits(protocol), random_state)
-
     def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
         """One fold (:func:`rating_fold_metrics`): ``{"metrics": one row}``.
 
         ``params``: ``experiment``, ``model``, ``protocol`` (its ``type``, ``relevant_above``
         and ``k``) and ``seed``.
         """
-        spec, protocol = params["model"], params["protocol"]
-        split = wildcards["split"]
-        source = f"cohort {params['experiment']['cohort']!r}"
+        args, kwargs = self.fold_arguments(adata, splits, params, wildcards)
+        protocol = params["protocol"]
         row = rating_fold_metrics(
-            adata.X,
-            splits[splits["split"] == int(split)],
-            protocol["type"],
-            spec,
-            row_kernel=entries.row_kernel(adata, spec, source, wildcards["model"]),
+            *args,
             relevant_above=protocol.get("relevant_above", 4.0),
             k=protocol.get("k", 20),
-            random_state=self.seed(params["seed"], wildcards, split),
+            **kwargs,
         )
         logger.info(
             "fold %s: RMSE %.4f (training mean %.4f), R@%d %.4f over %d users",
-            split,
+            wildcards["split"],
             row["rmse"],
             row["rmse_training_mean"],
             row["k"],
@@ -72,12 +62,6 @@ class Rating(ExperimentKind):
             row["n_rows"],
         )
         return {"metrics": pd.DataFrame([row])}
-
-    def check(self, name, experiment, config):
-        """Every model's ``grid`` entry is one the estimator can search (as for disease
-        genes)."""
-        for model in experiment["models"]:
-            estimator_of(config["models"][model], f"models.{model}.grid")
 
     def primary_metric(self, experiment):
         """The metric the experiment is judged on and whether higher is better: RMSE (paper
@@ -248,7 +232,7 @@ def rating_fold_metrics(
     spec : dict
         Model entry of the config (a class declaring ``matrix_completion``); a ``grid`` key
         makes the estimator choose its hyperparameters in this fold
-        (:func:`omicsbayes.protocols.disease_gene.estimator_of`).
+        (:func:`omicsbayes.protocols.entries.estimator_of`).
     row_kernel : ndarray or LowRankKernel, optional
         User covariance (``diffusion_kernel`` of the social graph); identity when None.
     relevant_above, k : float, int
