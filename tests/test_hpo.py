@@ -189,6 +189,12 @@ def test_small_files_orphanet(tmp_path):
     np.testing.assert_allclose(A.toarray(), expected, atol=1e-12)
 
 
+@pytest.mark.parametrize("value", [0, 2.5, "3", None, True])
+def test_n_neighbors_that_is_no_positive_integer_is_refused(value, tmp_path):
+    with pytest.raises(ValueError, match=rf"^n_neighbors={value!r}; expected an integer >= 1$"):
+        load_omim_associations(n_neighbors=value, data_dir=tmp_path)
+
+
 def test_unknown_source_is_refused(tmp_path):
     with pytest.raises(ValueError, match="source must be one of OMIM, ORPHA; got 'DECIPHER'"):
         load_omim_associations(data_dir=tmp_path, source="DECIPHER")

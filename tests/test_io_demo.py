@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from omicsbayes.io import CohortError, demo, load_demo, read_cohort, simulate_counts
+from omicsbayes.io import (
+    CohortError,
+    demo,
+    load_demo,
+    read_cohort,
+    read_cohort_obs,
+    simulate_counts,
+)
 
 FIX = Path(__file__).parent / "fixtures" / "io"
 
@@ -130,6 +137,16 @@ def test_simulator_poisson_limit_and_validation():
     ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             simulate_counts(**bad)
+    for key in ("n_samples", "n_genes", "n_classes", "n_informative"):
+        for value in ("10", None, 2.5, True, float("inf")):
+            with pytest.raises(ValueError, match=rf"^{key}={value!r}; expected an integer >= "):
+                simulate_counts(**{key: value})
+    with pytest.raises(ValueError, match="n_classes=5 exceeds n_samples=4"):
+        read_cohort_obs({"format": "simulated_counts", "n_samples": 4, "n_classes": 5})
+    with pytest.raises(ValueError, match=r"^n_samples='4'; expected an integer >= 1"):
+        read_cohort_obs({"format": "simulated_counts", "n_samples": "4"})
+    labels = read_cohort_obs({"format": "simulated_counts", "n_samples": 6.0, "n_classes": 3})
+    assert labels["label"].value_counts().tolist() == [2, 2, 2]
 
 
 def test_read_cohort_dispatch(tmp_path):

@@ -11,6 +11,7 @@ from omicsbayes.io import (
     parse_barcode,
     read_association_list,
     read_cohort,
+    read_cohort_obs,
     read_counts,
     read_edge_list,
     read_geo_series_matrix,
@@ -302,3 +303,11 @@ def test_read_cohort_errors():
     raises(
         lambda: read_matrix(FIX / "expr_rows.tsv", orientation="rows"), "'rows'", "samples_as_rows"
     )
+
+
+@pytest.mark.parametrize("read", [read_cohort, read_cohort_obs])
+def test_a_cohort_entry_without_a_key_its_reader_needs_is_refused(read):
+    raises(lambda: read({"format": "geo"}), "format 'geo' has no key 'path'")
+    raises(lambda: read({"format": "demo"}), "format 'demo' has no key 'name'")
+    raises(lambda: read({"format": "hivdb", "path": "x.txt"}), "format 'hivdb' has no key 'drug'")
+    raises(lambda: read({"format": "counts"}), "format 'counts' has no key 'path'")  # spec's name

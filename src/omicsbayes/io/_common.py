@@ -7,6 +7,7 @@ import contextlib
 import csv
 import gzip
 import io
+import numbers
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -27,6 +28,19 @@ class CohortError(ValueError):
 def one_line(exc):
     """An exception's message on one line (pandas and h5py messages may span several)."""
     return " ".join(str(exc).split())
+
+
+def whole_number(value, name, low):
+    """``value`` as an int when it is a whole number of at least ``low``; otherwise ValueError
+    naming ``name`` (a string, None, a bool, a fraction or infinity included)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not float(value).is_integer()
+        or value < low
+    ):
+        raise ValueError(f"{name}={value!r}; expected an integer >= {low}")
+    return int(value)
 
 
 def sep_name(sep):

@@ -137,6 +137,18 @@ def _reader_kwargs(spec, base_dir):
         if key in PATH_KEYS and value is not None:
             value = _resolve(value, Path(base_dir))
         kwargs[renames.get(key, key)] = value
+    parameters = inspect.signature(reader).parameters.values()
+    spec_key = {new: old for old, new in renames.items()}
+    missing = [
+        spec_key.get(p.name, p.name)
+        for p in parameters
+        if p.default is p.empty and p.kind != p.VAR_KEYWORD and p.name not in kwargs
+    ]
+    if missing:
+        raise CohortError(
+            f"cohort of format {fmt!r} has no key {list_ids(missing)}; expected "
+            f"{'it' if len(missing) == 1 else 'them'} in the cohort entry"
+        )
     if "sample_types" in kwargs and isinstance(kwargs["sample_types"], list):
         kwargs["sample_types"] = tuple(kwargs["sample_types"])
     return fmt, kwargs

