@@ -1,6 +1,7 @@
 """The experiment kinds (omicsbayes.protocols): tasks, one split's fit, held-out entries, the
 disease-gene fold, config checks and the registry."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -267,8 +268,15 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
             assert protocols.of_protocol({"type": protocol_type}) is kind
             assert n_splits({"type": protocol_type}) == default
             assert n_splits({"type": protocol_type, key: 3}) == 3
-    with pytest.raises(ExperimentError, match="kind 'nope' is unknown"):
-        protocols.get("nope")
+            for bad in ("3", 2.5, 0, None, True):
+                with pytest.raises(
+                    ExperimentError,
+                    match=re.escape(f"{protocol_type} protocol's {key} is {bad!r}; expected"),
+                ):
+                    n_splits({"type": protocol_type, key: bad})
+    for unknown in ("nope", ["classification"]):
+        with pytest.raises(ExperimentError, match=re.escape(f"kind {unknown!r} is unknown")):
+            protocols.get(unknown)
     with pytest.raises(ExperimentError, match="belongs to no experiment kind"):
         n_splits({"type": "nope"})
 

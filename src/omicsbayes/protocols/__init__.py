@@ -89,7 +89,7 @@ def get(kind):
     """The :class:`ExperimentKind` registered as ``kind``."""
     try:
         return _base._REGISTRY[kind]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: a list or dict, which no kind's name is
         raise ExperimentError(
             f"experiment kind {kind!r} is unknown; expected one of {tuple(_base._REGISTRY)}"
         ) from None

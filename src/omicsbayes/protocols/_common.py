@@ -2,6 +2,7 @@
 entry, the capability check and the split count of a protocol entry."""
 
 import inspect
+import numbers
 
 from .. import models
 from ..models._capabilities import capabilities_of, models_with
@@ -69,4 +70,14 @@ def check_model(kind, requires, spec):
 def split_count(protocol, counts):
     """Number of splits of a protocol entry, from ``counts`` (type -> (key, default))."""
     key, default = counts[protocol["type"]]
-    return int(protocol.get(key, default))
+    value = protocol.get(key, default)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not float(value).is_integer()
+        or value < 1
+    ):
+        raise ExperimentError(
+            f"a {protocol['type']} protocol's {key} is {value!r}; expected an integer >= 1"
+        )
+    return int(value)
