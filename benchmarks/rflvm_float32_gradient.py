@@ -6,7 +6,7 @@ For the dense RFLVM on Wisconsin (569 x 30, Gaussian) and on simulated 200 x 500
 counts (M = 50, 2 latent dimensions, 20 % held out): 30 iterations with the step size adapted
 (burn-in), then eight 150-step HMC transitions from the chain's state with the float32 gradient
 of :meth:`_Chain._grad_xw` and, with the same random numbers, with the float64 gradient written
-out below (the session-6 formula). Prints the acceptance probabilities and CPU seconds of both.
+out below with numpy. Prints the acceptance probabilities and CPU seconds of both.
 Both chains are exact (the Metropolis step uses the float64 target); the float32 gradient is only
 worth having if it does not lower the acceptance. docs/models.md (paper 002) reports one run.
 """

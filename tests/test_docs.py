@@ -172,7 +172,7 @@ def test_usage_page_lists_every_tl_and_pl_function():
     assert pl_named == set(pl.__all__)
 
 
-DIARY = re.compile(r"session [0-9]+|sessions? [0-9]|work" r"\s" "period", re.I)
+DIARY = re.compile(r"session[ _-]?[0-9]+|sessions? [0-9]|work" r"\s" "period", re.I)
 PROJECT_TEXT = [
     "README.md",
     "CHANGELOG.md",

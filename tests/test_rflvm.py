@@ -769,9 +769,9 @@ def test_hmc_target_gradient_matches_finite_differences(likelihood):
         assert np.isclose(diff, reference(X2, W2) - reference(ch.X, ch.W), rtol=1e-9)
 
 
-def test_gaussian_hmc_gradient_agrees_with_session7_float32_formula():
-    """The Gaussian HMC gradient (numba kernels for A^-1 and the chain rule) against the
-    session-7 float32 gradient written out with numpy (chol_inverse, two products for d/dPhi,
+def test_gaussian_hmc_gradient_agrees_with_a_numpy_float32_formula():
+    """The Gaussian HMC gradient (numba kernels for A^-1 and the chain rule) against a
+    float32 gradient written out with numpy (chol_inverse, two products for d/dPhi,
     the chain rule and the priors by einsum), on a 60 x 8 problem with missing entries and
     some z_ik off: both within float32 accuracy of the float64 gradient, and of each other."""
     rng = np.random.default_rng(26)

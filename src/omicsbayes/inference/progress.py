@@ -71,7 +71,7 @@ class Progress:
     """Report the progress of ``total`` iterations of the fit called ``name``.
 
     ``first`` is the iteration a resumed fit starts at (a chain restored from a checkpoint): the
-    bar starts there and the time left is estimated from the iterations run in this session.
+    bar starts there and the time left is estimated from the iterations this process has run.
     Inside :func:`chain_context` the bar is that chain's (on its own line); with a relay the
     updates go to the main process instead.
     """

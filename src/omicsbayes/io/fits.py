@@ -41,7 +41,7 @@ from .._attributes import ANNDATA_FIT, IDATA, fitted
 from ..jobs import atomic_write
 
 FORMAT = "omicsbayes-fit"
-FORMAT_VERSION = 3  # 1 was the pickle (joblib) format, never loaded
+FORMAT_VERSION = 3  # format 1 is the pickle (joblib) format, which no release loads
 #: Layouts a format changed, applied to a file of an older format as it loads: format version ->
 #: {class name: attribute to transpose}. Format 3 stores ``IBPFactorModel.loadings_`` as genes x
 #: latent features, as every model's ``loadings_``; format 2 stored its transpose.

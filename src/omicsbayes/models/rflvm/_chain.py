@@ -309,8 +309,8 @@ class _Chain:
         narrower than the prior. The step size is found at the chain's first call
         (:func:`find_step_size`: one leapfrog step accepting with probability about 1/2), adapts
         by dual averaging toward an acceptance probability of 0.7 during burn-in only, is fixed
-        to the averaged step afterwards (also from a checkpoint written before this
-        adaptation existed: its step as it was) and is jittered by U(0.8, 1.2) per move."""
+        to the averaged step afterwards (a checkpoint that holds no adaptation state keeps the
+        step it stored) and is jittered by U(0.8, 1.2) per move."""
         if self.D == 0 or self.est.hmc_moves == 0:
             return
         chol_inv = np.linalg.inv(np.linalg.cholesky(self.Sigmas))[self.labels]
