@@ -1,5 +1,6 @@
 """Tests of the HIVDB genotype-phenotype reader (paper 001, section 4.2)."""
 
+import gzip
 import logging
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from omicsbayes.io import CohortError
-from omicsbayes.io.hiv import read_hivdb_phenosense
+from omicsbayes.io.hiv import read_hivdb_obs, read_hivdb_phenosense
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hiv"
 CURRENT = FIXTURES / "NRTI_DataSet.txt"
@@ -96,6 +97,22 @@ def test_bad_input_raises_cohort_error(tmp_path):
         read_hivdb_phenosense(bad, "DDC")
     with pytest.raises(CohortError, match="positive"):
         read_hivdb_phenosense(CURRENT, "3TC", cutoff=0)
+
+
+@pytest.mark.parametrize("read", [read_hivdb_phenosense, read_hivdb_obs])
+def test_a_ragged_or_truncated_file_is_one_cohort_error(read, tmp_path):
+    """The reader and the .obs reader read the file alike: a row with extra fields and a cut
+    gzip stream are each one CohortError naming the file."""
+    lines = WITH_DDC_FTC.read_text().splitlines()
+    ragged = tmp_path / "ragged.txt"
+    ragged.write_text("\n".join([*lines[:3], lines[3] + "\textra", *lines[4:]]) + "\n")
+    with pytest.raises(CohortError, match=r"ragged\.txt: rows have different numbers of fields"):
+        read(ragged, "DDC")
+    packed = gzip.compress(WITH_DDC_FTC.read_bytes())
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(CohortError, match=r"cut\.txt\.gz: gzip stream is damaged or truncated"):
+        read(cut, "DDC")
 
 
 def test_writes_to_h5ad(tmp_path):

@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import CohortError, check_unique, head_lines, list_ids, make_anndata, read_text
+from ._common import CohortError, check_unique, list_ids, make_anndata, one_line, read_text
 
 logger = logging.getLogger("omicsbayes")
 
@@ -117,15 +117,7 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
         duplicated SeqIDs, unreadable fold changes or position cells, no isolate left.
     """
     name = str(path)
-    frame = pd.read_csv(
-        io.StringIO(read_text(path)),
-        sep="\t",
-        dtype=str,
-        keep_default_na=False,
-        quoting=3,
-        comment=None,
-    )
-    frame.columns = [str(c).strip() for c in frame.columns]
+    frame = _read_table(path, name)
     seq_col, positions, drug_col = _layout(frame.columns, name, drug)
     position_cols = {c for _, c in positions}
     seq_ids, fold, censored, keep, excluded, cutoff = _phenotypes(
@@ -178,6 +170,27 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
         **{f"{k}_ids": list(v) for k, v in excluded.items()},
     }
     return adata
+
+
+def _read_table(path, name):
+    """The file's table, every cell a string as written (no missing-value parsing, no quoting),
+    the column names stripped; CohortError for rows with another number of fields."""
+    try:
+        frame = pd.read_csv(
+            io.StringIO(read_text(path)),
+            sep="\t",
+            dtype=str,
+            keep_default_na=False,
+            quoting=3,
+            comment=None,
+        )
+    except pd.errors.ParserError as exc:
+        raise CohortError(
+            f"{name}: rows have different numbers of fields ({one_line(exc)}); expected the "
+            "tab-separated HIVDB genotype-phenotype layout, one field per column on every row"
+        ) from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
 
 
 def _layout(columns, name, drug):
@@ -266,7 +279,7 @@ def _isolate_obs(kept, dropped, fold_kept, cutoff):
 
 def read_hivdb_obs(path, drug, cutoff=None, *, method="PhenoSense", subtype=None):
     """The ``.obs`` :func:`read_hivdb_phenosense` gives (without ``n_uncovered``), from the
-    file's SeqID, fold-change and annotation columns; the position columns are not read.
+    file's SeqID, fold-change and annotation columns; the position cells are not parsed.
     Parameters as :func:`read_hivdb_phenosense`.
 
     Returns
@@ -275,21 +288,10 @@ def read_hivdb_obs(path, drug, cutoff=None, *, method="PhenoSense", subtype=None
         Indexed by the kept isolates' SeqIDs; ``label`` is ``resistant`` or ``susceptible``.
     """
     name = str(path)
-    header = [c.strip() for c in head_lines(path, limit=1)[0].split("\t")]
-    seq_col, positions, drug_col = _layout(header, name, drug)
-    position_cols = {c for _, c in positions}
-    frame = pd.read_csv(
-        path,
-        sep="\t",
-        dtype=str,
-        keep_default_na=False,
-        quoting=3,
-        comment=None,
-        encoding="utf-8-sig",
-        usecols=lambda c: str(c).strip() not in position_cols,
-    )
-    frame.columns = [str(c).strip() for c in frame.columns]
+    frame = _read_table(path, name)
+    seq_col, positions, drug_col = _layout(frame.columns, name, drug)
     _, fold, _, keep, _, cutoff = _phenotypes(
         frame, name, seq_col, drug_col, cutoff, method, subtype
     )
-    return _isolate_obs(frame[keep], [seq_col, drug_col], fold[keep], cutoff)
+    dropped = [seq_col, drug_col, *(c for _, c in positions)]
+    return _isolate_obs(frame[keep], dropped, fold[keep], cutoff)
