@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
 from ._common import CohortError, check_file, check_unique, one_line
+
+
+@contextlib.contextmanager
+def _h5ad_file(path, expected):
+    """The checked path of an h5ad file, read in the block: CohortError for a missing or empty
+    file and for anything the block cannot read in it (naming ``expected``)."""
+    p = check_file(path)
+    if p.stat().st_size == 0:
+        raise CohortError(f"{path}: file is empty; expected an HDF5 (.h5ad) file")
+    try:
+        yield p
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise CohortError(
+            f"{path}: not a readable h5ad file ({one_line(exc)}); expected {expected}"
+        ) from exc
 
 
 def read_h5ad(path):
@@ -27,15 +44,8 @@ def read_h5ad(path):
     -------
     anndata.AnnData
     """
-    p = check_file(path)
-    if p.stat().st_size == 0:
-        raise CohortError(f"{path}: file is empty; expected an HDF5 (.h5ad) file")
-    try:
+    with _h5ad_file(path, "AnnData HDF5") as p:
         adata = ad.read_h5ad(p)
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        raise CohortError(
-            f"{path}: not a readable h5ad file ({one_line(exc)}); expected AnnData HDF5"
-        ) from exc
     if adata.n_obs == 0 or adata.n_vars == 0:
         raise CohortError(
             f"{path}: has shape {adata.shape}; expected at least one sample and one feature"
@@ -88,15 +98,7 @@ def read_h5ad_obs(path):
     import h5py
     from anndata.io import read_elem
 
-    p = check_file(path)
-    if p.stat().st_size == 0:
-        raise CohortError(f"{path}: file is empty; expected an HDF5 (.h5ad) file")
-    try:
-        with h5py.File(p, "r") as f:
-            obs = read_elem(f["obs"])
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        raise CohortError(
-            f"{path}: not a readable h5ad file ({one_line(exc)}); expected AnnData HDF5 with .obs"
-        ) from exc
+    with _h5ad_file(path, "AnnData HDF5 with .obs") as p, h5py.File(p, "r") as f:
+        obs = read_elem(f["obs"])
     check_unique(obs.index.tolist(), str(path), "sample")
     return obs
