@@ -271,7 +271,9 @@ def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
             for bad in ("3", 2.5, 0, None, True):
                 with pytest.raises(
                     ExperimentError,
-                    match=re.escape(f"{protocol_type} protocol's {key} is {bad!r}; expected"),
+                    match=re.escape(
+                        f"{protocol_type} protocol: {key}={bad!r}; expected an integer"
+                    ),
                 ):
                     n_splits({"type": protocol_type, key: bad})
     for unknown in ("nope", ["classification"]):

@@ -2,9 +2,9 @@
 entry, the capability check and the split count of a protocol entry."""
 
 import inspect
-import numbers
 
 from .. import models
+from ..io._common import whole_number
 from ..models._capabilities import capabilities_of, models_with
 
 
@@ -70,14 +70,7 @@ def check_model(kind, requires, spec):
 def split_count(protocol, counts):
     """Number of splits of a protocol entry, from ``counts`` (type -> (key, default))."""
     key, default = counts[protocol["type"]]
-    value = protocol.get(key, default)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not float(value).is_integer()
-        or value < 1
-    ):
-        raise ExperimentError(
-            f"a {protocol['type']} protocol's {key} is {value!r}; expected an integer >= 1"
-        )
-    return int(value)
+    try:
+        return whole_number(protocol.get(key, default), key, 1)
+    except ValueError as err:
+        raise ExperimentError(f"{protocol['type']} protocol: {err}") from None
