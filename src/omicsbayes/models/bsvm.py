@@ -48,6 +48,8 @@ class _BSVMGibbs:
         return self.beta.copy()
 
     def state(self):
+        """Never called: BayesianSVM has no ``checkpoint`` parameter and runs its chain without
+        a checkpoint file, so ``run_chain`` never asks for the sampler's state."""
         raise NotImplementedError("BayesianSVM does not checkpoint its Gibbs chain")
 
     def final(self):
