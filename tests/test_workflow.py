@@ -59,6 +59,12 @@ BAD_CONFIGS = {
         "transforms.zscore.steps",
     ),
     "one_split": (lambda c: c["protocols"]["cv3"].update(n_splits=1), "n_splits"),
+    "parameter_value_the_schema_does_not_know": (  # the estimator's own constraints
+        lambda c: c["models"].update(
+            rf={"class": "RankFactorClassifier", "params": {"prediction_bounds": "nearest"}}
+        ),
+        r"config key models\.rf: The 'prediction_bounds' parameter of RankFactorClassifier must",
+    ),
 }
 
 

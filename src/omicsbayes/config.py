@@ -141,7 +141,7 @@ def check_config(config):
             raise ConfigError(f"config key transforms.{name}.steps: {err}") from None
     for name, spec in config["models"].items():
         try:
-            make_estimator(spec)
+            make_estimator(spec)._validate_params()  # each parameter's type and range
         except (ExperimentError, TypeError, ValueError) as err:
             raise ConfigError(f"config key models.{name}: {err}") from None
     for name, experiment in config["experiments"].items():
