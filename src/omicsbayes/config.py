@@ -5,7 +5,8 @@ model classes, experiment kinds and protocol types come from the registries
 (:func:`config_schema`), and :func:`validate_config` checks a config against it
 (:func:`schema_message` turns the first error into one line naming the key). This module checks
 what a schema cannot: that every experiment refers to a defined cohort, transform, model and
-protocol, that transform steps and model parameters exist, what its experiment kind asks
+protocol, that transform steps and model parameters exist (and each parameter's value
+passes the estimator's own constraints), what its experiment kind asks
 (:func:`omicsbayes.protocols.check_experiment`: protocol type, transforms, model capabilities),
 what the sample sheet of a cohort whose labels an experiment reads already tells
 (:func:`check_cohort_labels`, for every cohort format, reading only the sheet), and that no name
