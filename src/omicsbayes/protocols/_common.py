@@ -4,7 +4,6 @@ entry, the capability check and the split count of a protocol entry."""
 import inspect
 
 from .. import models
-from ..io._common import whole_number
 from ..models._capabilities import capabilities_of, models_with
 
 
@@ -69,6 +68,8 @@ def check_model(kind, requires, spec):
 
 def split_count(protocol, counts):
     """Number of splits of a protocol entry, from ``counts`` (type -> (key, default))."""
+    from ..io._common import whole_number  # here: importing omicsbayes.io loads anndata
+
     key, default = counts[protocol["type"]]
     try:
         return whole_number(protocol.get(key, default), key, 1)
