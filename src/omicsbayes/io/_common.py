@@ -147,6 +147,23 @@ def split_line(line, sep):
     return next(csv.reader([line], delimiter=sep, quotechar='"'))
 
 
+def string_table(text, name, expected):
+    """A tab-separated table (header line first) with every cell a string as written: no
+    missing-value parsing, no quoting; column names stripped. CohortError naming ``expected``
+    when the rows have different numbers of fields."""
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text), sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE
+        )
+    except pd.errors.ParserError as exc:
+        raise CohortError(
+            f"{name}: rows have different numbers of tab-separated fields ({one_line(exc)}); "
+            f"expected {expected}"
+        ) from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
 def check_unique(ids, name, kind):
     """CohortError listing IDs that occur more than once."""
     counts = Counter(ids)

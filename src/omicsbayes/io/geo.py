@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 
 import numpy as np
@@ -16,10 +14,10 @@ from ._common import (
     head_lines,
     list_ids,
     make_anndata,
-    one_line,
     parse_table,
     read_text,
     split_line,
+    string_table,
 )
 
 logger = logging.getLogger("omicsbayes")
@@ -169,20 +167,7 @@ def read_geo_platform(path, symbol_column=None):
             f"{name}: no table found; expected a GEO platform table (GPLxxx.annot or "
             "GPLxxx-nnnn.txt) with a header line 'ID ... Gene symbol ...'"
         )
-    try:
-        frame = pd.read_csv(
-            io.StringIO("\n".join(body)),
-            sep="\t",
-            dtype=str,
-            keep_default_na=False,
-            quoting=csv.QUOTE_NONE,
-        )
-    except pd.errors.ParserError as exc:
-        raise CohortError(
-            f"{name}: rows have different numbers of tab-separated fields ({one_line(exc)}); "
-            "expected a tab-separated GEO platform table"
-        ) from exc
-    frame.columns = [str(c).strip() for c in frame.columns]
+    frame = string_table("\n".join(body), name, "a tab-separated GEO platform table")
     if "ID" not in frame.columns:
         raise CohortError(
             f"{name}: no 'ID' column (header starts {list_ids(frame.columns[:5])}); expected a "

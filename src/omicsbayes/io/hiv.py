@@ -11,14 +11,13 @@ acids found (several letters = a mixture), ``#`` for an insertion and ``~`` for 
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 
 import numpy as np
 import pandas as pd
 
-from ._common import CohortError, check_unique, list_ids, make_anndata, one_line, read_text
+from ._common import CohortError, check_unique, list_ids, make_anndata, read_text, string_table
 
 logger = logging.getLogger("omicsbayes")
 
@@ -173,24 +172,9 @@ def read_hivdb_phenosense(path, drug, cutoff=None, *, method="PhenoSense", subty
 
 
 def _read_table(path, name):
-    """The file's table, every cell a string as written (no missing-value parsing, no quoting),
-    the column names stripped; CohortError for rows with another number of fields."""
-    try:
-        frame = pd.read_csv(
-            io.StringIO(read_text(path)),
-            sep="\t",
-            dtype=str,
-            keep_default_na=False,
-            quoting=3,
-            comment=None,
-        )
-    except pd.errors.ParserError as exc:
-        raise CohortError(
-            f"{name}: rows have different numbers of fields ({one_line(exc)}); expected the "
-            "tab-separated HIVDB genotype-phenotype layout, one field per column on every row"
-        ) from exc
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame
+    """The file's table, every cell a string as written (:func:`string_table`)."""
+    expected = "the HIVDB genotype-phenotype layout, one field per column on every row"
+    return string_table(read_text(path), name, expected)
 
 
 def _layout(columns, name, drug):
