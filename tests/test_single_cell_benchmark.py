@@ -64,3 +64,37 @@ def test_markdown_table_names_its_command(single_cell):
     assert (
         "| c1 | prediction_bounds | R-L-BSVM | adjacent | 0.650 ± 0.050 | -0.100 ± 0.000 |" in text
     )
+
+
+def test_cohort_factors_add_inference_to_the_simulated_cohorts_only(single_cell):
+    everything_else = set(single_cell.FACTORS) - {"inference"}
+    assert single_cell.cohort_factors("digits 3 vs 5") == everything_else
+    assert single_cell.cohort_factors("simulated sparse counts, 400 cells") == set(
+        single_cell.FACTORS
+    )
+    assert single_cell.cohort_factors("simulated sparse counts, 2000 cells") == {
+        "likelihood",
+        "prediction_bounds",
+        "inference",
+    }
+
+
+def test_split_rows_inference_levels_share_the_default_fit(single_cell):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    X = rng.poisson(0.4 + 0.8 * y[:, None] * (np.arange(6) < 2), (60, 6)).astype(float)
+    train, test = np.arange(60) % 3 != 0, np.arange(60) % 3 == 0
+    args = ("c1", X[train], y[train], X[test], y[test], 7)
+    rows = single_cell.split_rows(*args, {"likelihood", "inference"})
+    table = pd.DataFrame(rows, columns=["cohort", "factor", "model", "level", "auroc", "seconds"])
+    inference = table[table["factor"] == "inference"]
+    assert inference["level"].tolist() == single_cell.FACTORS["inference"]
+    default = table[(table["factor"] == "likelihood") & (table["level"] == "R-L-BSVM")]
+    assert inference["auroc"].iloc[0] == default["auroc"].iloc[0]
+    assert set(table["factor"]) == {"likelihood", "inference"}
+    assert inference["auroc"].between(0, 1).all()
+
+
+def test_main_rejects_an_unknown_factor(single_cell):
+    with pytest.raises(SystemExit):
+        single_cell.main(["--factors", "nonsense", "--from-splits", "x.tsv"])
