@@ -17,7 +17,8 @@ Factors (:data:`FACTORS`; the first level of each is the reference its rows are 
     R-L-BSVM's latent form (w = a^T z + v), the printed form (w = a^T z) with the Monte Carlo
     VB, and the printed form with the paper's deterministic VB (``inference="vb_deterministic"``).
 ``inference``
-    R-L-BSVM's inference, on the simulated cohorts (:data:`INFERENCE_COHORTS`): the default VB
+    Only when asked (``--factors inference``), on the simulated cohorts
+    (:data:`INFERENCE_COHORTS`): R-L-BSVM's inference, the default VB
     (latent form, Monte Carlo q(W)), Gibbs sampling of the latent form, and Gibbs sampling of
     the printed form (w = a^T z), which is paper 000's model and sampler as printed (sections
     2, 3 and 7: the pseudo-likelihood of eq. 6 with the neighbours of ERRATA section 2); all
@@ -39,9 +40,9 @@ the rest; normalised counts, 68 % zeros), scikit-learn's digits 3 against 5 (pix
 about half zeros; the paper's MNIST task on the shipped digits) and simulated sparse counts of
 two cell states (:func:`benchmarks.bench_rank_factor.sparse_cohort`, 100 marker genes of 3,000,
 through library size, log and the top 800 genes fitted on the training cells; about 90 % zeros)
-at 400 cells and, with the likelihood and inference factors and R-L-BSVM's prediction bounds
-only (:data:`LIGHT`), at 2,000 cells: a larger cohort at the same sparsity.  Splits: stratified
-75/25 subsampling.
+at 400 cells and, with the likelihood factor and R-L-BSVM's prediction bounds only
+(:data:`LIGHT`; the inference factor when asked), at 2,000 cells: a larger cohort at the same
+sparsity.  Splits: stratified 75/25 subsampling.
 
 Writes ``docs/_generated/single_cell_splits.tsv`` (one row per split and setting; ``seconds`` is
 the process CPU time of the row's fit and predictions) and ``docs/_generated/single_cell_table.md``
@@ -88,7 +89,7 @@ SIMULATED = {  # simulated cohorts: name -> (cells, generated genes, marker gene
     "simulated sparse counts, 400 cells": (400, 3000, 100, 800),
     "simulated sparse counts, 2000 cells": (2000, 3000, 100, 800),
 }
-LIGHT = {"simulated sparse counts, 2000 cells"}  # likelihood, inference, R-L's bounds (split_rows)
+LIGHT = {"simulated sparse counts, 2000 cells"}  # likelihood and R-L's bounds only (split_rows)
 INFERENCE_COHORTS = set(SIMULATED)  # cohorts with the inference factor (split_rows)
 
 
@@ -160,16 +161,18 @@ def _fit_scores(variant, Xtr, ytr, Xte, yte, seed, bounds=("extreme",), **params
     return out, time.process_time() - start
 
 
-def cohort_factors(cohort):
-    """The factors of :data:`FACTORS` run on ``cohort``: all but ``inference``, plus
-    ``inference`` on :data:`INFERENCE_COHORTS`; on :data:`LIGHT` cohorts only ``likelihood``,
-    ``inference`` and ``prediction_bounds`` (R-L-BSVM's)."""
-    names = set(FACTORS) - {"inference"}
-    if cohort in LIGHT:
-        names = {"likelihood", "prediction_bounds"}
+def cohort_factors(cohort, asked=()):
+    """The factors of :data:`FACTORS` run on ``cohort``: without ``asked``, all but
+    ``inference`` (on :data:`LIGHT` cohorts only ``likelihood`` and ``prediction_bounds``);
+    with ``asked``, those of them, where ``inference`` is available on
+    :data:`INFERENCE_COHORTS` only (its Gibbs fits are run apart, ``--factors inference``)."""
+    names = {"likelihood", "prediction_bounds"} if cohort in LIGHT else set(FACTORS)
+    names.discard("inference")
+    if not asked:
+        return names
     if cohort in INFERENCE_COHORTS:
         names.add("inference")
-    return names
+    return names & set(asked)
 
 
 def split_rows(cohort, Xtr, ytr, Xte, yte, seed, factors):
@@ -252,8 +255,7 @@ def split_rows(cohort, Xtr, ytr, Xte, yte, seed, factors):
 
 def run(names, n_splits, seed, quick=False, factors=()):
     """Per-split table (:data:`SPLIT_COLUMNS`) of the cohorts whose names contain one of
-    ``names`` (all when empty), for each cohort's :func:`cohort_factors` or, when ``factors``
-    is not empty, those among them."""
+    ``names`` (all when empty), each with its :func:`cohort_factors` of ``factors``."""
     rows = []
     for cohort, (X, y, kept) in cohorts(quick).items():
         if names and not any(n in cohort for n in names):
@@ -269,9 +271,9 @@ def run(names, n_splits, seed, quick=False, factors=()):
             test = table.loc[table["role"] == "test", "sample"].to_numpy()
             Xtr, Xte = _prepare(X, train, test, kept)
             fit_seed = derive_seed(seed, "single_cell", cohort, split)
-            chosen = cohort_factors(cohort)
-            if factors:
-                chosen &= set(factors)
+            chosen = cohort_factors(cohort, factors)
+            if not chosen:
+                continue
             for row in split_rows(cohort, Xtr, y[train], Xte, y[test], fit_seed, chosen):
                 rows.append((*row[:4], split, *row[4:]))
             print(f"{cohort}: split {split} done", file=sys.stderr, flush=True)
