@@ -16,6 +16,13 @@ Factors (:data:`FACTORS`; the first level of each is the reference its rows are 
 ``maxmargin_form``
     R-L-BSVM's latent form (w = a^T z + v), the printed form (w = a^T z) with the Monte Carlo
     VB, and the printed form with the paper's deterministic VB (``inference="vb_deterministic"``).
+``inference``
+    Only when asked (``--factors inference``), on the simulated cohorts
+    (:data:`INFERENCE_COHORTS`): R-L-BSVM's inference, the default VB
+    (latent form, Monte Carlo q(W)), Gibbs sampling of the latent form, and Gibbs sampling of
+    the printed form (w = a^T z), which is paper 000's model and sampler as printed (sections
+    2, 3 and 7: the pseudo-likelihood of eq. 6 with the neighbours of ERRATA section 2); all
+    Gibbs settings at their defaults.
 ``prediction_bounds``
     Where a new value is placed among the fitted training w (``prediction_bounds``): between
     the running extremes over all smaller / larger training values, or between the mean w of
@@ -34,8 +41,8 @@ about half zeros; the paper's MNIST task on the shipped digits) and simulated sp
 two cell states (:func:`benchmarks.bench_rank_factor.sparse_cohort`, 100 marker genes of 3,000,
 through library size, log and the top 800 genes fitted on the training cells; about 90 % zeros)
 at 400 cells and, with the likelihood factor and R-L-BSVM's prediction bounds only
-(:data:`LIGHT`), at 2,000 cells: a larger cohort at the same sparsity.  Splits: stratified
-75/25 subsampling.
+(:data:`LIGHT`; the inference factor when asked), at 2,000 cells: a larger cohort at the same
+sparsity.  Splits: stratified 75/25 subsampling.
 
 Writes ``docs/_generated/single_cell_splits.tsv`` (one row per split and setting; ``seconds`` is
 the process CPU time of the row's fit and predictions) and ``docs/_generated/single_cell_table.md``
@@ -67,6 +74,7 @@ AHEAD_SE = 2.0  # a level differs from its factor's reference beyond two paired 
 FACTORS = {
     "likelihood": ["R-L-BSVM", "OR-L-BSVM", "G-L-BSVM on log1p"],
     "maxmargin_form": ["latent", "exact", "exact, paper's deterministic VB"],
+    "inference": ["VB, latent form", "Gibbs, latent form", "Gibbs, printed form (the paper's)"],
     "prediction_bounds": ["extreme", "adjacent"],
     "zero_filter": ["off", "genes with > 25 % zeros dropped"],
     "cohort_size": ["all", "half the training cells", "half the genes", "a quarter of the genes"],
@@ -82,6 +90,7 @@ SIMULATED = {  # simulated cohorts: name -> (cells, generated genes, marker gene
     "simulated sparse counts, 2000 cells": (2000, 3000, 100, 800),
 }
 LIGHT = {"simulated sparse counts, 2000 cells"}  # likelihood and R-L's bounds only (split_rows)
+INFERENCE_COHORTS = set(SIMULATED)  # cohorts with the inference factor (split_rows)
 
 
 # --------------------------------------------------------------------------- cohorts
@@ -152,38 +161,65 @@ def _fit_scores(variant, Xtr, ytr, Xte, yte, seed, bounds=("extreme",), **params
     return out, time.process_time() - start
 
 
-def split_rows(cohort, Xtr, ytr, Xte, yte, seed, light=False):
-    """The rows of :data:`SPLIT_COLUMNS` (without split) of one split: every factor's levels, or
-    with ``light`` the likelihood factor and R-L-BSVM's prediction bounds only (for cohorts
-    where the other fits cost too much)."""
+def cohort_factors(cohort, asked=()):
+    """The factors of :data:`FACTORS` run on ``cohort``: without ``asked``, all but
+    ``inference`` (on :data:`LIGHT` cohorts only ``likelihood`` and ``prediction_bounds``);
+    with ``asked``, those of them, where ``inference`` is available on
+    :data:`INFERENCE_COHORTS` only (its Gibbs fits are run apart, ``--factors inference``)."""
+    names = {"likelihood", "prediction_bounds"} if cohort in LIGHT else set(FACTORS)
+    names.discard("inference")
+    if not asked:
+        return names
+    if cohort in INFERENCE_COHORTS:
+        names.add("inference")
+    return names & set(asked)
+
+
+def split_rows(cohort, Xtr, ytr, Xte, yte, seed, factors):
+    """The rows of :data:`SPLIT_COLUMNS` (without split) of one split for the factors
+    ``factors`` (a subset of :func:`cohort_factors`); prediction bounds are compared for
+    OR-L-BSVM as well as R-L-BSVM outside the :data:`LIGHT` cohorts."""
     rows = []
 
     def add(factor, model, level, value, seconds):
         rows.append((cohort, factor, model, level, value, seconds))
 
+    light = cohort in LIGHT
     logs_tr, logs_te = np.log1p(Xtr), np.log1p(Xte)
     both = ("extreme", "adjacent")
     rl, rl_s = _fit_scores("R-L-BSVM", Xtr, ytr, Xte, yte, seed, both)
-    gl, gl_s = _fit_scores("G-L-BSVM", logs_tr, ytr, logs_te, yte, seed)
-    add("likelihood", "", "R-L-BSVM", rl["extreme"], rl_s)
-    if light:
-        orl, orl_s = _fit_scores("OR-L-BSVM", Xtr, ytr, Xte, yte, seed)
+    if factors & {"likelihood", "zero_filter", "cohort_size"}:
+        gl, gl_s = _fit_scores("G-L-BSVM", logs_tr, ytr, logs_te, yte, seed)
+    if "likelihood" in factors:
+        add("likelihood", "", "R-L-BSVM", rl["extreme"], rl_s)
+    if "inference" in factors:
+        add("inference", "R-L-BSVM", "VB, latent form", rl["extreme"], rl_s)
+        for level, form in (
+            ("Gibbs, latent form", "latent"),
+            ("Gibbs, printed form (the paper's)", "exact"),
+        ):
+            gibbs, s = _fit_scores(
+                "R-L-BSVM", Xtr, ytr, Xte, yte, seed, inference="gibbs", maxmargin_form=form
+            )
+            add("inference", "R-L-BSVM", level, gibbs["extreme"], s)
+    if "likelihood" in factors or ("prediction_bounds" in factors and not light):
+        orl, orl_s = _fit_scores("OR-L-BSVM", Xtr, ytr, Xte, yte, seed, both)
+    if "likelihood" in factors:
         add("likelihood", "", "OR-L-BSVM", orl["extreme"], orl_s)
         add("likelihood", "", "G-L-BSVM on log1p", gl["extreme"], gl_s)
-        for bound in both:
-            add("prediction_bounds", "R-L-BSVM", bound, rl[bound], rl_s)
+    if "prediction_bounds" in factors:
+        fitted = [("R-L-BSVM", rl, rl_s)] + ([] if light else [("OR-L-BSVM", orl, orl_s)])
+        for model, scores, seconds in fitted:
+            for bound in both:
+                add("prediction_bounds", model, bound, scores[bound], seconds)
+    if "maxmargin_form" in factors:
+        add("maxmargin_form", "R-L-BSVM", "latent", rl["extreme"], rl_s)
+        exact, s = _fit_scores("R-L-BSVM", Xtr, ytr, Xte, yte, seed, maxmargin_form="exact")
+        add("maxmargin_form", "R-L-BSVM", "exact", exact["extreme"], s)
+        det, s = _fit_scores("R-L-BSVM", Xtr, ytr, Xte, yte, seed, inference="vb_deterministic")
+        add("maxmargin_form", "R-L-BSVM", "exact, paper's deterministic VB", det["extreme"], s)
+    if not factors & {"zero_filter", "cohort_size"}:
         return rows
-    orl, orl_s = _fit_scores("OR-L-BSVM", Xtr, ytr, Xte, yte, seed, both)
-    add("likelihood", "", "OR-L-BSVM", orl["extreme"], orl_s)
-    add("likelihood", "", "G-L-BSVM on log1p", gl["extreme"], gl_s)
-    for model, scores, seconds in (("R-L-BSVM", rl, rl_s), ("OR-L-BSVM", orl, orl_s)):
-        for bound in both:
-            add("prediction_bounds", model, bound, scores[bound], seconds)
-    add("maxmargin_form", "R-L-BSVM", "latent", rl["extreme"], rl_s)
-    exact, s = _fit_scores("R-L-BSVM", Xtr, ytr, Xte, yte, seed, maxmargin_form="exact")
-    add("maxmargin_form", "R-L-BSVM", "exact", exact["extreme"], s)
-    det, s = _fit_scores("R-L-BSVM", Xtr, ytr, Xte, yte, seed, inference="vb_deterministic")
-    add("maxmargin_form", "R-L-BSVM", "exact, paper's deterministic VB", det["extreme"], s)
 
     from omicsbayes.preprocess import MaxZeroFraction
 
@@ -196,10 +232,13 @@ def split_rows(cohort, Xtr, ytr, Xte, yte, seed, light=False):
         ("G-L-BSVM on log1p", gl, gl_s, (logs_tr, logs_te)),
     ):
         variant = model.split(" ")[0]
-        add("zero_filter", model, "off", full["extreme"], seconds)
-        if keep is not None:
-            filtered, s = _fit_scores(variant, tr[:, keep], ytr, te[:, keep], yte, seed)
-            add("zero_filter", model, "genes with > 25 % zeros dropped", filtered["extreme"], s)
+        if "zero_filter" in factors:
+            add("zero_filter", model, "off", full["extreme"], seconds)
+            if keep is not None:
+                filtered, s = _fit_scores(variant, tr[:, keep], ytr, te[:, keep], yte, seed)
+                add("zero_filter", model, "genes with > 25 % zeros dropped", filtered["extreme"], s)
+        if "cohort_size" not in factors:
+            continue
         add("cohort_size", model, "all", full["extreme"], seconds)
         for level, (cell_fraction, gene_fraction) in list(_SIZES.items())[1:]:
             rng = np.random.default_rng(derive_seed(seed, "cohort_size", level))
@@ -214,9 +253,9 @@ def split_rows(cohort, Xtr, ytr, Xte, yte, seed, light=False):
     return rows
 
 
-def run(names, n_splits, seed, quick=False):
+def run(names, n_splits, seed, quick=False, factors=()):
     """Per-split table (:data:`SPLIT_COLUMNS`) of the cohorts whose names contain one of
-    ``names`` (all when empty)."""
+    ``names`` (all when empty), each with its :func:`cohort_factors` of ``factors``."""
     rows = []
     for cohort, (X, y, kept) in cohorts(quick).items():
         if names and not any(n in cohort for n in names):
@@ -232,8 +271,10 @@ def run(names, n_splits, seed, quick=False):
             test = table.loc[table["role"] == "test", "sample"].to_numpy()
             Xtr, Xte = _prepare(X, train, test, kept)
             fit_seed = derive_seed(seed, "single_cell", cohort, split)
-            light = cohort in LIGHT
-            for row in split_rows(cohort, Xtr, y[train], Xte, y[test], fit_seed, light):
+            chosen = cohort_factors(cohort, factors)
+            if not chosen:
+                continue
+            for row in split_rows(cohort, Xtr, y[train], Xte, y[test], fit_seed, chosen):
                 rows.append((*row[:4], split, *row[4:]))
             print(f"{cohort}: split {split} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
@@ -299,19 +340,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.single_cell", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 splits, small simulated cohorts")
     parser.add_argument("--cohorts", nargs="*", default=[], help="parts of cohort names")
+    parser.add_argument("--factors", nargs="*", default=[], help="run only these factors")
     parser.add_argument("--n-splits", type=int, default=10)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--from-splits", nargs="*", default=None, help="summarise these TSVs")
     parser.add_argument("--splits-out", default="docs/_generated/single_cell_splits.tsv")
     parser.add_argument("--markdown", default="docs/_generated/single_cell_table.md")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.factors) - set(FACTORS))
+    if unknown:
+        parser.error(f"--factors: unknown {unknown}; expected some of {sorted(FACTORS)}")
     if args.from_splits:
         per_split = pd.concat([pd.read_csv(p, sep="\t") for p in args.from_splits])
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             n_splits = 2 if args.quick else args.n_splits
-            per_split = run(args.cohorts, n_splits, args.seed, args.quick)
+            per_split = run(args.cohorts, n_splits, args.seed, args.quick, args.factors)
         Path(args.splits_out).parent.mkdir(parents=True, exist_ok=True)
         per_split.to_csv(args.splits_out, sep="\t", index=False)
     table = summarize(per_split)

@@ -64,3 +64,35 @@ def test_markdown_table_names_its_command(single_cell):
     assert (
         "| c1 | prediction_bounds | R-L-BSVM | adjacent | 0.650 ± 0.050 | -0.100 ± 0.000 |" in text
     )
+
+
+def test_cohort_factors_run_inference_when_asked_on_simulated_cohorts_only(single_cell):
+    everything_else = set(single_cell.FACTORS) - {"inference"}
+    simulated = "simulated sparse counts, 400 cells"
+    assert single_cell.cohort_factors("digits 3 vs 5") == everything_else
+    assert single_cell.cohort_factors(simulated) == everything_else
+    assert single_cell.cohort_factors(simulated, ["inference"]) == {"inference"}
+    assert single_cell.cohort_factors("digits 3 vs 5", ["inference"]) == set()
+    light = "simulated sparse counts, 2000 cells"
+    assert single_cell.cohort_factors(light) == {"likelihood", "prediction_bounds"}
+    assert single_cell.cohort_factors(light, ["inference", "cohort_size"]) == {"inference"}
+
+
+def test_split_rows_inference_levels_share_the_default_fit(single_cell):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    X = rng.poisson(0.4 + 0.8 * y[:, None] * (np.arange(6) < 2), (60, 6)).astype(float)
+    train, test = np.arange(60) % 3 != 0, np.arange(60) % 3 == 0
+    args = ("c1", X[train], y[train], X[test], y[test], 7)
+    rows = single_cell.split_rows(*args, {"inference"})
+    table = pd.DataFrame(rows, columns=["cohort", "factor", "model", "level", "auroc", "seconds"])
+    assert table["factor"].unique().tolist() == ["inference"]
+    assert table["level"].tolist() == single_cell.FACTORS["inference"]
+    default, _ = single_cell._fit_scores("R-L-BSVM", *args[1:])
+    assert table["auroc"].iloc[0] == default["extreme"]  # the reference is the default VB fit
+    assert table["auroc"].between(0, 1).all()
+
+
+def test_main_rejects_an_unknown_factor(single_cell):
+    with pytest.raises(SystemExit):
+        single_cell.main(["--factors", "nonsense", "--from-splits", "x.tsv"])
