@@ -802,8 +802,8 @@ def _folds(settings, folds):
     return [f for f in folds if f in set(wanted)]
 
 
-# claim e's cohorts: name -> the tags after "e_mvgp" that seed its folds and fits (OMIM's have
-# none, so its rows stay those of the OMIM-only claim)
+# claim e's cohorts: name -> the tags after "e_mvgp" that seed its folds and fits (OMIM has
+# none: its folds and fits are seeded by the claim's name alone)
 DISEASE_GENE_COHORTS = {"OMIM": (), "Orphanet": ("Orphanet",)}
 
 

@@ -280,3 +280,27 @@ def test_cluster_group_components_batch_the_fits(tmp_path, tiny_config, snakemak
     assert len(ledger) == 1 + 1 + 1 + 1 + 1 + 1  # data, preprocess, split, the 2 fits, ...
     table = "results/malignant/metrics.tsv"
     assert (local / table).read_bytes() == (cluster / table).read_bytes()
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ("", "workflow/rules/rating.smk: no register_kind(...) call after the kind's rules"),
+        ('register_kind("ratings",', "register_kind('ratings'): not an experiment kind of"),
+    ],
+    ids=["not_registered", "unknown_kind"],
+)
+def test_a_kind_rules_file_must_register_its_outputs(
+    edit, message, tmp_path, tiny_config, snakemake_run
+):
+    """A kind's rules file that does not call register_kind, or names a kind that does not
+    exist, stops the plan naming the file or the kind (not a KeyError in an input function)."""
+    workflow = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", workflow)
+    rules = workflow / "rules" / "rating.smk"
+    rules.write_text(rules.read_text().replace('register_kind("rating",', edit or "dict("))
+    default_config(tiny_config, tmp_path)
+    result = snakemake_run(tmp_path, "-n", snakefile=workflow / "Snakefile")
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr

@@ -143,7 +143,18 @@ KIND_FILES = {}
 def register_kind(kind, fits, targets=()):
     """Called by rules/<kind>.smk after its rules, with their output patterns
     (rules.<rule>.output.<name>): the rule files own every path of their kind."""
+    if kind not in protocols.KINDS:
+        raise WorkflowError(f"register_kind({kind!r}): not an experiment kind of {protocols.KINDS}")
     KIND_FILES[kind] = {"fits": fits, "targets": list(targets)}
+
+
+def check_kinds_registered():
+    """Every experiment kind's rules file registered its outputs: called by the Snakefile after
+    the kinds' rules files are included."""
+    missing = [k for k in protocols.KINDS if k not in KIND_FILES]
+    if missing:
+        files = ", ".join(f"workflow/rules/{k}.smk" for k in missing)
+        raise WorkflowError(f"{files}: no register_kind(...) call after the kind's rules")
 
 
 def fill(pattern, values):
