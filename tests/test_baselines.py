@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from sklearn.covariance import ledoit_wolf_shrinkage
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.preprocessing import StandardScaler
 
 from omicsbayes.models._capabilities import capabilities_of
 from omicsbayes.models.baselines import (
@@ -105,6 +107,26 @@ def test_lda_shrinkage_is_the_eigen_solver_with_shrinkage(digits):
     assert LDASVM().fit(X[few], y[few]).projection_.shrinkage is None  # the paper's LDA
     with pytest.raises(ValueError, match="shrinkage"):
         LDASVM(shrinkage=2.0).fit(X[few], y[few])
+
+
+def test_lda_shrinkage_at_two_samples_per_class(digits):
+    """Ledoit-Wolf's per-class amount is zero for two samples, so scikit-learn's eigen solver
+    met a singular within-class covariance; the pooled amount keeps it positive definite."""
+    X, y, X_test, y_test = digits
+    two = np.concatenate([np.flatnonzero(y == c)[:2] for c in range(10)])  # 20 rows, 64 features
+    model = LDASVM(shrinkage="auto", random_state=0).fit(X[two], y[two])
+    within = model.projection_.covariance_
+    assert np.linalg.eigvalsh(within).min() > 1e-4
+    residuals = X[two] - np.stack([X[two][y[two] == c].mean(axis=0) for c in range(10)])[y[two]]
+    expected = ledoit_wolf_shrinkage(StandardScaler().fit_transform(residuals))
+    assert model.projection_.covariance_estimator.amount == pytest.approx(expected)
+    assert 0.1 < expected < 0.9
+    assert np.mean(model.predict(X_test) == y_test) > 0.5  # chance is 0.1
+    mixed = np.concatenate([two, np.flatnonzero(y == 0)[2:5]])  # one class of 5, nine of 2
+    assert LDASVM(shrinkage="auto").fit(X[mixed], y[mixed]).projection_.shrinkage is None
+    one = np.concatenate([np.flatnonzero(y == c)[:1] for c in range(10)])
+    with pytest.raises(ValueError, match="two distinct labelled samples"):
+        LDASVM(shrinkage="auto").fit(X[one], y[one])
 
 
 def test_bad_input(digits):

@@ -13,6 +13,8 @@ linear SVM (scikit-learn's ``LinearSVC(multi_class="crammer_singer")``):
   ``n_classes - 1`` directions, so the projection has ``min(n_components, n_classes - 1)``
   dimensions (one for a binary problem), not 10.  ``shrinkage`` regularises the within-class
   covariance (not in the paper), which a few samples per class in many dimensions leave singular.
+  Ledoit-Wolf's amount (``shrinkage="auto"``) is zero for a class of two samples (see
+  :class:`LDASVM`), so with such a class the amount comes from the pooled within-class residuals.
 
 and the day-one baselines :class:`LogisticBaseline` (L2 logistic regression) and
 :class:`LinearSVMBaseline` (one-vs-rest linear SVM).
@@ -28,9 +30,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
+from sklearn.covariance import empirical_covariance, ledoit_wolf_shrinkage, shrunk_covariance
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -64,9 +68,10 @@ class _Baseline(ClassifierMixin, BaseOmicsEstimator):
         """Whether the projection is fitted on every row (True) or on the labelled ones."""
         return False
 
-    def _projection(self, n_classes, max_dim):
+    def _projection(self, Xl, codes, max_dim):
         """The projection before the classifier (None: original features); at most
-        ``max_dim`` = min(rows it is fitted on, features) dimensions."""
+        ``max_dim`` = min(rows it is fitted on, features) dimensions.  ``Xl`` and ``codes``
+        (0 .. n_classes - 1) are the labelled rows and their classes."""
         return None
 
     def fit(self, X, y):
@@ -88,7 +93,7 @@ class _Baseline(ClassifierMixin, BaseOmicsEstimator):
         codes = np.searchsorted(self.classes_, y[labelled])
         Xl = X[labelled]
         n_rows = len(X) if self._uses_unlabelled() else len(Xl)
-        self.projection_ = self._projection(len(self.classes_), min(n_rows, X.shape[1]))
+        self.projection_ = self._projection(Xl, codes, min(n_rows, X.shape[1]))
         if self.projection_ is not None:
             if self._uses_unlabelled():
                 self.projection_.fit(X)
@@ -211,7 +216,7 @@ class PCASVM(_ProjectedSVM):
     def _uses_unlabelled(self):
         return self.transductive
 
-    def _projection(self, n_classes, max_dim):
+    def _projection(self, Xl, codes, max_dim):
         return PCA(n_components=min(self.n_components, max_dim), random_state=self.random_state)
 
 
@@ -228,7 +233,20 @@ class LDASVM(_ProjectedSVM):
     shrinkage : None, "auto" or float in [0, 1], default=None
         None: the paper's LDA (scikit-learn's SVD solver, no shrinkage).  Otherwise the
         within-class covariance is shrunk towards a scaled identity (``"auto"``: the
-        Ledoit-Wolf amount) and the directions come from scikit-learn's eigen solver.
+        Ledoit-Wolf amount) and the directions come from scikit-learn's eigen solver, which
+        needs the shrunk covariance positive definite.
+
+    Notes
+    -----
+    ``shrinkage="auto"`` is scikit-learn's: each class's features are standardised and the
+    class covariance shrunk by its own Ledoit-Wolf amount.  For a class of two samples that
+    amount is zero by construction (both standardised samples are +-1 in every varying
+    feature, so the estimated variance of the covariance entries vanishes), which leaves the
+    rank-one sample covariance unshrunk and the pooled one singular.  When a class has fewer
+    than three labelled samples, one Ledoit-Wolf amount is therefore estimated from the
+    standardised within-class residuals of all classes together (each row minus its class
+    mean) and applied to every class in the same standardised way.  With three or more
+    samples in every class the result is scikit-learn's ``shrinkage="auto"``.
 
     Examples
     --------
@@ -255,13 +273,51 @@ class LDASVM(_ProjectedSVM):
         self.random_state = random_state
         self.shrinkage = shrinkage
 
-    def _projection(self, n_classes, max_dim):
+    def _projection(self, Xl, codes, max_dim):
+        n_classes = codes.max() + 1
         n_components = min(self.n_components, n_classes - 1, max_dim)
         if self.shrinkage is None:
             return LinearDiscriminantAnalysis(n_components=n_components)
+        if self.shrinkage == "auto" and np.bincount(codes).min() < 3:
+            amount = _pooled_ledoit_wolf_amount(Xl, codes)
+            return LinearDiscriminantAnalysis(
+                n_components=n_components,
+                solver="eigen",
+                covariance_estimator=_StandardisedShrunkCovariance(amount),
+            )
         return LinearDiscriminantAnalysis(
             n_components=n_components, solver="eigen", shrinkage=self.shrinkage
         )
+
+
+def _pooled_ledoit_wolf_amount(X, codes):
+    """Ledoit-Wolf shrinkage amount of the standardised within-class residuals (each row
+    minus its class mean), pooled over the classes."""
+    means = np.stack([X[codes == k].mean(axis=0) for k in range(codes.max() + 1)])
+    residuals = X - means[codes]
+    if not np.any(residuals):
+        raise ValueError(
+            "LDASVM(shrinkage='auto') needs two distinct labelled samples in at least one "
+            "class; every class has one sample or identical samples"
+        )
+    return float(ledoit_wolf_shrinkage(StandardScaler().fit_transform(residuals)))
+
+
+class _StandardisedShrunkCovariance:
+    """Covariance of standardised features shrunk by a fixed ``amount`` towards a scaled
+    identity, then rescaled: scikit-learn's ``shrinkage="auto"`` class covariance with the
+    amount given instead of estimated per class."""
+
+    def __init__(self, amount):
+        self.amount = amount
+
+    def fit(self, X, y=None):
+        """Set ``covariance_`` from the rows ``X`` of one class."""
+        scaler = StandardScaler()
+        standardised = scaler.fit_transform(X)
+        shrunk = shrunk_covariance(empirical_covariance(standardised), self.amount)
+        self.covariance_ = scaler.scale_[:, None] * shrunk * scaler.scale_[None, :]
+        return self
 
 
 class LogisticBaseline(_Baseline):
