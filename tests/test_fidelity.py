@@ -91,6 +91,8 @@ def test_contrasts_name_models_the_runs_fit(fidelity):
         specs = fidelity.MODELS[run]
         nested = all("class" not in spec for spec in specs.values())  # per protocol
         names = set().union(*specs.values()) if nested else set(specs)
+        for other, into in fidelity.FITS_INTO.items():  # runs fitted apart on this run's splits
+            names |= set(fidelity.MODELS[other]) if into == run else set()
         names |= {"popularity"} if run == "e_mvgp" else set()
         for _claim, winner, rival in contrasts:
             assert {winner, rival} <= names, (run, winner, rival)
@@ -623,7 +625,64 @@ def test_rank_claims_run_at_the_defaults_and_under_the_papers_protocol(fidelity,
             assert ("prediction_bounds" in params) == name.endswith("/intensity")
     contrasts = fidelity.CONTRASTS["a_rank_paper"]
     assert ("a_vb", "R-L-BSVM/intensity", "R-L-BSVM project VB/intensity") in contrasts
-    assert {c for c, _, _ in contrasts} == {"a_rank", "a_bsvm", "a_margin", "a_nonlinear", "a_vb"}
+    assert {c for c, _, _ in contrasts} == {
+        "a_rank",
+        "a_bsvm",
+        "a_margin",
+        "a_nonlinear",
+        "a_vb",
+        "a_pfa",
+    }
+
+
+def test_pfa_rows_are_fitted_on_the_rank_runs_splits(fidelity, monkeypatch):
+    """Paper 000's PFA-L-BSVM (Tables 4-5) on intensities, fitted apart on runs a_rank's and
+    a_rank_paper's splits and seeds, under their claims: its rows pair with R-L-BSVM's."""
+    rng = np.random.default_rng(0)
+    labels = pd.Series(["poor", "mid", "well"] * 8)
+    counts = rng.poisson(np.where(labels.to_numpy()[:, None] == "poor", 8.0, 2.0), (24, 5))
+    tasks = {"tiny": (np.log2(counts + 1.0), lambda x: np.exp2(x) - 1.0, labels, ["poor"])}
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    quick = {"class": "PFAClassifier", "params": {"n_factors": 2, "n_iter": 6}}
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": quick})
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa_paper", {"PFA-L-BSVM/intensity": quick})
+    calls = []
+    classification = fidelity._classification
+
+    def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
+        calls.append((claim, split_protocol, set(models), steps, kw))
+        return classification(
+            claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw
+        )
+
+    monkeypatch.setattr(fidelity, "_classification", record)
+    settings = {"n_splits": 2, "cohorts": None}
+    rows = pd.concat([fidelity.claim_a_pfa(settings, 0), fidelity.claim_a_pfa_paper(settings, 0)])
+    zero_filter = {"name": "max_zero_fraction", "max_fraction": 0.25}
+    model = {"PFA-L-BSVM/intensity"}
+    assert calls == [
+        ("a_rank", "repeated_subsampling", model, [], {"protocol": "default", "n_splits": 2}),
+        (
+            "a_rank_paper",
+            "stratified_kfold",
+            model,
+            [zero_filter],
+            {"protocol": "paper", "n_splits": 2},
+        ),
+    ]
+    assert set(zip(rows["claim"], rows["protocol"])) == {
+        ("a_rank", "default"),
+        ("a_rank_paper", "paper"),
+    }
+    assert set(rows["model"]) == model and rows["value"].between(0, 1).all()
+    assert len(rows) == 2 * 2 and set(rows["metric"]) == {"auroc"}  # two splits, two runs
+    rank = rows.assign(model="R-L-BSVM/intensity", value=rows["value"] + 0.1)
+    table = fidelity.summarize(pd.concat([rows, rank]))
+    paired = table[table["claim"] == "a_pfa"]
+    assert len(paired) == 2 and set(paired["rival"]) == model  # one per run
+    assert np.allclose(paired["difference"], 0.1)
+    assert fidelity._run_in(rows, "a_pfa") and fidelity._run_in(rows, "a_pfa_paper")
+    assert not fidelity._run_in(rank, "a_pfa")
 
 
 @pytest.mark.parametrize("per_class, suffix", [(None, ""), (2, ", 2 per class")])
