@@ -11,6 +11,7 @@ workflow job runs on exactly its rule's ``threads:`` (BLAS and numba).
 import json
 import logging
 import os
+import sys
 import threading
 import types
 
@@ -168,6 +169,65 @@ def test_blas_threads_of_shapes():
     assert _threads.blas_threads((10, 10), (3,)) == 1
     assert _threads.blas_threads((_threads.SMALL_PROBLEM, 1)) is None
     assert _threads.blas_threads() == 1
+
+
+class _NestedProbe(_WorkerProbe):
+    """``predict`` calls ``decision_function``, as a classifier's predict does; ``score`` calls
+    a policy method of another estimator."""
+
+    @_threads.limit_blas
+    def decision_function(self, X):
+        return _blas_threads(), _threads.worker_threads()
+
+    @_threads.limit_blas
+    def predict(self, X):
+        return self.decision_function(X)
+
+    @_threads.limit_blas
+    def score(self, X):
+        return _Probe().fit(X).threads
+
+
+def test_nested_policy_methods_run_under_their_callers_policy(monkeypatch):
+    """A policy method called from another of the same estimator keeps its caller's limits and
+    worker threads (found once, before BLAS was limited); one of another estimator applies its
+    own policy."""
+    applied = []
+    blas_limit = _threads.blas_limit
+    monkeypatch.setattr(_threads, "blas_limit", lambda *s: applied.append(s) or blas_limit(*s))
+    cpus = len(os.sched_getaffinity(0))
+    with threadpool_limits(limits=2):
+        probe = _NestedProbe().fit(np.zeros((3, 3)))
+        applied.clear()
+        assert probe.predict(np.zeros((3, 3))) == (1, min(2, cpus))
+        assert len(applied) == 1
+        applied.clear()
+        side = int(np.sqrt(_threads.SMALL_PROBLEM))
+        assert probe.score(np.zeros((side - 1, side - 1))) == 1
+        assert len(applied) == 2
+
+
+def test_the_controller_is_made_again_only_after_an_import(monkeypatch):
+    """Finding the libraries is slow: the policy's ``ThreadpoolController`` is made once and
+    again when a module has been imported since (a new library comes with an import)."""
+    made = []
+
+    class Counting(_threads.ThreadpoolController):
+        def __init__(self):
+            made.append(1)
+            super().__init__()
+
+    monkeypatch.setattr(_threads, "ThreadpoolController", Counting)
+    monkeypatch.setattr(_threads, "_CONTROLLER", (0, None))
+    small = np.zeros((3, 3))
+    with threadpool_limits(limits=2, user_api="blas"):
+        for _ in range(3):
+            assert _Probe().fit(small).threads == 1
+            assert _blas_threads() == 2
+        assert len(made) == 1
+        monkeypatch.setitem(sys.modules, "omicsbayes_test_imported", types.ModuleType("m"))
+        assert _Probe().fit(small).threads == 1
+        assert len(made) == 2
 
 
 # ---------------------------------------------------------------- every estimator, every path

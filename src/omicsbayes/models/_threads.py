@@ -8,17 +8,23 @@ when the cores are busy (36x slower for BPROBIT on a 129 x 129 kernel with anoth
 the other core), so small problems run on one. :func:`map_blocks` runs independent
 blocks of work on Python threads instead (an estimator with ``_worker_blocks = True``: as many
 as its caller allowed, :func:`worker_threads`).
+
+Finding the loaded BLAS / OpenMP libraries reads ``/proc/self/maps`` (3-30 ms with numba
+loaded, longer than a small predict), so the policy keeps one ``ThreadpoolController`` until a
+module is imported (:func:`_controller`), and a policy method that another of the same
+estimator calls (``predict`` calling ``decision_function``) runs under its caller's policy.
 """
 
 import contextlib
 import contextvars
 import functools
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "SMALL_PROBLEM",
@@ -60,11 +66,29 @@ def blas_limit(*shapes):
     limit = blas_threads(*shapes)
     if limit is None:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=limit)
+    return _controller().limit(limits=limit)
+
+
+_CONTROLLER = (0, None)  # (len(sys.modules) when made, the ThreadpoolController)
+
+
+def _controller():
+    """A ``ThreadpoolController`` of the loaded libraries, made again whenever the number of
+    imported modules has changed (a new BLAS or OpenMP library comes with an import; the rule
+    of threadpoolctl's own ``get_cached_controller``)."""
+    global _CONTROLLER
+    n_modules, controller = _CONTROLLER
+    if controller is None or n_modules != len(sys.modules):
+        n_modules = len(sys.modules)
+        controller = ThreadpoolController()
+        _CONTROLLER = (n_modules, controller)
+    return controller
 
 
 # Python threads for independent blocks of work (map_blocks), set by limit_blas for the call
 _WORKERS = contextvars.ContextVar("omicsbayes_worker_threads", default=1)
+# the estimator whose policy method is running (its nested policy methods run under it)
+_POLICY_OWNER = contextvars.ContextVar("omicsbayes_policy_owner", default=None)
 _EXECUTORS = {}
 _IN_WORKER = threading.local()
 
@@ -73,7 +97,8 @@ def _allowed_threads():
     """Threads the caller allows: the smallest BLAS / OpenMP pool (a ``threadpool_limits`` of
     the caller, a Snakemake job's ``threads`` through ``jobs.py``), at most the CPUs this
     process may run on."""
-    pools = [i["num_threads"] for i in threadpool_info() if i["user_api"] in ("blas", "openmp")]
+    info = _controller().info()
+    pools = [i["num_threads"] for i in info if i["user_api"] in ("blas", "openmp")]
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min([cpus or 1, *pools]))
 
@@ -128,11 +153,13 @@ def limit_blas(method):
     threads its caller allowed for :func:`map_blocks` (:func:`worker_threads`). An estimator
     whose largest products are known only inside the method (MV-GP: the ranks of the kernels it
     decomposes) declares ``_blas_limited_inside = True`` and calls :func:`blas_limit` itself.
+    A wrapped method called from a wrapped method of the same estimator runs under the
+    caller's limits and worker threads.
     """
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
-        if getattr(self, "_blas_limited_inside", False):
+        if getattr(self, "_blas_limited_inside", False) or _POLICY_OWNER.get() is self:
             return method(self, *args, **kwargs)
         shapes = [np.shape(a) for a in args[:1] if hasattr(a, "shape")]
         shapes.append(getattr(self, "_fit_shape", ()))
@@ -141,11 +168,12 @@ def limit_blas(method):
         if getattr(self, "_blas_sequential", False):
             shapes = []  # one thread
         workers = _allowed_threads() if getattr(self, "_worker_blocks", False) else 1
-        token = _WORKERS.set(workers)
+        token, owner = _WORKERS.set(workers), _POLICY_OWNER.set(self)
         try:
             with blas_limit(*shapes):
                 return method(self, *args, **kwargs)
         finally:
+            _POLICY_OWNER.reset(owner)
             _WORKERS.reset(token)
 
     return wrapped
