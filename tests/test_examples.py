@@ -5,10 +5,14 @@ Each run is the example file as written, followed by an override file that chang
 and sizes (tests/fixtures/examples/overrides/<example>.yaml):
 ``snakemake --configfile config/examples/<example>.yaml overrides/<example>.yaml``, with every
 experiment's summary table and metrics figure as explicit targets. The work directory has no
-config/config.yaml, so nothing else is merged in.
+config/config.yaml, so nothing else is merged in. The examples of ``FROM_URLS`` take their
+cohort files from a loopback HTTP server: a third config file gives each file's URL, and the
+workflow fetches them (snakemake's http storage plugin) as a user's run from public addresses.
 """
 
+import contextlib
 import math
+import shutil
 from pathlib import Path
 
 import anndata
@@ -16,6 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+
+from omicsbayes.io.cohort import PATH_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "config" / "examples"
@@ -38,6 +44,11 @@ SIGNAL = {
     "disease_gene": ("recall_mean", 0.3),  # R@k over k = 1..20 and 60 genes
     "ratings_social": None,  # RMSE against the training mean, below
 }
+
+
+# the examples whose cohort files the test serves from a loopback HTTP server: the example as
+# written, its override, then a file giving each cohort file's URL (fetched by the workflow)
+FROM_URLS = {"geo_tuberculosis"}
 
 
 def example_names():
@@ -89,6 +100,33 @@ def test_overrides_change_only_paths_and_sizes():
                 assert set(keys.get("params", {})) <= sizes, (name, entry)
 
 
+@contextlib.contextmanager
+def _served(config, workdir):
+    """A loopback server of the config's cohort files, and ``workdir/urls.yaml`` naming each
+    file by its URL (the config's cohorts with their file keys only)."""
+    from test_remote_cohorts import LoopbackServer
+
+    folder = Path(workdir) / "served"
+    folder.mkdir()
+    urls, served = {}, []
+    for cohort, keys in config["cohorts"].items():
+        for key in PATH_KEYS:
+            if isinstance(keys.get(key), str):
+                source = REPO / keys[key]
+                shutil.copy(source, folder / source.name)
+                urls.setdefault(cohort, {})[key] = source.name
+                served.append(source.name)
+    server = LoopbackServer(folder)
+    server.served = served
+    for keys in urls.values():
+        keys.update({k: f"{server.url}/{v}" for k, v in keys.items()})
+    (Path(workdir) / "urls.yaml").write_text(yaml.safe_dump({"cohorts": urls}))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.mark.workflow
 @pytest.mark.parametrize("name", sorted(SIGNAL))
 def test_example_runs_end_to_end(name, tmp_path, snakemake_run):
@@ -100,18 +138,26 @@ def test_example_runs_end_to_end(name, tmp_path, snakemake_run):
         for e in config["experiments"]
         for leaf in ("summary.tsv", "figures/metrics.png")
     ]
-    result = snakemake_run(
-        tmp_path,
-        "--cores",
-        "1",
-        "--configfile",
-        str(EXAMPLES / f"{name}.yaml"),
-        str(FIXTURES / "overrides" / f"{name}.yaml"),
-        "--",
-        *targets,
-        timeout=600,
-    )
+    configfiles = [EXAMPLES / f"{name}.yaml", FIXTURES / "overrides" / f"{name}.yaml"]
+    with contextlib.ExitStack() as stack:
+        if name in FROM_URLS:
+            server = stack.enter_context(_served(config, tmp_path))
+            configfiles.append(tmp_path / "urls.yaml")
+        result = snakemake_run(
+            tmp_path,
+            "--cores",
+            "1",
+            "--configfile",
+            *map(str, configfiles),
+            "--",
+            *targets,
+            timeout=600,
+        )
     assert result.returncode == 0, result.stderr[-4000:]
+    if name in FROM_URLS:  # every cohort file came from its URL, recorded with its checksum
+        urls = pd.read_csv(tmp_path / "results" / "downloads.tsv", sep="\t")["url"]
+        paths = [u.removeprefix(server.url + "/") for u in urls]
+        assert sorted(paths) == sorted(server.served) and len(server.requests) >= len(paths)
     for e, experiment in config["experiments"].items():
         summary = pd.read_csv(tmp_path / "results" / e / "summary.tsv", sep="\t")
         assert set(summary["model"]) == set(experiment["models"]), e
