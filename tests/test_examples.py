@@ -61,19 +61,21 @@ def test_every_example_has_a_fixture_run():
         assert (FIXTURES / "overrides" / f"{name}.yaml").is_file()
 
 
+def merge(base, new):
+    """``base`` updated by ``new`` as snakemake merges config files (nested mappings merge)."""
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
 def _merged(name):
     """The config snakemake sees: the example updated by its override (nested mappings merge)."""
 
-    def update(base, new):
-        for key, value in new.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                update(base[key], value)
-            else:
-                base[key] = value
-        return base
-
     config = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
-    return update(config, yaml.safe_load((FIXTURES / "overrides" / f"{name}.yaml").read_text()))
+    return merge(config, yaml.safe_load((FIXTURES / "overrides" / f"{name}.yaml").read_text()))
 
 
 def test_overrides_change_only_paths_and_sizes():

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from test_examples import merge
 from test_remote_cohorts import LoopbackServer, _sha256
 
 from omicsbayes.config import check_cohort_labels
@@ -53,17 +54,8 @@ SIZES = {"n_factors", "max_iter", "n_iter", "burn_in", "n_random_features", "n_l
 
 def paper_config(paper):
     """The paper config updated by its override (nested mappings merge)."""
-
-    def update(base, new):
-        for key, value in new.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                update(base[key], value)
-            else:
-                base[key] = value
-        return base
-
     override = yaml.safe_load((FIXTURES / "overrides" / f"{paper.stem}.yaml").read_text())
-    return update(yaml.safe_load(paper.read_text()), override)
+    return merge(yaml.safe_load(paper.read_text()), override)
 
 
 def fixture_of(url):
