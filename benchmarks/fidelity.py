@@ -39,6 +39,11 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     (Gaussian and linear empirical kernel maps, as the paper reports both).
 ``b_listwise`` (run ``b_bam``)
     Paper 001: BAM_L beats BAM_P (its lower bound is tighter).
+``b_bam_attr``
+    Why BAM is not ahead in ``b_bam`` (:mod:`benchmarks.bam_attribution`): training and held-out
+    AUROC, separability of the training kernel map, BAM's ranking likelihoods without the
+    link and BAM with its precisions fixed, on ``b_bam``'s splits and on a planted misranking
+    where AUC maximisation must help (``n_planted`` draws).
 ``c_rflvm`` (runs ``c_rflvm`` and ``c_rflvm_paper``)
     Paper 002: IBP RFLVM has a higher held-out log likelihood than RFLVM and the linear IBP model.
     Run ``c_rflvm`` holds the default rows, run ``c_rflvm_paper`` the paper's protocol, with
@@ -88,6 +93,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks import bam_attribution
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
     classification_splits,
@@ -117,7 +123,14 @@ COLUMNS = [
 ]
 SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "value"]
 # Metrics that describe a fit rather than score it: their verdicts say "higher" / "lower".
-DESCRIPTIVE_METRICS = {"w_scale", "auroc_seed_sd", "n_active"}
+DESCRIPTIVE_METRICS = {
+    "w_scale",
+    "auroc_seed_sd",
+    "n_active",
+    "train_auroc",
+    "rank_corr_bprobit",
+    "train_separable",
+}
 DEFAULT_SEED = 20261122
 
 # Model specs as the workflow's config writes them; empty params = the constructor's defaults.
@@ -290,6 +303,18 @@ CONTRASTS = {
         ("b_bam", "BAM_P", "BPROBIT"),
         ("b_listwise", "BAM_L", "BAM_P"),
     ],
+    "b_bam_attr": [
+        *[
+            ("b_bam_attr", model, "BPROBIT")
+            for model in (
+                "BAM_L",
+                "BAM_P",
+                bam_attribution.LISTWISE_MAP,
+                bam_attribution.PAIRWISE_MAP,
+            )
+        ],
+        *[("b_bam_attr", model, model + bam_attribution.FIXED) for model in ("BAM_L", "BAM_P")],
+    ],
     "c_rflvm": [("c_rflvm", "IBP RFLVM", "RFLVM"), ("c_rflvm", "IBP RFLVM", "linear IBP")],
     "c_rflvm_paper": [
         ("c_rflvm", "IBP RFLVM", "RFLVM"),
@@ -309,7 +334,8 @@ CONTRASTS = {
 # on the shared machine);
 # heldout_iter: sweeps of every held-out model in (c), half of them burn-in; None: each model's
 # defaults (RFLVM 100, IBPFactorModel 200; a review found 30 too short to decide the claim);
-# n_fit_seeds: fits per split and model in a_vb (the seed spread).
+# n_fit_seeds: fits per split and model in a_vb (the seed spread); n_planted: draws of the
+# planted misranking in b_bam_attr.
 SETTINGS = {
     "full": {
         "n_splits": 10,
@@ -319,6 +345,7 @@ SETTINGS = {
         "paper_negative_sets": PAPER_NEGATIVE_SETS,
         "heldout_iter": None,
         "n_fit_seeds": 3,
+        "n_planted": 20,
     },
     "quick": {
         "n_splits": 2,
@@ -328,6 +355,7 @@ SETTINGS = {
         "paper_negative_sets": 2,
         "heldout_iter": 10,
         "n_fit_seeds": 2,
+        "n_planted": 2,
     },
 }
 
@@ -556,17 +584,6 @@ def claim_b(settings, seed):
     paper's 200 iterations (``paper``) and at its default ``max_iter`` (``default``); both from
     the same seeded starts. The paper reports the Gaussian and the linear kernel: cohorts named
     as they are use the Gaussian map, cohorts ending in ``linear kernel map`` the linear one."""
-    g, p = load_demo("gse7390"), _pbmc()
-    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
-    cohorts = {
-        "GSE7390 ER (negative, 64/198)": (_dense(g.X), g.obs["er"], ["negative"]),
-        "pbmc68k_reduced CD8+ cytotoxic vs T/NK": (
-            _dense(t_nk.X),
-            t_nk.obs["bulk_labels"].astype(str),
-            ["CD8+ Cytotoxic T"],
-        ),
-    }
-    cohorts |= {f"{name}, linear kernel map": task for name, task in cohorts.items()}
     return pd.concat(
         [
             _classification(
@@ -583,11 +600,40 @@ def claim_b(settings, seed):
                 binary_metrics=("auroc", "aupr"),
                 n_splits=settings["n_splits"],
             )
-            for cohort, (X, labels, positive) in _chosen(settings, cohorts).items()
+            for cohort, (X, labels, positive) in _chosen(settings, _bam_cohorts()).items()
             for protocol in ("paper", "default")
         ],
         ignore_index=True,
     )
+
+
+def _bam_cohorts():
+    """Claim ``b_bam``'s cohorts: ``{cohort: (X, labels, positive labels)}``, each task once
+    as it is named (Gaussian kernel map) and once ending in ``linear kernel map``."""
+    g, p = load_demo("gse7390"), _pbmc()
+    t_nk = p[p.obs["bulk_labels"].isin(PBMC_T_NK).to_numpy()]
+    cohorts = {
+        "GSE7390 ER (negative, 64/198)": (_dense(g.X), g.obs["er"], ["negative"]),
+        "pbmc68k_reduced CD8+ cytotoxic vs T/NK": (
+            _dense(t_nk.X),
+            t_nk.obs["bulk_labels"].astype(str),
+            ["CD8+ Cytotoxic T"],
+        ),
+    }
+    return cohorts | {f"{name}, linear kernel map": task for name, task in cohorts.items()}
+
+
+def claim_b_attr(settings, seed):
+    """Why BAM is not ahead in claim ``b_bam`` (:mod:`benchmarks.bam_attribution`): training
+    and held-out AUROC, separability and the ranking likelihoods without the link on
+    ``b_bam``'s cohorts, splits and fit seeds, and on a planted misranking (``--cohorts
+    planted`` runs that part alone)."""
+    cohorts = _chosen(settings, _bam_cohorts())
+    wanted = settings.get("cohorts")
+    planted = not wanted or any(w in bam_attribution.PLANTED_NAME for w in wanted)
+    settings = {**settings, "n_planted": settings["n_planted"] if planted else 0}
+    models = MODELS["b_bam"]["default"]
+    return bam_attribution.attribution_rows(cohorts, _kernel_of, models, settings, seed)
 
 
 def _kernel_of(cohort):
@@ -896,6 +942,7 @@ CLAIMS = {
     "a_pfa_paper": claim_a_pfa_paper,
     "a_vb": claim_a_vb,
     "b_bam": claim_b,
+    "b_bam_attr": claim_b_attr,
     "c_rflvm": claim_c,
     "c_rflvm_paper": claim_c_paper,
     "d_bm2pca": claim_d,

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, special, stats
 from sklearn.metrics import roc_auc_score
 
 from omicsbayes.models import BAMClassifier, BayesianProbitClassifier
@@ -283,6 +283,66 @@ def test_bam_lower_bound_matches_monte_carlo(ranking):
         lse_neg = np.logaddexp.reduce(fn, axis=1)
         exact = (fp - np.logaddexp(fp, lse_neg[:, None])).sum(1).mean()
     assert soft <= exact
+
+
+def _concave_objective(ranking, Z, y, var, precision):
+    """Minus the lower bound in the means of q(f) and q(b, w), the variances of q(f) and
+    q(b, w) and the precisions held fixed (zeta at its optimum), and its gradient, written from
+    sections 3.2-3.3 with scipy's logsumexp:
+
+    -|mu - Z beta|^2 / 2 - beta^T diag(precision) beta / 2 + sum over the ranking variables of
+    mu_n - log sum_{o in the variable's set} exp(mu_o + var_o / 2).
+
+    A quadratic plus minus log-sum-exp terms of affine functions: strictly concave."""
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    n = len(y)
+
+    def fun(x):
+        mu, beta = x[:n], x[n:]
+        resid = mu - Z @ beta
+        log_e = mu + 0.5 * var
+        grad_mu = -resid
+        if ranking == "pairwise":
+            log_zeta = np.logaddexp(log_e[pos][:, None], log_e[neg][None, :])
+            soft = len(neg) * mu[pos].sum() - log_zeta.sum()
+            grad_mu[pos] += len(neg) - np.exp(log_e[pos][:, None] - log_zeta).sum(axis=1)
+            grad_mu[neg] -= np.exp(log_e[neg][None, :] - log_zeta).sum(axis=0)
+        else:
+            log_zeta = np.logaddexp(log_e[pos], special.logsumexp(log_e[neg]))
+            soft = mu[pos].sum() - log_zeta.sum()
+            grad_mu[pos] += 1.0 - np.exp(log_e[pos] - log_zeta)
+            grad_mu[neg] -= np.exp(log_e[neg] + special.logsumexp(-log_zeta))
+        value = -0.5 * resid @ resid - 0.5 * precision @ beta**2 + soft
+        return -value, -np.concatenate([grad_mu, Z.T @ resid - precision * beta])
+
+    return fun
+
+
+@pytest.mark.parametrize("ranking", RANKINGS)
+def test_converged_fit_is_the_optimum_of_the_concave_objective(ranking):
+    """The whole fit loop (zeta, the mean and variance steps, q(b, w), the class orientation)
+    against an independent optimiser: at convergence E[f] and E[(b, w)] maximise the lower
+    bound for the fit's own variances and precisions, a strictly concave problem that L-BFGS
+    solves from zero."""
+    rng = np.random.default_rng(5)
+    n, d = 30, 4
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + rng.normal(size=n) > 1.0).astype(int)  # 11 of 30 positive
+    model = BAMClassifier(ranking=ranking, tol=1e-14, max_iter=20000, random_state=0)
+    model.set_params(verbose=False).fit(X, y)
+    Z = np.hstack([np.ones((n, 1)), X])
+    precision = np.r_[model.gamma_shape_ * model.gamma_scale_, model.eta_shape_ * model.eta_scale_]
+    fun = _concave_objective(ranking, Z, y, model.f_var_, precision)
+    point = rng.normal(size=n + d + 1)
+    grad_error = optimize.check_grad(lambda x: fun(x)[0], lambda x: fun(x)[1], point)
+    assert grad_error < 1e-4 * np.linalg.norm(fun(point)[1])
+    best = optimize.minimize(
+        fun, np.zeros(n + d + 1), jac=True, method="L-BFGS-B",
+        options={"maxiter": 10000, "gtol": 1e-12, "ftol": 1e-15},
+    )  # fmt: skip
+    assert np.allclose(best.x[:n], model.f_mean_, atol=1e-4)
+    assert np.allclose(best.x[n:], np.r_[model.intercept_, model.coef_], atol=1e-4)
+    assert np.abs(model.coef_).max() > 0.3  # not the trivial optimum
 
 
 @pytest.mark.parametrize(
