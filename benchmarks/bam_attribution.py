@@ -221,9 +221,8 @@ def planted_rows(models, n_draws, seed):
 def attribution_rows(cohorts, kernel_of, models, settings, seed):
     """Per-split rows of run ``b_bam_attr`` (``SPLIT_COLUMNS`` of ``benchmarks.fidelity``):
     :func:`real_rows` on ``cohorts`` (``settings["n_splits"]`` splits) and :func:`planted_rows`
-    (``settings["n_planted"]`` draws), every estimator at ``models``' specs and BAM_L and BAM_P
-    also with their precisions fixed (:func:`fixed_precision`)."""
-    models = {**models, **fixed_precision(models)}
+    (``settings["n_planted"]`` draws), every estimator at ``models``' specs (in run
+    ``b_bam_attr``: claim ``b_bam``'s defaults and :func:`fixed_precision` of them)."""
     rows = real_rows(cohorts, kernel_of, models, settings, seed) if cohorts else []
     rows += planted_rows(models, settings["n_planted"], seed)
     frame = pd.DataFrame(rows, columns=["cohort", "model", "metric", "split", "value"])

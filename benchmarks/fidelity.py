@@ -226,6 +226,8 @@ MODELS = {
             for name, spec in _BAM.items()
         },
     },
+    # BPROBIT, BAM_L and BAM_P at their defaults, and BAM_L and BAM_P with the precisions fixed
+    "b_bam_attr": _BAM | bam_attribution.fixed_precision(_BAM),
     "c_rflvm": {  # n_iter and burn_in: the defaults, or SETTINGS["heldout_iter"] for all three
         "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True}},
         "RFLVM": {"class": "RFLVM", "params": {"sparse": False}},
@@ -632,8 +634,9 @@ def claim_b_attr(settings, seed):
     wanted = settings.get("cohorts")
     planted = not wanted or any(w in bam_attribution.PLANTED_NAME for w in wanted)
     settings = {**settings, "n_planted": settings["n_planted"] if planted else 0}
-    models = MODELS["b_bam"]["default"]
-    return bam_attribution.attribution_rows(cohorts, _kernel_of, models, settings, seed)
+    return bam_attribution.attribution_rows(
+        cohorts, _kernel_of, MODELS["b_bam_attr"], settings, seed
+    )
 
 
 def _kernel_of(cohort):
