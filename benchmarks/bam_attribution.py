@@ -49,7 +49,7 @@ FIXED = ", precision fixed at 1"
 FIXED_PRECISION = {"alpha_gamma": 1e6, "beta_gamma": 1e-6, "alpha_eta": 1e6, "beta_eta": 1e-6}
 # The planted design (:func:`planted_misranking`): cohort size and positive fraction between
 # paper 001's cohorts (165-472 samples, 14-37 % positives); the positives' shift in the two
-# informative features; the fraction of positives moved to x1 = -FAR (about one in ten).
+# features; the fraction of the positives moved to x1 = -far (one in ten).
 PLANTED = {"n": 200, "positive_fraction": 0.2, "shift": (1.5, 0.5), "far_fraction": 0.1, "far": 8}
 PLANTED_NAME = "planted: a tenth of the positives far on the wrong side"
 REPRESENTATIONS = {
@@ -74,11 +74,12 @@ def fixed_precision(models):
 def planted_misranking(
     rng, n=200, positive_fraction=0.2, shift=(1.5, 0.5), far_fraction=0.1, far=8.0
 ):
-    """Two informative features where a linear scorer is misspecified for a few positives.
+    """Two features where a linear scorer is misspecified for a few positives.
 
     Negatives are N(0, I); positives N(``shift``, I), except ``far_fraction`` of them, whose
-    first feature is N(-``far``, 1): no linear direction ranks them above the negatives, and
-    the direction that ranks the rest best is the one close to the first feature.
+    first feature is N(-``far``, 1). The direction that ranks the other positives best lies
+    close to the first feature and ranks the far ones below the negatives; turning towards the
+    second feature lifts them at the cost of every other positive.
 
     Returns
     -------
@@ -100,7 +101,10 @@ def ranking_map(A, y, ranking):
     Maximises sum log softmax over the ranking variables (pairwise, eq. 1: one per
     positive-negative pair; listwise, eq. 2: one per positive against all negatives) minus
     ``(b^2 + |w|^2) / 2`` (BAM's priors at the prior mean of their precisions,
-    ``alpha * beta = 1``), by L-BFGS with the analytic gradient.
+    ``alpha * beta = 1``), by L-BFGS with the analytic gradient. The listwise form ranks the
+    class labelled 1 (``y`` holds 0 and 1), which must be the smaller one as in
+    :class:`~omicsbayes.models.BAMClassifier` (it is in every cohort of run ``b_bam_attr``);
+    ValueError otherwise.
 
     Returns
     -------
@@ -108,6 +112,11 @@ def ranking_map(A, y, ranking):
         ``(b, w)``; score new rows by ``b + A_new @ w``.
     """
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if ranking == "listwise" and len(pos) > len(neg):
+        raise ValueError(
+            f"ranking_map(ranking='listwise'): y has {len(pos)} ones and {len(neg)} zeros; "
+            "label the smaller class 1"
+        )
     Z = np.hstack([np.ones((len(y), 1)), A])
 
     def loss(beta):

@@ -51,6 +51,9 @@ def test_ranking_map_is_the_posterior_mode(attribution, ranking):
     assert np.allclose(beta, brute.x, atol=1e-4)
     assert _brute_loss(beta, A, y, ranking) <= brute.fun + 1e-9
     assert beta[1] > 0  # the informative feature ranks the positives up
+    if ranking == "listwise":
+        with pytest.raises(ValueError, match="label the smaller class 1"):
+            attribution.ranking_map(A, 1 - y, ranking)
 
 
 def test_linearly_separable(attribution):
