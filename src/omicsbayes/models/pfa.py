@@ -209,9 +209,9 @@ def slice_sample(x0, logf, rng, width=1.0, max_steps=32, max_shrink=200, what="s
     raise NumericalError(f"{what} found no point on the slice in {max_shrink} shrinkage steps")
 
 
-def _fold_in_update(shape, counts, phi, r, log_rate):
+def _fold_in_update(shape, counts, phi, r, log_rate, with_bound=True):
     """One VB update of the shapes ``a`` of q(theta) (:func:`fold_in_scores`), and the
-    evidence lower bound at ``shape`` up to a constant, per sample.
+    evidence lower bound at ``shape`` up to a constant, per sample (None unless ``with_bound``).
 
     With ``zeta`` at its optimum the bound is ``sum_j y_ij log sum_k phi_jk
     exp(E[log theta_ik]) + sum_k ((r_k - a_ik) digamma(a_ik) + log Gamma(a_ik))`` plus terms
@@ -223,10 +223,12 @@ def _fold_in_update(shape, counts, phi, r, log_rate):
     weight = np.exp(e_log_theta - top)  # exp(E[log theta]) up to a factor that cancels in zeta
     mix = np.maximum(weight @ phi.T, _TINY)
     new = r + weight * ((counts / mix) @ phi)
+    if not with_bound:
+        return new, None
     bound = (
-        special.xlogy(counts, mix).sum(1)
+        np.einsum("ij,ij->i", counts, np.log(mix))
         + counts.sum(1) * top[:, 0]
-        + ((r - shape) * special.digamma(shape) + special.gammaln(shape)).sum(1)
+        + np.sum((r - shape) * special.digamma(shape) + special.gammaln(shape), axis=1)
     )
     return new, bound
 
@@ -251,7 +253,8 @@ def fold_in_scores(X, phi, r, p, max_iter, tol=_FOLD_IN_TOL):
     The update of ``a`` is a fixed-point map that, like EM, crawls where factors overlap and
     counts are large; each iteration here is one SQUAREM step (Varadhan and Roland 2008,
     scheme S3): two updates, an extrapolation along them, and an update from the extrapolated
-    point, kept only where it does not lower the bound (otherwise the second plain update).
+    point, kept where the extrapolated point's bound is at least that after the first update
+    (otherwise the second plain update is kept; either way the bound does not fall).
     The first update starts from theta at its prior mean. Each update is a pair of matrix
     products over all samples; a sample stops once its last plain update changed no ``a_ik``
     by more than ``tol`` relative, or after ``max_iter`` iterations, so its result depends on
@@ -286,8 +289,9 @@ def fold_in_scores(X, phi, r, p, max_iter, tol=_FOLD_IN_TOL):
     for _ in range(max_iter):
         if not active.size:
             break
-        start, y, log_b = shape[active], counts[active], log_rate[active]
-        first, _ = _fold_in_update(start, y, phi, r, log_b)
+        start, log_b = shape[active], log_rate[active]
+        y = counts if active.size == counts.shape[0] else counts[active]
+        first, _ = _fold_in_update(start, y, phi, r, log_b, with_bound=False)
         second, bound = _fold_in_update(first, y, phi, r, log_b)
         step = first - start
         curvature = second - first - step
