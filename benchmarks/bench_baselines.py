@@ -7,6 +7,11 @@ flops, ``3 N P`` more for the Poisson terms) and the allocation arithmetic, abou
 variates, which no flop count sees; the note reports the time of drawing the same number of
 uniforms, a second floor.
 
+PFA transform: the VB fold-in of new samples (``fold_in_scores``) against its floor, one update
+being two products over samples, features and factors (``4 N P K`` flops) and ``3 N P`` for the
+ratio and the bound, and against a peer: a Gibbs fold-in of the same samples (the module's
+allocation and theta steps, 40 sweeps), one sample at a time as a per-sample generator needs.
+
 IBP sweep floor: the (z, x) sweep ``4 N K J`` (two inner products and a residual update per
 (sample, feature)), loadings ``J N K^2`` (Gram matrices) ``+ J K^3 / 3`` (Cholesky) ``+ 2 J K^2``
 (solves), residual ``2 N K J``.
@@ -18,6 +23,7 @@ import numpy as np
 
 from benchmarks.common import matmul_rate, row
 from omicsbayes.models import IBPFactorModel, PFAClassifier, PoissonFactorAnalysis
+from omicsbayes.models.pfa import _entry_index, allocate_counts, fold_in_scores, sample_theta
 
 
 def _nb_counts(n, d, rng):
@@ -64,6 +70,56 @@ def _pfa_rounded_intensities(sweeps, rate, rng):
     )
 
 
+def _gibbs_fold_in(x, phi, r, p, sweeps, rng):
+    """One sample's scores from ``sweeps`` Gibbs sweeps with phi, r and p fixed (mean of the
+    second half)."""
+    counts, rows, cols, _, _ = _entry_index(x[None, :], np.isnan(x[None, :]))
+    theta, total = (r * p / (1 - p))[None, :], np.zeros((1, r.size))
+    for sweep in range(sweeps):
+        per_sample, _ = allocate_counts(counts, rows, cols, theta, phi, rng)
+        theta = sample_theta(per_sample, r, p, rng)
+        total += theta if sweep >= sweeps // 2 else 0.0
+    return total / (sweeps - sweeps // 2)
+
+
+def _pfa_transform(n_train, n_new, d, k, rate, rng):
+    """Rows ``pfa_fold_in_update_*`` (one VB update, all samples, against the flop floor) and
+    ``pfa_transform_*`` (``transform`` at its defaults, against the per-sample Gibbs peer)."""
+    X = _nb_counts(n_train + n_new, d, rng)
+    model = PoissonFactorAnalysis(n_factors=k, n_iter=3, burn_in=2, random_state=0, verbose=False)
+    model.fit(X[:n_train])
+    new = X[n_train:].astype(float)
+    phi, r, p = model.components_.T, model.r_, model.p_
+    iterations = 20  # tol 0: every sample runs 3 * iterations + 1 updates
+    start = time.perf_counter()
+    fold_in_scores(new, phi, r, p, iterations, tol=0.0)
+    per_update = (time.perf_counter() - start) / (3 * iterations + 1)
+    update = row(
+        f"pfa_fold_in_update_N{n_new}_P{d}_K{k}",
+        per_update,
+        4 * n_new * d * k + 3 * n_new * d,
+        rate,
+        "one VB update of every sample's q(theta) (mean of 61)",
+    )
+    start = time.perf_counter()
+    model.transform(new)
+    seconds = time.perf_counter() - start
+    gibbs_rng = np.random.default_rng(1)
+    start = time.perf_counter()
+    for x in new:
+        _gibbs_fold_in(x, phi, r, p, 40, gibbs_rng)
+    gibbs = time.perf_counter() - start
+    transform = row(
+        f"pfa_transform_N{n_new}_P{d}_K{k}",
+        seconds,
+        0,
+        rate,
+        f"VB fold-in to tol or {model.n_transform_iter} iterations; the per-sample Gibbs "
+        f"fold-in (40 sweeps) takes {gibbs:.2f} s, {gibbs / seconds:.1f} x as long",
+    )
+    return [update, transform]
+
+
 def _ibp(sweeps, rate):
     from sklearn.datasets import load_breast_cancer
 
@@ -107,8 +163,10 @@ def run(quick: bool) -> list[dict]:
     rows = []
     if quick:
         rows.append(_pfa(200, 500, 10, 3, rate, rng))
+        rows.extend(_pfa_transform(200, 60, 500, 10, rate, rng))
     else:
         rows.append(_pfa(500, 2000, 20, 5, rate, rng))
+        rows.extend(_pfa_transform(500, 300, 2000, 20, rate, rng))
         rows.append(_pfa_rounded_intensities(2, rate, rng))
     rows.append(_ibp(20 if quick else 100, rate))
     rows.append(_pfa_classifier_demo(rate, rng))

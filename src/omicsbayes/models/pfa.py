@@ -25,7 +25,6 @@ Missing entries (NaN) are imputed from the model at every sweep (data augmentati
 observed entries are the only data the sampler sees.
 """
 
-import hashlib
 import logging
 from functools import partial
 from numbers import Integral, Real
@@ -52,6 +51,8 @@ from omicsbayes.models.bsvm import BayesianSVM
 logger = logging.getLogger("omicsbayes")
 
 _TINY = 1e-300
+#: Relative change of a sample's q(theta) shapes at which :func:`fold_in_scores` stops.
+_FOLD_IN_TOL = 1e-10
 
 
 def allocate_counts(counts, rows, cols, theta, phi, rng, unit_max=16):
@@ -208,6 +209,104 @@ def slice_sample(x0, logf, rng, width=1.0, max_steps=32, max_shrink=200, what="s
     raise NumericalError(f"{what} found no point on the slice in {max_shrink} shrinkage steps")
 
 
+def _fold_in_update(shape, counts, phi, r, log_rate, with_bound=True):
+    """One VB update of the shapes ``a`` of q(theta) (:func:`fold_in_scores`), and the
+    evidence lower bound at ``shape`` up to a constant, per sample (None unless ``with_bound``).
+
+    With ``zeta`` at its optimum the bound is ``sum_j y_ij log sum_k phi_jk
+    exp(E[log theta_ik]) + sum_k ((r_k - a_ik) digamma(a_ik) + log Gamma(a_ik))`` plus terms
+    free of ``a``; its gradient in ``a_ik`` is ``trigamma(a_ik) (r_k + sum_j y_ij zeta_ijk -
+    a_ik)``, zero at the update's fixed point.
+    """
+    e_log_theta = special.digamma(shape) - log_rate
+    top = e_log_theta.max(axis=1, keepdims=True)
+    weight = np.exp(e_log_theta - top)  # exp(E[log theta]) up to a factor that cancels in zeta
+    mix = np.maximum(weight @ phi.T, _TINY)
+    new = r + weight * ((counts / mix) @ phi)
+    if not with_bound:
+        return new, None
+    bound = (
+        np.einsum("ij,ij->i", counts, np.log(mix))
+        + counts.sum(1) * top[:, 0]
+        + np.sum((r - shape) * special.digamma(shape) + special.gammaln(shape), axis=1)
+    )
+    return new, bound
+
+
+def fold_in_scores(X, phi, r, p, max_iter, tol=_FOLD_IN_TOL):
+    """Mean-field VB posterior of new samples' scores with the loadings and ``r``, ``p`` fixed.
+
+    For one sample ``i`` with ``y_ij = sum_k y_ijk``, ``y_ijk ~ Poisson(phi_jk theta_ik)`` and
+    the prior ``theta_ik ~ Gamma(r_k, rate (1 - p_k) / p_k)``, ``q(theta_i) q(y_i..)`` with
+    ``q(y_ij.) = Mult(y_ij; zeta_ij)`` has the coordinate updates of LDA's and GaP's fold-in
+    (Blei et al. 2003, equations 6-7; Canny 2004)::
+
+        zeta_ijk ∝ phi_jk exp(E[log theta_ik]),   E[log theta_ik] = digamma(a_ik) - log b_ik
+        q(theta_ik) = Gamma(a_ik, rate b_ik),
+        a_ik = r_k + sum_j y_ij zeta_ijk,   b_ik = (1 - p_k) / p_k + sum_{j observed} phi_jk
+
+    A missing entry (NaN) sums out of the likelihood (``sum_y Poisson(y) = 1``): it adds
+    neither counts nor exposure to ``b_ik``. With every entry observed ``b_ik = 1 / p_k``, the
+    rate of the Gibbs conditional :func:`sample_theta`; with one factor ``zeta = 1`` and the
+    first update is exact, ``a_i = r + sum_j y_ij``.
+
+    The update of ``a`` is a fixed-point map that, like EM, crawls where factors overlap and
+    counts are large; each iteration here is one SQUAREM step (Varadhan and Roland 2008,
+    scheme S3): two updates, an extrapolation along them, and an update from the extrapolated
+    point, kept where the extrapolated point's bound is at least that after the first update
+    (otherwise the second plain update is kept; either way the bound does not fall).
+    The first update starts from theta at its prior mean. Each update is a pair of matrix
+    products over all samples; a sample stops once its last plain update changed no ``a_ik``
+    by more than ``tol`` relative, or after ``max_iter`` iterations, so its result depends on
+    its own row only.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_samples, n_features)
+        Counts, NaN where missing.
+    phi : ndarray, shape (n_features, n_factors)
+        Loadings, each column on the simplex.
+    r, p : ndarray, shape (n_factors,)
+        Prior shapes and ``p_k`` of the scores.
+    max_iter : int
+        Largest number of iterations (of three updates each) per sample.
+    tol : float
+        Relative change of ``a_ik`` below which a sample has converged.
+
+    Returns
+    -------
+    shape, rate : ndarray, shape (n_samples, n_factors)
+        ``a_ik`` and ``b_ik``; the posterior mean of the scores is ``shape / rate``.
+    """
+    observed = ~np.isnan(X)
+    counts = np.where(observed, X, 0.0)
+    rate = (1 - p) / p + observed @ phi
+    log_rate = np.log(rate)
+    prior_mean = np.broadcast_to(r * p / (1 - p), rate.shape)
+    weight = prior_mean / prior_mean.max(axis=1, keepdims=True)
+    shape = r + weight * ((counts / np.maximum(weight @ phi.T, _TINY)) @ phi)
+    active = np.arange(X.shape[0])
+    for _ in range(max_iter):
+        if not active.size:
+            break
+        start, log_b = shape[active], log_rate[active]
+        y = counts if active.size == counts.shape[0] else counts[active]
+        first, _ = _fold_in_update(start, y, phi, r, log_b, with_bound=False)
+        second, bound = _fold_in_update(first, y, phi, r, log_b)
+        step = first - start
+        curvature = second - first - step
+        alpha = -np.sqrt(np.sum(step**2, axis=1) / np.maximum(np.sum(curvature**2, axis=1), _TINY))
+        alpha = np.clip(alpha, -1e4, -1.0)[:, None]  # -1 gives ``second``
+        leap = np.maximum(start - 2 * alpha * step + alpha**2 * curvature, r)
+        leapt, leap_bound = _fold_in_update(leap, y, phi, r, log_b)
+        done = np.max(np.abs(step) / first, axis=1) < tol
+        shape[active] = np.where(
+            done[:, None], first, np.where((leap_bound >= bound)[:, None], leapt, second)
+        )
+        active = active[~done]
+    return shape, rate
+
+
 def _entry_index(X, missing):
     """Observed nonzero entries (counts, rows, cols) and missing entries (rows, cols)."""
     observed = ~missing & (np.nan_to_num(X) > 0)
@@ -271,8 +370,7 @@ class _PFASampler:
         return self.r, self.p, self.phi, self.theta
 
     def final(self):
-        """The seed of :meth:`PoissonFactorAnalysis.transform`, drawn after the chain."""
-        return int(self.rng.integers(2**63 - 1))
+        return None
 
 
 class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
@@ -301,7 +399,9 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
     eta : float
         Dirichlet concentration of each loading simplex ``phi_k``.
     n_transform_iter : int
-        Gibbs sweeps over the scores of new samples in :meth:`transform` (half are burn-in).
+        Largest number of iterations of the VB fold-in of new samples in :meth:`transform`
+        (:func:`fold_in_scores`; each iteration is three updates and an extrapolation; a
+        sample stops earlier once converged).
     random_state : None, int or numpy.random.Generator
     verbose : bool, default True
         Progress bar.
@@ -363,7 +463,7 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
         c0=1.0,
         eps0=None,
         eta=0.05,
-        n_transform_iter=40,
+        n_transform_iter=300,
         random_state=None,
         verbose=True,
         checkpoint=None,
@@ -416,7 +516,6 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
         self.r_ = first["r"].mean(0)
         self.p_ = first["p"].mean(0)
         self._draws = {k: np.concatenate([c[k] for c in per_chain]) for k in names}
-        self._transform_seed = chains[0].final
         self._record_chains(
             chains,
             posterior={k: [c[k] for c in per_chain] for k in names},
@@ -437,36 +536,20 @@ class PoissonFactorAnalysis(TransformerMixin, MCMCEstimator):
         return self
 
     def transform(self, X):
-        """Factor scores of new samples with the loadings fixed at their posterior mean.
+        """Factor scores of new samples: the posterior mean of theta with the loadings fixed.
 
-        Runs ``n_transform_iter`` Gibbs sweeps over each new sample's allocations and scores
-        only (``r`` and ``p`` at their posterior means) and returns the mean of theta over the
-        second half of the sweeps. NaN entries are imputed as in :meth:`fit`. Each sample draws
-        from its own generator, seeded by the fit and the sample's values, so its scores do not
-        depend on the other samples transformed with it (``fit_transform`` is ``fit`` then
-        ``transform``; ``scores_`` keeps the posterior mean of the training scores).
+        The loadings are fixed at their posterior mean (``components_``) and ``r``, ``p`` at
+        ``r_``, ``p_``; the scores' posterior is the mean-field VB fold-in of
+        :func:`fold_in_scores` (``q(theta_ik) = Gamma(a_ik, rate b_ik)``, at most
+        ``n_transform_iter`` iterations) and the scores are ``a_ik / b_ik``. NaN entries are
+        missing and sum out of the likelihood. The result is deterministic and each sample's
+        scores depend on its own values only, not on the samples transformed with it
+        (``fit_transform`` is ``fit`` then ``transform``; ``scores_`` keeps the posterior mean
+        of the training scores).
         """
         X = self._check_X(X, reset=False)
-        scores = [self._transform_sample(x) for x in X]  # one fixed-size problem per sample
-        return np.vstack(scores) if scores else np.empty((0, self.n_factors))
-
-    def _transform_sample(self, x):
-        """The scores of one sample ``x`` (features,), drawn from the sample's own generator."""
-        key = int.from_bytes(hashlib.blake2b(x.tobytes(), digest_size=8).digest(), "little")
-        rng = np.random.default_rng([self._transform_seed, key])
-        x = x[None, :]
-        phi = self.components_.T
-        index = _entry_index(x, np.isnan(x))
-        theta = np.maximum(self.r_ * self.p_ / (1 - self.p_), 1e-6)[None, :]
-        total = np.zeros_like(theta)
-        n_burn = self.n_transform_iter // 2
-        for it in range(self.n_transform_iter):
-            counts, rows, cols = _completed_entries(index, theta, phi, rng)
-            per_sample, _ = allocate_counts(counts, rows, cols, theta, phi, rng)
-            theta = sample_theta(per_sample, self.r_, self.p_, rng)
-            if it >= n_burn:
-                total += theta
-        return total / (self.n_transform_iter - n_burn)
+        shape, rate = fold_in_scores(X, self.components_.T, self.r_, self.p_, self.n_transform_iter)
+        return shape / rate
 
     def _heldout_pointwise(self, X, mask):
         shape = (self.scores_.shape[0], self.n_features_in_)
@@ -595,7 +678,7 @@ class PFAClassifier(ClassifierMixin, TransformerMixin, MCMCEstimator):
         c0=1.0,
         eps0=None,
         eta=0.05,
-        n_transform_iter=40,
+        n_transform_iter=300,
         svm_inference="vb",
         svm_max_iter=200,
         svm_n_samples=500,
