@@ -23,6 +23,10 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``a_nonlinear`` (runs ``a_rank`` and ``a_rank_paper``)
     Paper 000: the DP mixture of local linear classifiers (R-NL-BSVM) beats the linear one
     (R-L-BSVM).
+``a_bsvm_attr``, ``a_nonlinear_attr`` (runs of :mod:`benchmarks.attribution_000`)
+    Attribute the verdicts of ``a_bsvm`` and ``a_nonlinear``: the claimed winner against its
+    rival on planted cohorts where the paper's mechanism must show, and diagnostics of runs
+    ``a_rank`` and ``a_rank_paper``'s own fits on the real cohorts.
 ``a_pfa`` (runs ``a_pfa`` and ``a_pfa_paper``)
     Paper 000 (Tables 4-5): R-L-BSVM on intensities and G-L-BSVM on logs beat the two-step
     PFA-L-BSVM (Poisson factor analysis of the rounded intensities, then a Bayesian SVM on its
@@ -93,7 +97,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import bam_attribution
+from benchmarks import attribution_000, bam_attribution
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
     classification_splits,
@@ -130,6 +134,11 @@ DESCRIPTIVE_METRICS = {
     "train_auroc",
     "rank_corr_bprobit",
     "train_separable",
+    # claims a_bsvm_attr and a_nonlinear_attr (benchmarks/attribution_000.py)
+    "train_error",
+    "train_auroc_gap",
+    "heldout_spearman",
+    "top_weight",
 }
 DEFAULT_SEED = 20261122
 
@@ -219,6 +228,8 @@ MODELS = {
         for variant, scale in (("R-L-BSVM", "intensity"), ("G-L-BSVM", "log"))
         for inference in ("vb", "vb_deterministic")
     },
+    "a_bsvm_attr": attribution_000.BSVM_PLANTED,
+    "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED,
     "b_bam": {
         "default": _BAM,
         "paper": {
@@ -300,6 +311,8 @@ CONTRASTS = {
         ("a_vb", f"{name} vb_deterministic", f"{name} vb")
         for name in ("R-L-BSVM/intensity", "G-L-BSVM/log")
     ],
+    "a_bsvm_attr": [("a_bsvm", *pair) for pair in attribution_000.BSVM_PAIRS],
+    "a_nonlinear_attr": [("a_nonlinear", *pair) for pair in attribution_000.NONLINEAR_PAIRS],
     "b_bam": [
         ("b_bam", "BAM_L", "BPROBIT"),
         ("b_bam", "BAM_P", "BPROBIT"),
@@ -579,6 +592,20 @@ def claim_a_vb(settings, seed):
     """Paper 000's deterministic VB against the Monte Carlo q(w) (:func:`vb_runs`) on paper
     000's cohorts."""
     return vb_runs(_paper000_tasks(), settings, seed)
+
+
+def claim_a_bsvm_attr(settings, seed):
+    """Attribution of claim ``a_bsvm`` (:func:`benchmarks.attribution_000.bsvm_runs`) on paper
+    000's cohorts and the fits of runs ``a_rank`` and ``a_rank_paper``."""
+    tasks = _chosen(settings, _paper000_tasks())
+    return attribution_000.bsvm_runs(tasks, MODELS, settings, seed, PAPER000_ZERO_FILTER)
+
+
+def claim_a_nonlinear_attr(settings, seed):
+    """Attribution of claim ``a_nonlinear`` (:func:`benchmarks.attribution_000.nonlinear_runs`)
+    on paper 000's cohorts and the fits of runs ``a_rank`` and ``a_rank_paper``."""
+    tasks = _chosen(settings, _paper000_tasks())
+    return attribution_000.nonlinear_runs(tasks, MODELS, settings, seed, PAPER000_ZERO_FILTER)
 
 
 def claim_b(settings, seed):
@@ -944,6 +971,8 @@ CLAIMS = {
     "a_pfa": claim_a_pfa,
     "a_pfa_paper": claim_a_pfa_paper,
     "a_vb": claim_a_vb,
+    "a_bsvm_attr": claim_a_bsvm_attr,
+    "a_nonlinear_attr": claim_a_nonlinear_attr,
     "b_bam": claim_b,
     "b_bam_attr": claim_b_attr,
     "c_rflvm": claim_c,

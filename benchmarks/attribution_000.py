@@ -1,0 +1,284 @@
+"""Attribution of paper 000's claims ``a_bsvm`` and ``a_nonlinear`` (benchmarks/fidelity.py) to
+the model, the data or the implementation.
+
+Two claim runs of ``python -m benchmarks.fidelity`` (``--only a_bsvm_attr``, ``--only
+a_nonlinear_attr``), each on planted cohorts, where the mechanism the paper names must show if
+the implementation is right, and on paper 000's real cohorts, where it measures what that
+mechanism needs. The real-cohort fits are those of runs ``a_rank`` (``default`` rows: its
+splits, fit seeds and specs) and ``a_rank_paper`` (``paper`` rows), so the diagnostics describe
+the fits whose AUROC the fidelity table reports. One seed decides every planted cohort, split
+and fit; nothing is tuned per cohort.
+
+Planted cohorts (:func:`planted_flips`, :func:`planted_subtypes`): ``n_samples`` scores ``z``,
+``n_genes`` genes ``x = A z + noise`` (the ``log`` scale; the rank likelihoods see ``2**x``),
+75/25 stratified subsampling, test AUROC against the true labels.
+
+Metrics (per split):
+
+``auroc``
+    Held-out AUROC (planted cohorts only; the real cohorts' are the table's ``a_rank`` rows).
+``train_error``
+    Fraction of training samples on the wrong side of the label-free training decision
+    (``decision_function`` of the training samples: scores inferred from ``x`` alone).
+``train_auroc_gap``
+    Training AUROC (against the labels the fit saw) of the label-informed decision (the fitted
+    ``scores_``) minus that of the label-free one: how far the labels moved the training scores.
+``heldout_spearman``
+    Spearman correlation of the held-out decisions of a model and its rival on the same split
+    (on the claimed winner's row).
+``n_active``, ``top_weight``
+    DP mixture: components holding at least :data:`ACTIVE_WEIGHT` of the training samples'
+    responsibility, and the largest share.
+"""
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from omicsbayes._seed import derive_seed
+from omicsbayes.evaluate.metrics import auroc
+from omicsbayes.evaluate.splitters import classification_splits
+from omicsbayes.preprocess.transforms import build_pipeline
+from omicsbayes.protocols._common import make_estimator
+
+SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "value"]
+ACTIVE_WEIGHT = 0.05  # a component is active with at least this share of the training samples
+PLANTED = {"n_samples": 200, "n_genes": 60, "n_factors": 4}
+FLIP_FRACTION = 0.1
+SUBTYPE_SEPARATION = 3.0
+
+
+def _rank_factor(variant, **params):
+    return {"class": "RankFactorClassifier", "variant": variant, "params": params}
+
+
+# Planted models; the name's suffix is the scale each sees: log (x), intensity (2**x) or z (the
+# planted scores themselves, a linear classifier with no factor model: the link alone)
+BSVM_PLANTED = {
+    "G-L-BSVM/log": _rank_factor("G-L-BSVM"),
+    "G-L-Probit/log": _rank_factor("G-L-Probit"),
+    "OR-L-BSVM/intensity": _rank_factor("OR-L-BSVM"),
+    "OR-L-Probit/intensity": _rank_factor("OR-L-Probit"),
+    "G-L-BSVM gibbs/log": _rank_factor("G-L-BSVM", inference="gibbs"),
+    "G-L-Probit gibbs/log": _rank_factor("G-L-Probit", inference="gibbs"),
+    "BSVM/z": {"class": "BayesianSVM"},  # the factor model's label block (inference/bsvm.py)
+    "probit/z": {"class": "BayesianProbitClassifier", "params": {"nu": 0.0}},
+}
+NONLINEAR_PLANTED = {
+    "R-L-BSVM/intensity": _rank_factor("R-L-BSVM"),
+    "R-NL-BSVM/intensity": _rank_factor("R-NL-BSVM"),
+}
+BSVM_PAIRS = [
+    ("G-L-BSVM/log", "G-L-Probit/log"),
+    ("OR-L-BSVM/intensity", "OR-L-Probit/intensity"),
+    ("G-L-BSVM gibbs/log", "G-L-Probit gibbs/log"),
+    ("BSVM/z", "probit/z"),
+]
+NONLINEAR_PAIRS = [
+    ("R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
+    ("R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"),
+]
+
+
+def planted_flips(n_samples, n_genes, n_factors, flip_fraction, rng):
+    """A factor cohort whose labels follow ``z_1 > 0``, with far-side flips.
+
+    The ``round(flip_fraction * n_samples)`` samples with the largest ``z_1 + z_2`` (positives
+    far from the rule's boundary, along a direction tilted from its normal) are labelled
+    negative: a hinge loss grows linearly in their margin, a probit log likelihood
+    quadratically. Returns ``x`` (n_samples, n_genes), ``z``, the true and the observed labels
+    (0/1)."""
+    z = rng.standard_normal((n_samples, n_factors))
+    y_true = (z[:, 0] > 0).astype(int)
+    y_seen = y_true.copy()
+    y_seen[np.argsort(-(z[:, 0] + z[:, 1]))[: int(round(flip_fraction * n_samples))]] = 0
+    return _genes(z, n_genes, rng), z, y_true, y_seen
+
+
+def planted_subtypes(n_samples, n_genes, n_factors, separation, rng):
+    """A factor cohort of two subtypes, each with its own linear rule through the origin.
+
+    Subtype ``s`` (half the samples each) sits at ``z_1 = +-separation``; its label is
+    ``z_2 > 0`` in one subtype and ``z_2 < 0`` in the other (XOR of subtype and ``z_2``), so
+    no single linear rule on ``z`` beats chance and a mixture of two local linear ones separates
+    the classes. Returns ``x``, ``z``, the labels (0/1, true and observed alike) twice."""
+    z = rng.standard_normal((n_samples, n_factors))
+    subtype = rng.permutation(np.arange(n_samples) % 2)
+    z[:, 0] = np.where(subtype == 1, separation, -separation) + 0.5 * z[:, 0]
+    y = ((z[:, 1] > 0) == (subtype == 1)).astype(int)
+    return _genes(z, n_genes, rng), z, y, y
+
+
+def _genes(z, n_genes, rng):
+    """``z A^T`` plus unit Gaussian noise, ``A`` standard normal (n_genes x n_factors)."""
+    loadings = rng.standard_normal((n_genes, z.shape[1]))
+    return z @ loadings.T + rng.standard_normal((len(z), n_genes))
+
+
+def _estimator(spec, random_state):
+    """``make_estimator``, and the Bayesian SVM that RankFactorClassifier's label block shares
+    (not a workflow model class)."""
+    if spec["class"] == "BayesianSVM":
+        from omicsbayes.models.bsvm import BayesianSVM
+
+        return BayesianSVM(random_state=int(random_state), verbose=False)
+    return make_estimator(spec, random_state)
+
+
+def _fit_metrics(model, X_train, y_train):
+    """``train_error``, ``train_auroc_gap`` (linear factor models) and ``n_active``,
+    ``top_weight`` (DP mixture) of a fitted model (module docstring)."""
+    free = model.decision_function(X_train)
+    out = {"train_error": float(np.mean((free > 0) != (y_train == 1)))}
+    if getattr(model, "mixture", False):
+        weights = model._means["R"].mean(axis=0)  # training responsibilities
+        out["n_active"] = float(np.sum(weights >= ACTIVE_WEIGHT))
+        out["top_weight"] = float(weights.max())
+    elif hasattr(model, "scores_"):
+        informed = model.scores_ @ model.coef_[0] + model.intercept_[0]
+        out["train_auroc_gap"] = auroc(y_train, informed) - auroc(y_train, free)
+    return out
+
+
+def _diagnose(run, protocol, cohort, scales, y_seen, splits, specs, pairs, seed_tags, **kw):
+    """Per-split rows of ``specs`` fitted on ``splits`` (a fold table): each model sees
+    ``scales[suffix]`` (its name's suffix), fitted with seed ``derive_seed(*seed_tags, split)``,
+    its training transforms ``kw["steps"]`` (fitted on the training samples); ``auroc`` against
+    ``kw["y_true"]`` when given; ``heldout_spearman`` of each pair of ``pairs``."""
+    steps, y_true = kw.get("steps") or [], kw.get("y_true")
+    rows = []
+    for split, table in splits.groupby("split"):
+        train = table.loc[table["role"] == "train", "sample"].to_numpy()
+        test = table.loc[table["role"] == "test", "sample"].to_numpy()
+        held_out = {}
+        for name, spec in specs.items():
+            X = scales[name.rsplit("/", 1)[1]]
+            A, B = X[train], X[test]
+            if steps:
+                pipeline = build_pipeline(steps)
+                A, B = pipeline.fit_transform(A), pipeline.transform(B)
+            model = _estimator(spec, derive_seed(*seed_tags, split)).fit(A, y_seen[train])
+            held_out[name] = np.asarray(model.decision_function(B), dtype=float)
+            metrics = _fit_metrics(model, A, y_seen[train])
+            if y_true is not None:
+                metrics["auroc"] = auroc(y_true[test], held_out[name])
+            rows += [(run, protocol, cohort, name, m, split, v) for m, v in metrics.items()]
+        for winner, rival in pairs:
+            if winner in held_out and rival in held_out:
+                rho = stats.spearmanr(held_out[winner], held_out[rival]).statistic
+                rows.append((run, protocol, cohort, winner, "heldout_spearman", split, rho))
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def _planted(run, cohorts, specs, pairs, settings, seed):
+    """Rows of ``specs`` on planted ``cohorts`` (``{name: generator(rng)}``)."""
+    out = []
+    for cohort, generate in cohorts.items():
+        x, z, y_true, y_seen = generate(np.random.default_rng(derive_seed(seed, run, cohort)))
+        splits = classification_splits(
+            y_seen,
+            "repeated_subsampling",
+            random_state=derive_seed(seed, run, cohort, "splits"),
+            n_splits=settings["n_splits"],
+        )
+        scales = {"log": x, "intensity": np.exp2(x), "z": z}
+        out.append(
+            _diagnose(
+                run, "default", cohort, scales, y_seen, splits, specs, pairs,
+                (seed, run, cohort), y_true=y_true,
+            )
+        )  # fmt: skip
+    return out
+
+
+def rank_run_splits(run, labels, positive, n_splits, seed, cohort):
+    """The fold table, 0/1 labels and fit-seed tags of claim run ``run`` (``a_rank`` or
+    ``a_rank_paper``) of :func:`benchmarks.fidelity.claim_a` on one cohort: ``a_rank`` splits
+    the labels as given by 75/25 stratified subsampling, ``a_rank_paper`` by 10-fold
+    cross-validation stratified by the task's two classes."""
+    labels = pd.Series(np.asarray(labels, dtype=object)).reset_index(drop=True)
+    y = labels.isin(positive).to_numpy().astype(int)
+    if run == "a_rank_paper":
+        stratify, protocol = np.where(y == 1, "positive", "rest"), "stratified_kfold"
+    else:
+        stratify, protocol = labels.to_numpy(), "repeated_subsampling"
+    splits = classification_splits(
+        stratify, protocol, random_state=derive_seed(seed, run, cohort), n_splits=n_splits
+    )
+    return splits, y, (seed, run, cohort)
+
+
+def _real(claim_run, tasks, rank_models, wanted, pairs, settings, seed, zero_filter):
+    """Diagnostic rows of runs ``a_rank`` (protocol ``default``) and ``a_rank_paper``
+    (``paper``, with ``zero_filter``) on ``tasks`` (:func:`benchmarks.fidelity._paper000_tasks`),
+    the models ``wanted[run]`` of ``rank_models[run]`` (``MODELS`` of fidelity) refitted on that
+    run's splits with its fit seeds."""
+    out = []
+    for run, protocol in (("a_rank", "default"), ("a_rank_paper", "paper")):
+        specs = {name: rank_models[run][name] for name in wanted[run]}
+        for cohort, (logs, inverse, labels, positive) in tasks.items():
+            splits, y, tags = rank_run_splits(
+                run, labels, positive, settings["n_splits"], seed, cohort
+            )
+            scales = {"log": logs, "intensity": inverse(logs)}
+            steps = [zero_filter] if protocol == "paper" else []
+            out.append(
+                _diagnose(claim_run, protocol, cohort, scales, y, splits, specs, pairs, tags,
+                          steps=steps)
+            )  # fmt: skip
+    return out
+
+
+def bsvm_runs(tasks, rank_models, settings, seed, zero_filter):
+    """Run ``a_bsvm_attr``: the BSVM link against probit on :func:`planted_flips` (10 % flips)
+    and without flips, inside the factor model (VB and Gibbs) and on the planted scores alone;
+    on the real ``tasks``, the diagnostics of run ``a_rank``'s and ``a_rank_paper``'s G-L and
+    OR-L pairs."""
+    size = PLANTED
+
+    def flips(fraction):
+        return lambda rng: planted_flips(**size, flip_fraction=fraction, rng=rng)
+
+    cohorts = {
+        f"planted: {FLIP_FRACTION:.0%} far-side flips": flips(FLIP_FRACTION),
+        "planted: no flips": flips(0.0),
+    }
+    names = [name for pair in BSVM_PAIRS[:2] for name in pair]
+    wanted = {"a_rank": names, "a_rank_paper": names}
+    return pd.concat(
+        _planted("a_bsvm_attr", cohorts, BSVM_PLANTED, BSVM_PAIRS, settings, seed)
+        + _real("a_bsvm_attr", tasks, rank_models, wanted, BSVM_PAIRS, settings, seed, zero_filter),
+        ignore_index=True,
+    )
+
+
+def nonlinear_runs(tasks, rank_models, settings, seed, zero_filter):
+    """Run ``a_nonlinear_attr``: R-NL-BSVM against R-L-BSVM on :func:`planted_subtypes` and,
+    as a control, on one linear rule (:func:`planted_flips` without flips); on the real
+    ``tasks``, the mixture's weights and the two models' rank agreement in runs ``a_rank`` and
+    ``a_rank_paper`` (the project's VB there, where R-L-BSVM does not collapse, and the mixture's
+    weights under the paper's VB)."""
+    size = PLANTED
+
+    def subtypes(rng):
+        return planted_subtypes(**size, separation=SUBTYPE_SEPARATION, rng=rng)
+
+    def one_rule(rng):
+        return planted_flips(**size, flip_fraction=0.0, rng=rng)
+
+    cohorts = {
+        "planted: two subtypes, opposite rules": subtypes,
+        "planted: one linear rule": one_rule,
+    }
+    wanted = {
+        "a_rank": list(NONLINEAR_PAIRS[0]),
+        "a_rank_paper": list(NONLINEAR_PAIRS[1]) + ["R-NL-BSVM/intensity"],
+    }
+    return pd.concat(
+        _planted("a_nonlinear_attr", cohorts, NONLINEAR_PLANTED, NONLINEAR_PAIRS, settings, seed)
+        + _real(
+            "a_nonlinear_attr", tasks, rank_models, wanted, NONLINEAR_PAIRS, settings, seed,
+            zero_filter,
+        ),
+        ignore_index=True,
+    )  # fmt: skip
