@@ -229,7 +229,16 @@ MODELS = {
         for inference in ("vb", "vb_deterministic")
     },
     "a_bsvm_attr": attribution_000.BSVM_PLANTED,
-    "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED,
+    # the planted models, and the project-VB pair it refits on run a_rank_paper's folds
+    "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED
+    | {
+        f"{variant} project VB/intensity": {
+            "class": "RankFactorClassifier",
+            "variant": variant,
+            "params": {"prediction_bounds": "adjacent"},
+        }
+        for variant in ("R-NL-BSVM", "R-L-BSVM")
+    },
     "b_bam": {
         "default": _BAM,
         "paper": {

@@ -104,3 +104,9 @@ def test_attribution_refits_the_rank_runs_fits_and_writes_every_metric(modules, 
     assert set(paired["claim"]) == {"a_nonlinear"}
     assert set(paired.loc[paired["metric"] == "auroc", "verdict"]) <= {"ahead", "behind", "tied"}
     assert set(paired.loc[paired["metric"] != "auroc", "verdict"]) <= {"higher", "lower", "tied"}
+
+
+def test_nonlinear_attr_lists_the_project_vb_pair_it_refits(modules):
+    fidelity, _ = modules
+    for name in ("R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"):
+        assert fidelity.MODELS["a_nonlinear_attr"][name] == fidelity.MODELS["a_rank_paper"][name]

@@ -112,8 +112,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
     assert "not results" in text
     assert (
-        "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb, b_bam,"
-        " b_bam_attr, c_rflvm, c_rflvm_paper, e_mvgp." in text
+        "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb,"
+        " a_bsvm_attr, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm, c_rflvm_paper, e_mvgp." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -435,7 +435,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     )
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
-        "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb, b_bam_attr, c_rflvm, c_rflvm_paper, e_mvgp"
+        "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb, a_bsvm_attr, a_nonlinear_attr, b_bam_attr,"
+        " c_rflvm, c_rflvm_paper, e_mvgp"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
