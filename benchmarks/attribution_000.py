@@ -20,6 +20,10 @@ Metrics (per split):
 ``train_error``
     Fraction of training samples on the wrong side of the label-free training decision
     (``decision_function`` of the training samples: scores inferred from ``x`` alone).
+``far_side``
+    Fraction of training samples beyond the margin on the wrong side of the label-free training
+    decision (``y f < -1``, ``y`` in {-1, 1}): the samples a hinge loss counts linearly and a
+    probit log likelihood quadratically.
 ``train_auroc_gap``
     Training AUROC (against the labels the fit saw) of the label-informed decision (the fitted
     ``scores_``) minus that of the label-free one: how far the labels moved the training scores.
@@ -126,12 +130,16 @@ def _estimator(spec, random_state):
 
 
 def _fit_metrics(model, X_train, y_train):
-    """``train_error``, ``train_auroc_gap`` (linear factor models) and ``n_active``,
-    ``top_weight`` (DP mixture) of a fitted model (module docstring)."""
+    """``train_error``, ``far_side``, ``train_auroc_gap`` (linear factor models) and
+    ``n_active``, ``top_weight`` (DP mixture) of a fitted model (module docstring)."""
     free = model.decision_function(X_train)
-    out = {"train_error": float(np.mean((free > 0) != (y_train == 1)))}
+    out = {
+        "train_error": float(np.mean((free > 0) != (y_train == 1))),
+        "far_side": float(np.mean(np.where(y_train == 1, free, -free) < -1.0)),
+    }
     if getattr(model, "mixture", False):
-        weights = model._means["R"].mean(axis=0)  # training responsibilities
+        # the training samples' responsibilities (RankFactorClassifier keeps them privately)
+        weights = model._means["R"].mean(axis=0)
         out["n_active"] = float(np.sum(weights >= ACTIVE_WEIGHT))
         out["top_weight"] = float(weights.max())
     elif hasattr(model, "scores_"):
@@ -140,12 +148,13 @@ def _fit_metrics(model, X_train, y_train):
     return out
 
 
-def _diagnose(run, protocol, cohort, scales, y_seen, splits, specs, pairs, seed_tags, **kw):
-    """Per-split rows of ``specs`` fitted on ``splits`` (a fold table): each model sees
-    ``scales[suffix]`` (its name's suffix), fitted with seed ``derive_seed(*seed_tags, split)``,
-    its training transforms ``kw["steps"]`` (fitted on the training samples); ``auroc`` against
-    ``kw["y_true"]`` when given; ``heldout_spearman`` of each pair of ``pairs``."""
-    steps, y_true = kw.get("steps") or [], kw.get("y_true")
+def _diagnose(
+    run, protocol, cohort, scales, y_seen, splits, specs, pairs, seed_tags, *, steps=(), y_true=None
+):
+    """Per-split rows of ``specs`` fitted on ``splits`` (a fold table) to the labels ``y_seen``:
+    each model sees ``scales[suffix]`` (its name's suffix) after ``steps`` (transforms fitted on
+    the training samples), fitted with seed ``derive_seed(*seed_tags, split)``; ``auroc``
+    against ``y_true`` when given; ``heldout_spearman`` of each pair of ``pairs``."""
     rows = []
     for split, table in splits.groupby("split"):
         train = table.loc[table["role"] == "train", "sample"].to_numpy()
@@ -182,12 +191,12 @@ def _planted(run, cohorts, specs, pairs, settings, seed):
             n_splits=settings["n_splits"],
         )
         scales = {"log": x, "intensity": np.exp2(x), "z": z}
+        tags = (seed, run, cohort)
         out.append(
             _diagnose(
-                run, "default", cohort, scales, y_seen, splits, specs, pairs,
-                (seed, run, cohort), y_true=y_true,
+                run, "default", cohort, scales, y_seen, splits, specs, pairs, tags, y_true=y_true
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -223,9 +232,10 @@ def _real(claim_run, tasks, rank_models, wanted, pairs, settings, seed, zero_fil
             scales = {"log": logs, "intensity": inverse(logs)}
             steps = [zero_filter] if protocol == "paper" else []
             out.append(
-                _diagnose(claim_run, protocol, cohort, scales, y, splits, specs, pairs, tags,
-                          steps=steps)
-            )  # fmt: skip
+                _diagnose(
+                    claim_run, protocol, cohort, scales, y, splits, specs, pairs, tags, steps=steps
+                )
+            )
     return out
 
 
@@ -234,10 +244,9 @@ def bsvm_runs(tasks, rank_models, settings, seed, zero_filter):
     and without flips, inside the factor model (VB and Gibbs) and on the planted scores alone;
     on the real ``tasks``, the diagnostics of run ``a_rank``'s and ``a_rank_paper``'s G-L and
     OR-L pairs."""
-    size = PLANTED
 
     def flips(fraction):
-        return lambda rng: planted_flips(**size, flip_fraction=fraction, rng=rng)
+        return lambda rng: planted_flips(**PLANTED, flip_fraction=fraction, rng=rng)
 
     cohorts = {
         f"planted: {FLIP_FRACTION:.0%} far-side flips": flips(FLIP_FRACTION),
@@ -258,13 +267,12 @@ def nonlinear_runs(tasks, rank_models, settings, seed, zero_filter):
     ``tasks``, the mixture's weights and the two models' rank agreement in runs ``a_rank`` and
     ``a_rank_paper`` (the project's VB there, where R-L-BSVM does not collapse, and the mixture's
     weights under the paper's VB)."""
-    size = PLANTED
 
     def subtypes(rng):
-        return planted_subtypes(**size, separation=SUBTYPE_SEPARATION, rng=rng)
+        return planted_subtypes(**PLANTED, separation=SUBTYPE_SEPARATION, rng=rng)
 
     def one_rule(rng):
-        return planted_flips(**size, flip_fraction=0.0, rng=rng)
+        return planted_flips(**PLANTED, flip_fraction=0.0, rng=rng)
 
     cohorts = {
         "planted: two subtypes, opposite rules": subtypes,
@@ -274,11 +282,9 @@ def nonlinear_runs(tasks, rank_models, settings, seed, zero_filter):
         "a_rank": list(NONLINEAR_PAIRS[0]),
         "a_rank_paper": list(NONLINEAR_PAIRS[1]) + ["R-NL-BSVM/intensity"],
     }
+    run, pairs = "a_nonlinear_attr", NONLINEAR_PAIRS
     return pd.concat(
-        _planted("a_nonlinear_attr", cohorts, NONLINEAR_PLANTED, NONLINEAR_PAIRS, settings, seed)
-        + _real(
-            "a_nonlinear_attr", tasks, rank_models, wanted, NONLINEAR_PAIRS, settings, seed,
-            zero_filter,
-        ),
+        _planted(run, cohorts, NONLINEAR_PLANTED, pairs, settings, seed)
+        + _real(run, tasks, rank_models, wanted, pairs, settings, seed, zero_filter),
         ignore_index=True,
-    )  # fmt: skip
+    )

@@ -136,6 +136,7 @@ DESCRIPTIVE_METRICS = {
     "train_separable",
     # claims a_bsvm_attr and a_nonlinear_attr (benchmarks/attribution_000.py)
     "train_error",
+    "far_side",
     "train_auroc_gap",
     "heldout_spearman",
     "top_weight",

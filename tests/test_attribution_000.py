@@ -87,7 +87,8 @@ def test_attribution_refits_the_rank_runs_fits_and_writes_every_metric(modules, 
     assert set(rows["protocol"]) == {"default", "paper"}
     planted = rows[rows["cohort"].str.startswith("planted")]
     assert set(planted["metric"]) == {
-        "auroc", "train_error", "train_auroc_gap", "n_active", "top_weight", "heldout_spearman",
+        "auroc", "train_error", "far_side", "train_auroc_gap", "n_active", "top_weight",
+        "heldout_spearman",
     }  # fmt: skip
     mixture = rows[rows["metric"].isin(["n_active", "top_weight"])]
     assert mixture["model"].str.startswith("R-NL-BSVM").all()
