@@ -124,33 +124,6 @@ def test_feature_labels_name_genes_by_symbol_and_stay_unique():
     assert list(feature_labels(probes)) == probes  # no symbols: the names as they are
 
 
-class _Named(list):
-    """The values of a Snakemake ``input``/``output``/``params`` object, by position and name."""
-
-    def __init__(self, **items):
-        super().__init__(items.values())
-        self.__dict__.update(items)
-
-
-def _run_script(name, rule, tmp_path, **sections):
-    """Run ``workflow/scripts/<name>`` in this process with a stand-in ``snakemake`` object;
-    returns its log."""
-    import runpy
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    log = tmp_path / f"{rule}.log"
-    smk = SimpleNamespace(
-        rule=rule, threads=1, log=[str(log)], **{k: _Named(**v) for k, v in sections.items()}
-    )
-    script = Path(__file__).parents[1] / "workflow" / "scripts" / name
-    try:
-        runpy.run_path(str(script), init_globals={"snakemake": smk}, run_name="__main__")
-    except SystemExit:
-        pass  # run_job exits 1 after logging the error
-    return log.read_text()
-
-
 @pytest.fixture
 def kinds_registry(monkeypatch):
     """The kinds' registry, restored after the test (a kind defined in a test stays there)."""
@@ -195,7 +168,7 @@ def _dose_kind():
     return Dose
 
 
-def test_model_figure_scripts_ask_the_experiments_kind(kinds_registry, tmp_path):
+def test_model_figure_scripts_ask_the_experiments_kind(kinds_registry, tmp_path, workflow_script):
     """fit_summary.py and model_figures.py take the fit's tasks and Figure 1's groups from the
     experiment's kind (its ``figure_labels`` and ``figure_groups``), not from a classification
     task."""
@@ -210,7 +183,7 @@ def test_model_figure_scripts_ask_the_experiments_kind(kinds_registry, tmp_path)
     experiment = {"kind": "dose", "cohort": "c", "models": ["rf"], "threshold": 5.0}
     cohort_entry = {"format": "h5ad", "dose": "dose"}
     out = {n: str(tmp_path / f"{n}.tsv") for n in ("loadings", "coef", "scores")}
-    log = _run_script(
+    log = workflow_script(
         "fit_summary.py",
         "fit_summary",
         tmp_path,
@@ -242,7 +215,7 @@ def test_model_figure_scripts_ask_the_experiments_kind(kinds_registry, tmp_path)
         n: str(tmp_path / f"{n}.{'tsv' if n in ('top_genes', 'edges') else 'png'}")
         for n in ("rank_vs_log", "coefficients", "heatmap", "top_genes", "network", "edges")
     }
-    log = _run_script(
+    log = workflow_script(
         "model_figures.py",
         "model_figures",
         tmp_path,
