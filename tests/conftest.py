@@ -52,6 +52,42 @@ def snakemake_run():
     return run_snakemake
 
 
+class _Named(list):
+    """The values of a Snakemake ``input``/``output``/``params`` object, by position and name."""
+
+    def __init__(self, **items):
+        super().__init__(items.values())
+        self.__dict__.update(items)
+
+
+def run_workflow_script(name, rule, tmp_path, **sections):
+    """Run ``workflow/scripts/<name>`` in this process with a stand-in ``snakemake`` object
+    (``sections``: ``input``, ``output``, ``params``, ``wildcards`` as dicts); returns its log
+    (a failing job's ends with its one-line error)."""
+    import runpy
+    from types import SimpleNamespace
+
+    log = Path(tmp_path) / f"{rule}.log"
+    smk = SimpleNamespace(
+        rule=rule, threads=1, log=[str(log)], **{k: _Named(**v) for k, v in sections.items()}
+    )
+    try:
+        runpy.run_path(
+            str(REPO / "workflow" / "scripts" / name),
+            init_globals={"snakemake": smk},
+            run_name="__main__",
+        )
+    except SystemExit:
+        pass  # run_job exits 1 after logging the error
+    return log.read_text()
+
+
+@pytest.fixture
+def workflow_script():
+    """The function :func:`run_workflow_script`, for tests of a script without Snakemake."""
+    return run_workflow_script
+
+
 @pytest.fixture
 def tiny_config():
     """One real bundled cohort, one transform, two baselines, three folds."""

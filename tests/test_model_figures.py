@@ -122,3 +122,183 @@ def test_feature_labels_name_genes_by_symbol_and_stay_unique():
     assert list(labels) == ["STAT1 (ILMN_1)", "ILMN_2", "STAT1 (ILMN_3)", "ILMN_4", "GBP5"]
     assert labels.is_unique
     assert list(feature_labels(probes)) == probes  # no symbols: the names as they are
+
+
+@pytest.fixture
+def kinds_registry(monkeypatch):
+    """The kinds' registry, restored after the test (a kind defined in a test stays there)."""
+    from omicsbayes.protocols import _base
+
+    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+    return _base._REGISTRY
+
+
+def _dose_kind():
+    """A kind defined outside the package whose whole-cohort fit learns one task of its own
+    (high against low dose), with no ``label`` or ``task`` in its config entries."""
+    from omicsbayes import protocols
+
+    class Dose(protocols.ExperimentKind):
+        name = "dose"
+        requires = frozenset({"classifier"})
+        split_counts = {"dose_folds": ("n_splits", 2)}
+        metrics = ("auroc",)
+        model_figures = True
+        asked = []
+
+        def make_splits(self, adata, protocol, random_state, label=None):
+            raise NotImplementedError
+
+        def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+            raise NotImplementedError
+
+        def primary_metric(self, experiment):
+            return "auroc", True
+
+        def figure_labels(self, adata, experiment, cohort):
+            high = adata.obs[cohort["dose"]] > experiment["threshold"]
+            adata.obs["high_dose"] = high.to_numpy(dtype=float)
+            return ["high_dose"], ["high dose"]
+
+        def figure_groups(self, obs, experiment, cohort, task):
+            self.asked.append(task)
+            high = (obs[cohort["dose"]] > experiment["threshold"]).to_numpy()
+            return np.where(high, "high", "low").astype(object)
+
+    return Dose
+
+
+def test_model_figure_scripts_ask_the_experiments_kind(kinds_registry, tmp_path, workflow_script):
+    """fit_summary.py and model_figures.py take the fit's tasks and Figure 1's groups from the
+    experiment's kind (its ``figure_labels`` and ``figure_groups``), not from a classification
+    task."""
+    _dose_kind()
+    rng = np.random.default_rng(0)
+    dose = rng.uniform(0, 10, 40)
+    X = rng.lognormal(size=(40, 6))
+    X[:, 0] *= np.exp(dose / 5)
+    obs = pd.DataFrame({"dose": dose}, index=[f"s{i}" for i in range(40)])
+    cohort = ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(6)]))
+    cohort.write_h5ad(tmp_path / "raw.h5ad")
+    experiment = {"kind": "dose", "cohort": "c", "models": ["rf"], "threshold": 5.0}
+    cohort_entry = {"format": "h5ad", "dose": "dose"}
+    out = {n: str(tmp_path / f"{n}.tsv") for n in ("loadings", "coef", "scores")}
+    log = workflow_script(
+        "fit_summary.py",
+        "fit_summary",
+        tmp_path,
+        input={"data": str(tmp_path / "raw.h5ad")},
+        output={
+            **out,
+            "fit": str(tmp_path / "fit.h5ad"),
+            "estimator": str(tmp_path / "fit.obfit"),
+            "trace": str(tmp_path / "trace.png"),
+        },
+        wildcards={"experiment": "e", "model": "rf"},
+        params={
+            "experiment": experiment,
+            "cohort": cohort_entry,
+            "model": {
+                "class": "RankFactorClassifier",
+                "variant": "R-L-BSVM",
+                "params": {"n_factors": 2, "max_iter": 3},
+            },
+            "steps": [],
+            "seed": 1,
+        },
+    )
+    assert "ERROR" not in log, log
+    coef = pd.read_csv(out["coef"], sep="\t")
+    assert coef["task"].tolist() == ["high dose"]
+    assert "high_dose" in ad.read_h5ad(tmp_path / "fit.h5ad").obs
+    figures = {
+        n: str(tmp_path / f"{n}.{'tsv' if n in ('top_genes', 'edges') else 'png'}")
+        for n in ("rank_vs_log", "coefficients", "heatmap", "top_genes", "network", "edges")
+    }
+    log = workflow_script(
+        "model_figures.py",
+        "model_figures",
+        tmp_path,
+        input={
+            "loadings": out["loadings"],
+            "coef": out["coef"],
+            "cohort": str(tmp_path / "raw.h5ad"),
+        },
+        output=figures,
+        params={
+            "experiment": experiment,
+            "cohort": cohort_entry,
+            "n_top": 3,
+            "network": {"n_genes": 6, "threshold": 0.0, "max_edges": 5},
+        },
+    )
+    assert "ERROR" not in log, log
+    from omicsbayes import protocols
+
+    assert protocols.get("dose").asked == ["high dose"]
+    assert open(figures["rank_vs_log"], "rb").read(4) == b"\x89PNG"
+
+
+def test_a_kind_with_model_figures_defines_the_figure_hooks(kinds_registry):
+    """A kind that sets ``model_figures`` and leaves the hooks to the base is refused when
+    defined, naming what it lacks; the classification kind defines both."""
+    from omicsbayes import protocols
+    from omicsbayes.protocols._base import FIGURE_HOOKS
+
+    with pytest.raises(TypeError, match=r"'bare' .*sets model_figures but does not define"):
+
+        class Bare(protocols.ExperimentKind):
+            name = "bare"
+            model_figures = True
+
+            def make_splits(self, adata, protocol, random_state, label=None):
+                raise NotImplementedError
+
+            def fit_fold(self, adata, splits, params, wildcards, checkpoint=None):
+                raise NotImplementedError
+
+            def primary_metric(self, experiment):
+                return "auroc", True
+
+            def figure_labels(self, adata, experiment, cohort):
+                return "label", None
+
+    assert "bare" not in protocols.KINDS
+    for name in protocols.kinds_with("model_figures"):
+        kind = type(protocols.get(name))
+        assert all(
+            getattr(kind, h) is not getattr(protocols.ExperimentKind, h) for h in FIGURE_HOOKS
+        )
+
+
+@pytest.mark.parametrize(
+    ("task", "label_key", "tasks"),
+    [
+        ({"kind": "binary", "positive": ["a"]}, ["task:a"], ["a"]),
+        ({"kind": "one_vs_rest"}, ["task:a", "task:b", "task:c"], ["a", "b", "c"]),
+        ({"kind": "multiclass"}, "label", None),
+    ],
+)
+def test_classification_figure_labels_and_groups(task, label_key, tasks):
+    """Classification's figure hooks: the tasks of :func:`task_targets` as ``.obs`` columns (the
+    label column itself for a multiclass task); a task's positive samples against the others,
+    named by their label when they share one, else ``rest``."""
+    from omicsbayes import protocols
+
+    labels = ["a", "b", "c", None] * 3
+    adata = ad.AnnData(
+        np.ones((12, 2)), obs=pd.DataFrame({"label": labels}, index=[f"s{i}" for i in range(12)])
+    )
+    kind = protocols.get("classification")
+    experiment, cohort = {"task": task}, {"label": "label"}
+    assert kind.figure_labels(adata, experiment, cohort) == (label_key, tasks)
+    for key in label_key if tasks else []:
+        column = adata.obs[key].to_numpy()
+        assert set(column[:3]) == {0.0, 1.0} and np.isnan(column[3])
+    groups = kind.figure_groups(adata.obs, experiment, cohort, "a")
+    assert groups.tolist() == ["a", "rest", "rest", None] * 3
+    two = adata[adata.obs["label"] != "c"].obs  # one negative label: the group takes its name
+    groups = kind.figure_groups(two, {"task": {"kind": "binary", "positive": ["a"]}}, cohort, "a")
+    assert groups.tolist() == ["a", "b", None] * 3
+    with pytest.raises(protocols.ExperimentError, match="label column 'tissue' is missing"):
+        kind.figure_labels(adata, experiment, {"label": "tissue"})

@@ -384,11 +384,30 @@ def test_bad_inputs(tiny):
         m.predict(rows, cols)
 
 
-@pytest.mark.parametrize("cls", [ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF])
+def _entry_estimators():
+    """Every registered model fitted on matrix entries (the registry, not a list kept here)."""
+    from omicsbayes import models
+    from omicsbayes.models._capabilities import models_with
+
+    return [getattr(models, name) for name in sorted(models_with("matrix_completion"))]
+
+
+def test_the_entry_estimators_are_the_mvgp_package():
+    assert {cls.__name__ for cls in _entry_estimators()} >= {
+        "ConstrainedMVGP",
+        "TraceGP",
+        "MVGP",
+        "KPMF",
+        "PMF",
+    }
+    assert all(cls.__module__.startswith("omicsbayes.models.mvgp.") for cls in _entry_estimators())
+
+
+@pytest.mark.parametrize("cls", _entry_estimators(), ids=lambda cls: cls.__name__)
 def test_every_estimator_sits_on_the_base_and_raises_not_fitted_error_before_fit(cls):
-    """Each estimator subclasses the library's estimator base (matrix_completion as its tag,
-    parameters validated before fit) and raises scikit-learn's NotFittedError (not a plain
-    ValueError) from both prediction methods."""
+    """Each estimator fitted on matrix entries subclasses the library's estimator base
+    (matrix_completion as its tag, parameters validated before fit) and raises scikit-learn's
+    NotFittedError (not a plain ValueError) from both prediction methods."""
     from sklearn.utils import get_tags
     from sklearn.utils._param_validation import InvalidParameterError
 

@@ -215,3 +215,35 @@ def test_gene_network_from_the_anndata(fitted):
     fig = pl.gene_network(fitted, "rank_factor", n_genes=20, threshold=0.5)
     assert "gene network" in fig.axes[0].get_title()
     plt.close(fig)
+
+
+def test_gene_network_layout_does_not_depend_on_string_hashing():
+    """The network's positions are the same in processes with different ``PYTHONHASHSEED`` (the
+    genes are strings; a component's nodes keep the graph's order, not a set's)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, networkx as nx, numpy as np\n"
+        "from omicsbayes.pl.rank_factor import _packed_layout\n"
+        "genes = [f'GENE{i}' for i in range(40)]\n"
+        "g = nx.Graph()\n"
+        "for i in range(0, 40, 8):\n"
+        "    for j in range(8):\n"
+        "        g.add_edge(genes[i + j], genes[i + (j + 1) % 8])\n"
+        "        g.add_edge(genes[i + j], genes[i + (j + 3) % 8])\n"
+        "pos = _packed_layout(g, 0)\n"
+        "print(hashlib.sha1(np.array([pos[n] for n in genes]).tobytes()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in (0, 1)
+    }
+    assert len(digests) == 1, digests

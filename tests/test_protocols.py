@@ -455,6 +455,42 @@ def test_a_new_kind_joins_the_generated_docs_tables(registry, tmp_path, monkeypa
     )
 
 
+def test_a_sweep_of_a_new_kind_groups_by_its_own_summary_keys(registry, tmp_path, workflow_script):
+    """sweep_figure.py draws a kind's summaries by the kind's ``summary_by`` keys (none for the
+    toy kind; ``task`` for classification), which the sweeps rule gives it."""
+    kind = _toy_kind()()
+    paths = {}
+    for experiment, shift in (("e1", 0.0), ("e2", 0.1)):
+        summary = pd.DataFrame(
+            {
+                "experiment": experiment,
+                "transform": "none",
+                "model": ["m1", "m2"],
+                "c_index_mean": [0.6 + shift, 0.7 + shift],
+                "c_index_sd": [0.05, 0.04],
+                "n_splits": 4,
+            }
+        )
+        paths[experiment] = str(tmp_path / f"{experiment}.tsv")
+        summary.to_csv(paths[experiment], sep="\t", index=False)
+    sweep = {"experiments": ["e1", "e2"], "values": [1, 2], "x": "follow-up", "metric": "c_index"}
+    table = tmp_path / "sweep.tsv"
+    log = workflow_script(
+        "sweep_figure.py",
+        "sweep_figure",
+        tmp_path,
+        input=paths,
+        output={"figure": str(tmp_path / "sweep.png"), "table": str(table)},
+        params={"sweep": sweep, "by": list(kind.summary_by)},
+        wildcards={"sweep": "follow_up"},
+    )
+    assert "ERROR" not in log, log
+    drawn = pd.read_csv(table, sep="\t")
+    assert list(drawn.columns[:6]) == ["sweep", "x", "line", "experiment", "transform", "model"]
+    assert drawn["c_index_mean"].tolist() == pytest.approx([0.6, 0.7, 0.7, 0.8])
+    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_registry_fixture_leaves_no_test_kind_behind():
     assert "survival" not in protocols.KINDS
 

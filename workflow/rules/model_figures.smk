@@ -62,8 +62,8 @@ rule model_figures:
         experiment=r"[^/]+",
         model=r"[^/]+",
     params:
-        label=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]].get("label"),
-        task=lambda wc: EXPERIMENTS[wc.experiment]["task"],
+        experiment=lambda wc: EXPERIMENTS[wc.experiment],
+        cohort=lambda wc: config["cohorts"][EXPERIMENTS[wc.experiment]["cohort"]],
         n_top=20,
         network={"n_genes": 50, "threshold": 0.8, "max_edges": 100},
     conda:

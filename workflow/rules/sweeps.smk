@@ -32,6 +32,13 @@ rule sweep_figure:
         ),
     params:
         sweep=lambda wc: SWEEPS[wc.sweep],
+        by=lambda wc: list(
+            dict.fromkeys(
+                key
+                for e in SWEEPS[wc.sweep]["experiments"]
+                for key in experiment_protocol(e).summary_by
+            )
+        ),
     wildcard_constraints:
         sweep="[^/]+",
     conda:

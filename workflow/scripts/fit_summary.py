@@ -7,7 +7,8 @@ tables for paper 000's figures. The experiment's first
 transform is used; its steps that learn from samples are fitted on every sample (there is no test
 split here: these outputs show the fitted structure, not its metrics), and a gene-selecting step
 (``top_genes``) keeps the genes it selects on all samples, which the tables and figures then
-name. All tasks are learned jointly, one ``.obs`` column per task.
+name. The experiment's kind says what the fit learns
+(:meth:`~omicsbayes.protocols.ExperimentKind.figure_labels`); all tasks are learned jointly.
 """
 
 import logging
@@ -20,13 +21,12 @@ import anndata as ad  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from omicsbayes import pl, tl  # noqa: E402
+from omicsbayes import pl, protocols, tl  # noqa: E402
 from omicsbayes._seed import derive_seed  # noqa: E402
 from omicsbayes.io import save_fit  # noqa: E402
 from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
 from omicsbayes.preprocess import build_pipeline, split_pipeline  # noqa: E402
 from omicsbayes.preprocess.transforms import dense_matrix  # noqa: E402
-from omicsbayes.protocols.classification import task_targets  # noqa: E402
 
 KEY = "rank_factor"
 
@@ -66,34 +66,23 @@ def fold_transformed(adata, fold_steps):
 def main(smk):
     wc = smk.wildcards
     adata = ad.read_h5ad(smk.input.data)
-    label = smk.params.cohort.get("label")
-    if label not in adata.obs:
-        raise ValueError(
-            f"{smk.input.data}: label column {label!r} is missing; columns are "
-            f"{list(adata.obs.columns)}"
-        )
-    targets = task_targets(adata.obs[label], smk.params.experiment["task"])
+    experiment = smk.params.experiment
+    kind = protocols.get(protocols.kind_of(experiment))
+    label_key, tasks = kind.figure_labels(adata, experiment, smk.params.cohort)
     _, fold_steps = split_pipeline(smk.params.steps)
     seed = derive_seed(smk.params.seed, wc.experiment, wc.model, "figures")
     log = logging.getLogger("omicsbayes")
     log.info(
-        "%s on all %d samples x %d features, tasks %s, seed %d",
+        "%s on all %d samples x %d features, labels %s, seed %d",
         wc.model,
         adata.n_obs,
         adata.n_vars,
-        list(targets.columns),
+        label_key,
         seed,
     )
     start = time.perf_counter()
     if fold_steps:
         adata = fold_transformed(adata, fold_steps)
-    if list(targets.columns) == ["multiclass"]:
-        label_key, tasks = label, None  # one-vs-rest tasks of the label's classes
-    else:
-        tasks = list(targets.columns)
-        label_key = [f"task:{t}" for t in tasks]
-        for t, column in zip(tasks, label_key):
-            adata.obs[column] = targets[t].to_numpy(dtype=float)
     spec = smk.params.model
     estimator = tl.rank_factor(
         adata,

@@ -18,9 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from omicsbayes import protocols  # noqa: E402
 from omicsbayes.jobs import atomic_write, run_job, write_table  # noqa: E402
 from omicsbayes.pl import rank_factor as rp  # noqa: E402
-from omicsbayes.protocols.classification import task_targets  # noqa: E402
 
 
 def save(fig, path):
@@ -33,21 +33,19 @@ def read(path, key):
 
 
 def rank_vs_log(smk, loadings, coef, labels):
-    """Figure 1 for the gene of largest |A beta_t| over all tasks t (``labels``: its name)."""
+    """Figure 1 for the gene of largest |A beta_t| over all tasks t (``labels``: its name), its
+    samples grouped as the experiment's kind groups them in task t."""
     weights = rp.discriminative_weights(loadings, coef)
     g, t = np.unravel_index(np.argmax(np.abs(weights.to_numpy())), weights.shape)
     feature, gene, task = weights.index[g], labels[g], weights.columns[t]
     raw = ad.read_h5ad(smk.input.cohort)
-    label = smk.params.label
-    if label not in raw.obs:
-        raise ValueError(f"{smk.input.cohort}: label column {label!r} is missing")
-    target = task_targets(raw.obs[label], smk.params.task)[task].to_numpy()
-    labelled = ~np.isnan(target)
-    negatives = set(raw.obs[label].astype(str).to_numpy()[target == 0])
-    rest = negatives.pop() if len(negatives) == 1 else "rest"
+    experiment = smk.params.experiment
+    kind = protocols.get(protocols.kind_of(experiment))
+    groups = kind.figure_groups(raw.obs, experiment, smk.params.cohort, task)
+    labelled = pd.notna(groups)
     values = np.asarray(raw.obs_vector(feature), dtype=float)[labelled]
     offset = 0.0 if values.min() > 0 else 1.0 - values.min()
-    groups = np.where(target[labelled] == 1, str(task), rest)
+    groups = groups[labelled].astype(str)
     logging.getLogger("omicsbayes").info(
         "most discriminative gene %s (task %s, weight %.4g); log offset %g",
         gene,

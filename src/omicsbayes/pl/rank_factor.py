@@ -323,7 +323,9 @@ def _packed_layout(graph, seed):
     for component, r in zip(components, radii):
         if x > 0 and x + 2 * r > width:
             x, y, row = 0.0, y - row - 1, 0.0
-        sub = graph.subgraph(component)
+        sub = nx.Graph()  # nodes in the graph's order: a subgraph view may follow the set's,
+        sub.add_nodes_from(g for g in graph if g in component)  # which string hashing varies
+        sub.add_edges_from(graph.edges(sub.nodes))
         k = 2.5 / np.sqrt(len(component))  # twice networkx's default spacing: dense modules open
         local = nx.spring_layout(sub, weight=None, k=k, iterations=500, seed=seed, scale=r)
         for g, xy in local.items():

@@ -39,6 +39,9 @@ What a kind has (the workflow's rules and scripts use only this):
     Kind-specific config checks, raising :class:`ExperimentError` with the config key.
 ``check_labels(name, experiment, config, labels)``
     Checks against the cohort's labels before any job, for a kind that ``reads_labels``.
+``figure_labels(adata, experiment, cohort)``, ``figure_groups(obs, experiment, cohort, task)``
+    For a kind that sets ``model_figures``: what the whole-cohort fit learns and the samples'
+    groups in one of its tasks (``workflow/scripts/fit_summary.py`` and ``model_figures.py``).
 
 :data:`KINDS` names the kinds in the order they were defined; the documentation's kinds tables
 (``docs/registry_tables.py``) are drawn from them.

@@ -48,7 +48,8 @@ class ExperimentKind(abc.ABC):
         :meth:`check_labels`.
     model_figures : bool
         Whether an experiment may list models under ``figures:``, drawn from one fit on the whole
-        cohort (``workflow/rules/model_figures.smk``).
+        cohort (``workflow/rules/model_figures.smk``); such a kind defines
+        :meth:`figure_labels` and :meth:`figure_groups`.
     sweeps : bool
         Whether a ``sweeps:`` entry may draw its experiments (``workflow/rules/sweeps.smk``: a
         summary metric per model, task and transform against a varied setting).
@@ -85,6 +86,12 @@ class ExperimentKind(abc.ABC):
         ]
         if missing:
             raise TypeError(f"experiment kind {cls.name!r} ({cls.__name__}) lacks {missing}")
+        unfigured = [m for m in FIGURE_HOOKS if getattr(cls, m) is getattr(ExperimentKind, m)]
+        if cls.model_figures and unfigured:
+            raise TypeError(
+                f"experiment kind {cls.name!r} ({cls.__name__}) sets model_figures but does not "
+                f"define {unfigured}, which the model figures' jobs ask it for"
+            )
         known = _REGISTRY.get(cls.name)
         if known is not None and _origin(type(known)) != _origin(cls):
             raise TypeError(
@@ -197,6 +204,54 @@ class ExperimentKind(abc.ABC):
         ``labels`` (pandas.Series of str) are the labelled values of the cohort's sample sheet,
         as its data job will write them (``label_map`` and ``keep_labels`` applied).
         """
+
+    def figure_labels(self, adata, experiment, cohort):
+        """What the whole-cohort fit of the model figures learns, for a kind that sets
+        :attr:`model_figures` (``workflow/scripts/fit_summary.py`` gives it to
+        :func:`omicsbayes.tl.rank_factor`).
+
+        Parameters
+        ----------
+        adata : anndata.AnnData
+            The cohort the fit reads; the kind may add the task columns it names to ``.obs``.
+        experiment, cohort : mapping
+            The config's entries of the experiment and of its cohort.
+
+        Returns
+        -------
+        label_key : str or list of str
+            One ``.obs`` column whose classes are the tasks, or one binary ``.obs`` column per
+            task.
+        tasks : list of str or None
+            The task names of a list ``label_key``, in its order; None for one column (``tl``
+            names the tasks by its classes).
+        """
+        raise NotImplementedError(f"experiment kind {self.name!r} has no model figures")
+
+    def figure_groups(self, obs, experiment, cohort, task):
+        """The group of each sample in task ``task`` of the whole-cohort fit, for Figure 1 of the
+        model figures (``workflow/scripts/model_figures.py``), for a kind that sets
+        :attr:`model_figures`.
+
+        Parameters
+        ----------
+        obs : pandas.DataFrame
+            The sample sheet of the cohort as read (``raw.h5ad``).
+        experiment, cohort : mapping
+            The config's entries of the experiment and of its cohort.
+        task : str
+            A task name of the fit (a row of its ``coef.tsv``).
+
+        Returns
+        -------
+        ndarray of object, shape (n_samples,)
+            A group name per sample; None for a sample outside the task.
+        """
+        raise NotImplementedError(f"experiment kind {self.name!r} has no model figures")
+
+
+FIGURE_HOOKS = ("figure_labels", "figure_groups")
+"""The methods a kind that sets :attr:`ExperimentKind.model_figures` defines."""
 
 
 def _origin(cls):

@@ -174,6 +174,36 @@ class Classification(ExperimentKind):
         """Per-split metrics (:func:`score_predictions`), the summary columns and ``task``."""
         return score_predictions(joined), self.metrics, list(self.summary_by)
 
+    def figure_labels(self, adata, experiment, cohort):
+        """The label column itself for a multiclass task (``tl`` makes its classes the tasks);
+        otherwise one ``.obs`` column ``task:<name>`` per task of :func:`task_targets`
+        (0.0/1.0, NaN unlabelled), added to ``adata.obs``, and the task names."""
+        label = _label_column(adata.obs, cohort)
+        targets = task_targets(adata.obs[label], experiment["task"])
+        if list(targets.columns) == ["multiclass"]:
+            return label, None
+        tasks = list(targets.columns)
+        keys = [f"task:{t}" for t in tasks]
+        for task, key in zip(tasks, keys):
+            adata.obs[key] = targets[task].to_numpy(dtype=float)
+        return keys, tasks
+
+    def figure_groups(self, obs, experiment, cohort, task):
+        """``task`` for its positive samples; for the others their label when they share one,
+        else ``"rest"`` (a class of a multiclass task against the other classes); None for
+        unlabelled samples and those outside a binary task."""
+        label = _label_column(obs, cohort)
+        spec = experiment["task"]
+        if spec["kind"] == "multiclass":  # the fit's tasks are the classes, one against the rest
+            spec = {**spec, "kind": "one_vs_rest"}
+        target = task_targets(obs[label], spec)[task].to_numpy()
+        negatives = set(obs[label].astype(str).to_numpy()[target == 0])
+        rest = negatives.pop() if len(negatives) == 1 else "rest"
+        groups = np.full(len(target), None, dtype=object)
+        groups[target == 1] = str(task)
+        groups[target == 0] = rest
+        return groups
+
     def figure(self, metrics, title, experiment, specs):
         """Box plots of AUROC, AUPR and accuracy per split; paper 001's layout (one panel per
         cohort x kernel x metric) when every model is one of paper 001's (``models.bam``)."""
@@ -184,6 +214,14 @@ class Classification(ExperimentKind):
         if all(getattr(models, s["class"]).__module__ == bam for s in specs):
             return bam_boxplots(metrics.assign(cohort=experiment["cohort"]))
         return metric_boxplots(metrics, title=title, columns=self.metrics[:3])
+
+
+def _label_column(obs, cohort):
+    """The cohort's ``label`` column name, which ``obs`` must hold (ExperimentError)."""
+    label = cohort.get("label")
+    if label not in obs:
+        raise ExperimentError(f"label column {label!r} is missing; columns are {list(obs.columns)}")
+    return label
 
 
 def _check_task_classes(labels, values, labelled, kind, allow_many_classes):
