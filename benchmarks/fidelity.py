@@ -51,7 +51,13 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``c_rflvm`` (runs ``c_rflvm`` and ``c_rflvm_paper``)
     Paper 002: IBP RFLVM has a higher held-out log likelihood than RFLVM and the linear IBP model.
     Run ``c_rflvm`` holds the default rows, run ``c_rflvm_paper`` the paper's protocol, with
-    Table 1's numbers beside its Wisconsin rows (:data:`PAPER_TABLE1_CANCER`).
+    Table 1's numbers beside its Wisconsin rows (:data:`PAPER_TABLE1_CANCER`). Run
+    ``c_rflvm_paper_gplvm`` adds the paper's GPLVM rival (GPy's Bayesian GPLVM,
+    :func:`benchmarks.gplvm_peer.gplvm_heldout_loglik`) to ``c_rflvm_paper``'s trials.
+``c_rflvm_planted``, ``c_rflvm_nonlinear`` (run ``c_rflvm_attribution``)
+    Why IBP RFLVM trails the linear IBP model on GSE7390: the two on planted matrices of
+    GSE7390's size from a nonlinear and a linear map, and the nonlinear structure of every
+    cohort (:mod:`benchmarks.rflvm_attribution`).
 ``d_bm2pca``
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
@@ -98,6 +104,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import attribution_000, bam_attribution
+from benchmarks.rflvm_attribution import N_PCS, attribution_rows
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
     classification_splits,
@@ -161,7 +168,7 @@ _MVGP = {  # paper 004's models; Con. MV-GP and KPMF see the diffusion kernel of
 PAPER_TABLE1_CANCER = [
     ("IBP RFLVM", "IBP RFLVM", 6.68e03, 114.16),
     ("RFLVM", "RFLVM", 6.19e03, 119.32),
-    ("GPLVM", None, -4.79e03, 26.31),
+    ("GPLVM", "GPLVM", -4.79e03, 26.31),
     ("IBP LFM", "linear IBP", -2.46e04, 33.90),
 ]
 PAPER_TABLE1_COHORT = "Wisconsin z-scored"
@@ -268,6 +275,19 @@ MODELS = {
         },
         "linear IBP": {"class": "IBPFactorModel", "params": {"n_iter": 100, "n_init_features": 2}},
     },
+    # GPy's Bayesian GPLVM, M = 50 inducing points, 100 optimiser iterations, the IBP RFLVM's
+    # instantiated dimensions (claim_c_paper); fitted apart, its rows carry run c_rflvm_paper
+    "c_rflvm_paper_gplvm": {
+        "GPLVM": {"class": "GPy BayesianGPLVM", "params": {"n_inducing": 50, "max_iters": 100}}
+    },
+    # claim c_rflvm's models at their defaults on planted matrices, and the regressions of the
+    # nonlinear-structure measure (benchmarks.rflvm_attribution.pc_regression_r2)
+    "c_rflvm_attribution": {
+        "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True}},
+        "linear IBP": {"class": "IBPFactorModel"},
+        f"GP on {N_PCS} PCs": {"class": "sklearn GaussianProcessRegressor"},
+        f"linear on {N_PCS} PCs": {"class": "sklearn LinearRegression"},
+    },
     "d_bm2pca": {  # BM2PCA's defaults (n_components=20) or the paper's 10 dimensions
         "BM2PCA": {"class": "BM2PCAClassifier"},
         "BM2PCA k=10": {"class": "BM2PCAClassifier", "params": {"n_components": 10}},
@@ -344,6 +364,12 @@ CONTRASTS = {
     "c_rflvm_paper": [
         ("c_rflvm", "IBP RFLVM", "RFLVM"),
         ("c_rflvm", "IBP RFLVM", "linear IBP"),
+        ("c_rflvm", "IBP RFLVM", "GPLVM"),
+        ("c_rflvm", "RFLVM", "GPLVM"),
+    ],
+    "c_rflvm_attribution": [
+        ("c_rflvm_planted", "IBP RFLVM", "linear IBP"),
+        ("c_rflvm_nonlinear", f"GP on {N_PCS} PCs", f"linear on {N_PCS} PCs"),
     ],
     "d_bm2pca": [
         *[("d_bm2pca", "BM2PCA", rival) for rival in _D_RIVALS],
@@ -682,6 +708,19 @@ def _kernel_of(cohort):
     return "linear" if cohort.endswith("linear kernel map") else "gaussian"
 
 
+def _c_rflvm_cohorts(settings):
+    """Claim ``c_rflvm``'s matrices by cohort name, preprocessed (see :func:`claim_c`)."""
+    log_zscore = [{"name": "log", "base": 2, "pseudocount": 0.001}, "zscore"]
+    cohorts = {
+        "Wisconsin log, z-scored": (load_demo("breast_cancer_wisconsin").X, log_zscore),
+        "GSE7390 z-scored": (load_demo("gse7390").X, ["zscore"]),
+    }
+    return {
+        cohort: build_pipeline(steps).fit_transform(_dense(X))
+        for cohort, (X, steps) in _chosen(settings, cohorts).items()
+    }
+
+
 def claim_c(settings, seed):
     """Paper 002: held-out log likelihood per entry, 20 % of the entries held out per repeat.
 
@@ -690,14 +729,8 @@ def claim_c(settings, seed):
     held-out tail entries decide the Gaussian models' scores (docs/models.md, paper 002).
     GSE7390 ships log2 intensities.
     """
-    log_zscore = [{"name": "log", "base": 2, "pseudocount": 0.001}, "zscore"]
-    cohorts = {
-        "Wisconsin log, z-scored": (load_demo("breast_cancer_wisconsin").X, log_zscore),
-        "GSE7390 z-scored": (load_demo("gse7390").X, ["zscore"]),
-    }
     rows = []
-    for cohort, (X, steps) in _chosen(settings, cohorts).items():
-        Y = build_pipeline(steps).fit_transform(_dense(X))
+    for cohort, Y in _c_rflvm_cohorts(settings).items():
         splits = heldout_entry_splits(
             np.ones(Y.shape, dtype=bool),
             fraction=0.2,
@@ -749,7 +782,7 @@ def _paper002_trials(settings, seed):
             yield cohort, Y, split, heldout_mask(Y.shape, table)
 
 
-def claim_c_paper(settings, seed):
+def claim_c_paper(settings, seed, run="c_rflvm_paper"):
     """Paper 002 under its own protocol (section 4, appendix A.1, Table 1).
 
     Each matrix is standardised as it is (zero mean, unit variance per feature, no log), 20 %
@@ -760,31 +793,47 @@ def claim_c_paper(settings, seed):
     Table 1 reports), ``heldout_loglik_per_entry``, and ``n_active`` (the instantiated
     dimensions of each IBP model at its last iteration; the dense RFLVM's dimension).
 
+    ``run="c_rflvm_paper_gplvm"`` fits the IBP RFLVM (for its dimension; no rows) and the
+    GPLVM of ``MODELS[run]`` with that many latent dimensions on the same trials, seeds and
+    held-out entries (:func:`benchmarks.gplvm_peer.gplvm_heldout_loglik`; ``--quick`` cuts its
+    optimiser iterations to the chains' length); its rows carry run ``c_rflvm_paper``.
+
     ``settings["ibp_start"]`` (``--ibp-start``), when given, starts both IBP models from that
     many dimensions instead, on the same trials and seeds; the rows' protocol says so."""
+    from benchmarks.gplvm_peer import gplvm_heldout_loglik
     from omicsbayes.protocols._common import make_estimator
 
     start_k = settings.get("ibp_start")
     protocol = "paper" if start_k is None else f"paper, IBP models from {start_k}"
+    models = {"IBP RFLVM": MODELS["c_rflvm_paper"]["IBP RFLVM"], **MODELS[run]}
     rows = []
     for cohort, Y, split, mask in _paper002_trials(settings, seed):
         state = derive_seed(seed, "c_rflvm_paper", cohort, split)
-        n_active = None  # the IBP RFLVM's, fitted first: the dense RFLVM's dimension
-        for name, spec in MODELS["c_rflvm_paper"].items():
-            spec = _iterations(spec, settings["heldout_iter"])
-            if name == "RFLVM":
-                spec = {**spec, "params": {**spec["params"], "n_latent": n_active}}
-            elif start_k is not None:
-                key = "n_latent" if spec["class"] == "RFLVM" else "n_init_features"
-                spec = {**spec, "params": {**spec["params"], key: start_k}}
+        n_active = None  # the IBP RFLVM's, fitted first: the finite models' dimension
+        for name, spec in models.items():
             start = time.perf_counter()
-            model = make_estimator(spec, state).fit(np.where(mask, np.nan, Y))
-            total = float(model.log_likelihood(Y, mask))
+            if spec["class"] == "GPy BayesianGPLVM":
+                params = dict(spec["params"], max_iters=settings["heldout_iter"] or 100)
+                total = gplvm_heldout_loglik(Y, mask, n_active, random_state=state, **params)
+                dimensions = n_active
+            else:
+                spec = _iterations(spec, settings["heldout_iter"])
+                if name == "RFLVM":
+                    spec = {**spec, "params": {**spec["params"], "n_latent": n_active}}
+                elif start_k is not None:
+                    key = "n_latent" if spec["class"] == "RFLVM" else "n_init_features"
+                    spec = {**spec, "params": {**spec["params"], key: start_k}}
+                model = make_estimator(spec, state).fit(np.where(mask, np.nan, Y))
+                total = float(model.log_likelihood(Y, mask))
+                active = getattr(model, "n_active_", None)
+                dimensions = None if active is None else active[-1]
             metrics = {"heldout_loglik": total, "heldout_loglik_per_entry": total / mask.sum()}
-            if getattr(model, "n_active_", None) is not None:
-                metrics["n_active"] = int(model.n_active_[-1])
+            if dimensions is not None:
+                metrics["n_active"] = int(dimensions)
             if name == "IBP RFLVM":
                 n_active = metrics["n_active"]
+            if name not in MODELS[run]:
+                continue
             for metric, value in metrics.items():
                 rows.append(("c_rflvm_paper", protocol, cohort, name, metric, split, value))
             print(
@@ -792,6 +841,26 @@ def claim_c_paper(settings, seed):
                 f" {total:.1f} ({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def claim_c_paper_gplvm(settings, seed):
+    """Paper 002's GPLVM rival on claim ``c_rflvm_paper``'s trials (:func:`claim_c_paper`)."""
+    return claim_c_paper(settings, seed, run="c_rflvm_paper_gplvm")
+
+
+def claim_c_attribution(settings, seed):
+    """Claims ``c_rflvm_planted`` and ``c_rflvm_nonlinear``
+    (:func:`benchmarks.rflvm_attribution.attribution_rows`): claim ``c_rflvm``'s IBP RFLVM and
+    linear IBP at their defaults on the planted matrices; the nonlinear-structure measure on
+    those and on the cohorts of runs ``c_rflvm`` and ``c_rflvm_paper``."""
+    specs = {
+        name: _iterations(MODELS["c_rflvm_attribution"][name], settings["heldout_iter"])
+        for name in ("IBP RFLVM", "linear IBP")
+    }
+    real = _c_rflvm_cohorts(settings)
+    real.update({c: Y for c, Y, split, _ in _paper002_trials(settings, seed) if split == 0})
+    rows = attribution_rows(settings, seed, specs, real)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 
@@ -974,7 +1043,11 @@ def claim_e(settings, seed):
 
 
 # Runs whose rows carry another run's claim (its splits and fit seeds), so they pair with it.
-FITS_INTO = {"a_pfa": "a_rank", "a_pfa_paper": "a_rank_paper"}
+FITS_INTO = {
+    "a_pfa": "a_rank",
+    "a_pfa_paper": "a_rank_paper",
+    "c_rflvm_paper_gplvm": "c_rflvm_paper",
+}
 CLAIMS = {
     "a_rank": claim_a,
     "a_rank_paper": claim_a_paper,
@@ -987,6 +1060,8 @@ CLAIMS = {
     "b_bam_attr": claim_b_attr,
     "c_rflvm": claim_c,
     "c_rflvm_paper": claim_c_paper,
+    "c_rflvm_paper_gplvm": claim_c_paper_gplvm,
+    "c_rflvm_attribution": claim_c_attribution,
     "d_bm2pca": claim_d,
     "e_mvgp": claim_e,
 }
