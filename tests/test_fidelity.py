@@ -113,7 +113,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "not results" in text
     assert (
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb,"
-        " a_bsvm_attr, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm, c_rflvm_paper, e_mvgp." in text
+        " a_bsvm_attr, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm, c_rflvm_paper,"
+        " c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -436,7 +437,7 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb, a_bsvm_attr, a_nonlinear_attr, b_bam_attr,"
-        " c_rflvm, c_rflvm_paper, e_mvgp"
+        " c_rflvm, c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
@@ -499,6 +500,46 @@ def test_rflvm_paper_protocol_standardises_without_log_and_sizes_the_dense_model
     assert dense_spec["params"]["n_latent"] == ibp.n_active_[-1]
 
 
+def test_gplvm_run_fits_the_gplvm_at_the_ibp_rflvms_dimension_on_the_paper_trials(
+    fidelity, monkeypatch
+):
+    """Run c_rflvm_paper_gplvm: GPLVM rows only, under run c_rflvm_paper, each trial's GPLVM
+    given the held-out entries of that trial and the dimension its IBP RFLVM ended with."""
+    import anndata
+
+    import benchmarks.gplvm_peer as peer
+    import omicsbayes.protocols._common as common
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(30, 3)) @ rng.normal(size=(3, 6))
+    monkeypatch.setattr(fidelity, "load_demo", lambda name: anndata.AnnData(raw))
+    ibps, calls = [], []
+    make = common.make_estimator
+
+    def recorded(spec, state):
+        model = make(spec, state)
+        ibps.append(model)
+        return model
+
+    def gplvm(Y, mask, n_latent, **params):
+        calls.append((mask.copy(), n_latent, params))
+        return -float(mask.sum())
+
+    monkeypatch.setattr(common, "make_estimator", recorded)
+    monkeypatch.setattr(peer, "gplvm_heldout_loglik", gplvm)
+    settings = {"n_repeats": 2, "heldout_iter": 4, "cohorts": ["Wisconsin"]}
+    per_split = fidelity.claim_c_paper_gplvm(settings, seed=1)
+    assert set(per_split["claim"]) == {"c_rflvm_paper"} and set(per_split["model"]) == {"GPLVM"}
+    masks = [mask for _, _, _, mask in fidelity._paper002_trials(settings, 1)]
+    assert len(calls) == len(ibps) == 2
+    for (mask, n_latent, params), trial_mask, ibp in zip(calls, masks, ibps):
+        np.testing.assert_array_equal(mask, trial_mask)
+        assert n_latent == ibp.n_active_[-1] and ibp.sparse
+        assert params["n_inducing"] == 50 and params["max_iters"] == 4
+    dims = per_split[per_split["metric"] == "n_active"]["value"].tolist()
+    assert dims == [ibp.n_active_[-1] for ibp in ibps]
+
+
 def test_paper_table1_beside_the_paper_rows(fidelity):
     """The Markdown sets Table 1's Cancer column beside the paper-protocol Wisconsin rows, with
     the models the project does not fit named so; no such section without those rows."""
@@ -508,7 +549,7 @@ def test_paper_table1_beside_the_paper_rows(fidelity):
     )
     text = fidelity.markdown_table(fidelity.summarize(per_split))
     assert "| IBP RFLVM | IBP RFLVM | 6.68e+03 ± 114.16 | -1e+03 ± 100.00 | 2 |" in text
-    assert "| GPLVM | — | -4.79e+03 ± 26.31 | not fitted |  |" in text
+    assert "| GPLVM | GPLVM | -4.79e+03 ± 26.31 | not fitted |  |" in text
     assert "| IBP LFM | linear IBP | -2.46e+04 ± 33.90 | not fitted |  |" in text
     for other in (
         per_split.assign(cohort="GSE7390 z-scored"),
