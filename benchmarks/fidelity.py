@@ -813,7 +813,8 @@ def claim_c_paper(settings, seed, run="c_rflvm_paper"):
         for name, spec in models.items():
             start = time.perf_counter()
             if spec["class"] == "GPy BayesianGPLVM":
-                params = dict(spec["params"], max_iters=settings["heldout_iter"] or 100)
+                params = {**spec["params"]}
+                params["max_iters"] = settings["heldout_iter"] or params["max_iters"]
                 total = gplvm_heldout_loglik(Y, mask, n_active, random_state=state, **params)
                 dimensions = n_active
             else:
