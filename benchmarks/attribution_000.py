@@ -24,6 +24,10 @@ Metrics (per split):
     Fraction of training samples beyond the margin on the wrong side of the label-free training
     decision (``y f < -1``, ``y`` in {-1, 1}): the samples a hinge loss counts linearly and a
     probit log likelihood quadratically.
+``wrong_side_depth``
+    Run ``a_bsvm_overlap`` only: the median of ``-y f`` over the training samples on the wrong
+    side of the label-free training decision (``y f < 0``), in units of the margin (``|f| =
+    1``): far-side label errors lie deep, class overlap near the boundary.
 ``train_auroc_gap``
     Training AUROC (against the labels the fit saw) of the label-informed decision (the fitted
     ``scores_``) minus that of the label-free one: how far the labels moved the training scores.
@@ -49,6 +53,7 @@ SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "val
 ACTIVE_WEIGHT = 0.05  # a component is active with at least this share of the training samples
 PLANTED = {"n_samples": 200, "n_genes": 60, "n_factors": 4}
 FLIP_FRACTION = 0.1
+OVERLAP_WRONG_SIDE = 0.15  # planted class overlap: share of samples beyond the Bayes rule
 SUBTYPE_SEPARATION = 3.0
 
 
@@ -78,6 +83,7 @@ BSVM_PAIRS = [
     ("G-L-BSVM gibbs/log", "G-L-Probit gibbs/log"),
     ("BSVM/z", "probit/z"),
 ]
+OVERLAP_PAIRS = [BSVM_PAIRS[1], BSVM_PAIRS[3]]  # run a_bsvm_overlap: the OR-L pair, the link alone
 NONLINEAR_PAIRS = [
     ("R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
     ("R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"),
@@ -113,6 +119,20 @@ def planted_subtypes(n_samples, n_genes, n_factors, separation, rng):
     return _genes(z, n_genes, rng), z, y, y
 
 
+def planted_overlap(n_samples, n_genes, n_factors, wrong_side, rng):
+    """A factor cohort of two overlapping classes and no label errors.
+
+    Half the samples are positive; ``z_1`` is Gaussian with unit variance around ``+-mu``,
+    ``mu`` set so that a share ``wrong_side`` of each class lies beyond the Bayes rule ``z_1 >
+    0``: samples whose features look like the other class, most of them near the boundary.
+    Returns ``x``, ``z``, the labels (0/1, true and observed alike) twice."""
+    z = rng.standard_normal((n_samples, n_factors))
+    y = rng.permutation(np.arange(n_samples) % 2)
+    mu = stats.norm.isf(wrong_side)
+    z[:, 0] += np.where(y == 1, mu, -mu)
+    return _genes(z, n_genes, rng), z, y, y
+
+
 def _genes(z, n_genes, rng):
     """``z A^T`` plus unit Gaussian noise, ``A`` standard normal (n_genes x n_factors)."""
     loadings = rng.standard_normal((n_genes, z.shape[1]))
@@ -129,14 +149,19 @@ def _estimator(spec, random_state):
     return make_estimator(spec, random_state)
 
 
-def _fit_metrics(model, X_train, y_train):
-    """``train_error``, ``far_side``, ``train_auroc_gap`` (linear factor models) and
-    ``n_active``, ``top_weight`` (DP mixture) of a fitted model (module docstring)."""
+def _fit_metrics(model, X_train, y_train, depth=False):
+    """``train_error``, ``far_side``, ``wrong_side_depth`` (when ``depth``), ``train_auroc_gap``
+    (linear factor models) and ``n_active``, ``top_weight`` (DP mixture) of a fitted model
+    (module docstring)."""
     free = model.decision_function(X_train)
+    signed = np.where(y_train == 1, free, -free)
     out = {
         "train_error": float(np.mean((free > 0) != (y_train == 1))),
-        "far_side": float(np.mean(np.where(y_train == 1, free, -free) < -1.0)),
+        "far_side": float(np.mean(signed < -1.0)),
     }
+    if depth:
+        wrong = signed[signed < 0]
+        out["wrong_side_depth"] = float(np.median(-wrong)) if wrong.size else np.nan
     if getattr(model, "mixture", False):
         # the training samples' responsibilities (RankFactorClassifier keeps them privately)
         weights = model._means["R"].mean(axis=0)
@@ -149,12 +174,25 @@ def _fit_metrics(model, X_train, y_train):
 
 
 def _diagnose(
-    run, protocol, cohort, scales, y_seen, splits, specs, pairs, seed_tags, *, steps=(), y_true=None
+    run,
+    protocol,
+    cohort,
+    scales,
+    y_seen,
+    splits,
+    specs,
+    pairs,
+    seed_tags,
+    *,
+    steps=(),
+    y_true=None,
+    depth=False,
 ):
     """Per-split rows of ``specs`` fitted on ``splits`` (a fold table) to the labels ``y_seen``:
     each model sees ``scales[suffix]`` (its name's suffix) after ``steps`` (transforms fitted on
     the training samples), fitted with seed ``derive_seed(*seed_tags, split)``; ``auroc``
-    against ``y_true`` when given; ``heldout_spearman`` of each pair of ``pairs``."""
+    against ``y_true`` when given; ``heldout_spearman`` of each pair of ``pairs``;
+    ``wrong_side_depth`` when ``depth``."""
     rows = []
     for split, table in splits.groupby("split"):
         train = table.loc[table["role"] == "train", "sample"].to_numpy()
@@ -168,7 +206,7 @@ def _diagnose(
                 A, B = pipeline.fit_transform(A), pipeline.transform(B)
             model = _estimator(spec, derive_seed(*seed_tags, split)).fit(A, y_seen[train])
             held_out[name] = np.asarray(model.decision_function(B), dtype=float)
-            metrics = _fit_metrics(model, A, y_seen[train])
+            metrics = _fit_metrics(model, A, y_seen[train], depth)
             if y_true is not None:
                 metrics["auroc"] = auroc(y_true[test], held_out[name])
             rows += [(run, protocol, cohort, name, m, split, v) for m, v in metrics.items()]
@@ -179,22 +217,33 @@ def _diagnose(
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 
-def _planted(run, cohorts, specs, pairs, settings, seed):
-    """Rows of ``specs`` on planted ``cohorts`` (``{name: generator(rng)}``)."""
+def _planted(run, cohorts, specs, pairs, settings, seed, seed_runs=None, depth=False):
+    """Rows of ``specs`` on planted ``cohorts`` (``{name: generator(rng)}``), each cohort's
+    draw, splits and fits seeded by run ``seed_runs[cohort]`` (default ``run``)."""
     out = []
     for cohort, generate in cohorts.items():
-        x, z, y_true, y_seen = generate(np.random.default_rng(derive_seed(seed, run, cohort)))
+        tags = (seed, (seed_runs or {}).get(cohort, run), cohort)
+        x, z, y_true, y_seen = generate(np.random.default_rng(derive_seed(*tags)))
         splits = classification_splits(
             y_seen,
             "repeated_subsampling",
-            random_state=derive_seed(seed, run, cohort, "splits"),
+            random_state=derive_seed(*tags, "splits"),
             n_splits=settings["n_splits"],
         )
         scales = {"log": x, "intensity": np.exp2(x), "z": z}
-        tags = (seed, run, cohort)
         out.append(
             _diagnose(
-                run, "default", cohort, scales, y_seen, splits, specs, pairs, tags, y_true=y_true
+                run,
+                "default",
+                cohort,
+                scales,
+                y_seen,
+                splits,
+                specs,
+                pairs,
+                tags,
+                y_true=y_true,
+                depth=depth,
             )
         )
     return out
@@ -217,13 +266,15 @@ def rank_run_splits(run, labels, positive, n_splits, seed, cohort):
     return splits, y, (seed, run, cohort)
 
 
-def _real(claim_run, tasks, rank_models, wanted, pairs, settings, seed, zero_filter):
+def _real(claim_run, tasks, rank_models, wanted, pairs, settings, seed, zero_filter, depth=False):
     """Diagnostic rows of runs ``a_rank`` (protocol ``default``) and ``a_rank_paper``
     (``paper``, with ``zero_filter``) on ``tasks`` (:func:`benchmarks.fidelity._paper000_tasks`),
     the models ``wanted[run]`` of ``rank_models[run]`` (``MODELS`` of fidelity) refitted on that
-    run's splits with its fit seeds."""
+    run's splits with its fit seeds (runs missing from ``wanted`` are skipped)."""
     out = []
     for run, protocol in (("a_rank", "default"), ("a_rank_paper", "paper")):
+        if run not in wanted:
+            continue
         specs = {name: rank_models[run][name] for name in wanted[run]}
         for cohort, (logs, inverse, labels, positive) in tasks.items():
             splits, y, tags = rank_run_splits(
@@ -233,7 +284,17 @@ def _real(claim_run, tasks, rank_models, wanted, pairs, settings, seed, zero_fil
             steps = [zero_filter] if protocol == "paper" else []
             out.append(
                 _diagnose(
-                    claim_run, protocol, cohort, scales, y, splits, specs, pairs, tags, steps=steps
+                    claim_run,
+                    protocol,
+                    cohort,
+                    scales,
+                    y,
+                    splits,
+                    specs,
+                    pairs,
+                    tags,
+                    steps=steps,
+                    depth=depth,
                 )
             )
     return out
@@ -286,5 +347,28 @@ def nonlinear_runs(tasks, rank_models, settings, seed, zero_filter):
     return pd.concat(
         _planted(run, cohorts, NONLINEAR_PLANTED, pairs, settings, seed)
         + _real(run, tasks, rank_models, wanted, pairs, settings, seed, zero_filter),
+        ignore_index=True,
+    )
+
+
+def overlap_runs(tasks, rank_models, settings, seed):
+    """Run ``a_bsvm_overlap``: class overlap against far-side label errors as the cause of the
+    OR-L pair's ties. The OR-L pair and the link alone on :func:`planted_overlap`
+    (:data:`OVERLAP_WRONG_SIDE` of each class beyond the Bayes rule, no label flips) and on run
+    ``a_bsvm_attr``'s planted flips (its draw, splits and fit seeds), and the OR-L pair of run
+    ``a_rank`` on the real ``tasks``, each with ``wrong_side_depth``."""
+    flips = f"planted: {FLIP_FRACTION:.0%} far-side flips"
+    overlap = f"planted: class overlap, {OVERLAP_WRONG_SIDE:.0%} beyond the Bayes rule"
+    cohorts = {
+        flips: lambda rng: planted_flips(**PLANTED, flip_fraction=FLIP_FRACTION, rng=rng),
+        overlap: lambda rng: planted_overlap(**PLANTED, wrong_side=OVERLAP_WRONG_SIDE, rng=rng),
+    }
+    pairs = OVERLAP_PAIRS
+    specs = {name: BSVM_PLANTED[name] for pair in pairs for name in pair}
+    run = "a_bsvm_overlap"
+    wanted = {"a_rank": list(pairs[0])}
+    return pd.concat(
+        _planted(run, cohorts, specs, pairs, settings, seed, {flips: "a_bsvm_attr"}, depth=True)
+        + _real(run, tasks, rank_models, wanted, pairs, settings, seed, None, depth=True),
         ignore_index=True,
     )

@@ -27,11 +27,18 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     Attribute the verdicts of ``a_bsvm`` and ``a_nonlinear``: the claimed winner against its
     rival on planted cohorts where the paper's mechanism must show, and diagnostics of runs
     ``a_rank`` and ``a_rank_paper``'s own fits on the real cohorts.
+``a_bsvm_overlap`` (run of :mod:`benchmarks.attribution_000`)
+    Class overlap against far-side label errors: the OR-L pair on planted overlapping classes
+    without label flips and on ``a_bsvm_attr``'s planted flips, and how deep beyond the boundary
+    the wrong-side training samples of run ``a_rank``'s OR-L fits lie.
 ``a_pfa`` (runs ``a_pfa`` and ``a_pfa_paper``)
     Paper 000 (Tables 4-5): R-L-BSVM on intensities and G-L-BSVM on logs beat the two-step
     PFA-L-BSVM (Poisson factor analysis of the rounded intensities, then a Bayesian SVM on its
     scores). The PFA rows are fitted apart, on the splits (folds) and fit seeds of run
     ``a_rank`` (``a_rank_paper``), whose claim they carry, so they pair with its rows.
+``a_pfa_long`` (run of :mod:`benchmarks.pfa_convergence`, rows of run ``a_rank``)
+    Whether ``a_pfa``'s rival is under-fitted: PFA-L-BSVM with a five times longer Gibbs chain
+    against its default chain on GSE7390 grade, with the chains' R-hat and bulk ESS.
 ``a_vb``
     Paper 000's deterministic VB (``inference="vb_deterministic"``) against the estimator's
     Monte Carlo q(w) (``"vb"``), R-L-BSVM on intensities and G-L-BSVM on logs: held-out AUROC,
@@ -103,7 +110,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import attribution_000, bam_attribution
+from benchmarks import attribution_000, bam_attribution, pfa_convergence
 from benchmarks.rflvm_attribution import N_PCS, attribution_rows
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
@@ -135,10 +142,13 @@ COLUMNS = [
 SPLIT_COLUMNS = ["claim", "protocol", "cohort", "model", "metric", "split", "value"]
 # Metrics that describe a fit rather than score it: their verdicts say "higher" / "lower".
 DESCRIPTIVE_METRICS = {
+    "r_hat",
+    "ess_bulk",
     "w_scale",
     "auroc_seed_sd",
     "n_active",
     "train_auroc",
+    "wrong_side_depth",
     "rank_corr_bprobit",
     "train_separable",
     # claims a_bsvm_attr and a_nonlinear_attr (benchmarks/attribution_000.py)
@@ -227,6 +237,7 @@ MODELS = {
     # SVM on its scores; its rows carry claim a_rank (a_rank_paper) and its splits
     "a_pfa": {"PFA-L-BSVM/intensity": {"class": "PFAClassifier"}},
     "a_pfa_paper": {"PFA-L-BSVM/intensity": {"class": "PFAClassifier"}},
+    "a_pfa_long": pfa_convergence.MODELS,
     "a_vb": {  # the two inference options of paper 000's R-L-BSVM and G-L-BSVM
         f"{variant}/{scale} {inference}": {
             "class": "RankFactorClassifier",
@@ -237,6 +248,11 @@ MODELS = {
         for inference in ("vb", "vb_deterministic")
     },
     "a_bsvm_attr": attribution_000.BSVM_PLANTED,
+    "a_bsvm_overlap": {
+        name: attribution_000.BSVM_PLANTED[name]
+        for pair in attribution_000.OVERLAP_PAIRS
+        for name in pair
+    },
     # the planted models, and the project-VB pair it refits on run a_rank_paper's folds
     "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED
     | {
@@ -322,11 +338,14 @@ _A_CONTRASTS = [
     ("a_margin", "R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
     ("a_nonlinear", "R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
 ]
+_PFA_LONG = f"PFA-L-BSVM {pfa_convergence.LONG_SWEEPS} sweeps/intensity"
 _D_RIVALS = ["PCA+SVM", "PCA+SVM transductive", "LDA+SVM", "LDA+SVM shrinkage", "FULL"]
 CONTRASTS = {
     "a_rank": [
         *_A_CONTRASTS,
         *_PFA_CONTRASTS,
+        *[("a_pfa", winner, _PFA_LONG) for _, winner, _ in _PFA_CONTRASTS],
+        ("a_pfa_long", _PFA_LONG, "PFA-L-BSVM 200 sweeps/intensity"),
     ],
     "a_rank_paper": [
         *_A_CONTRASTS,
@@ -342,6 +361,7 @@ CONTRASTS = {
         for name in ("R-L-BSVM/intensity", "G-L-BSVM/log")
     ],
     "a_bsvm_attr": [("a_bsvm", *pair) for pair in attribution_000.BSVM_PAIRS],
+    "a_bsvm_overlap": [("a_bsvm", *pair) for pair in attribution_000.OVERLAP_PAIRS],
     "a_nonlinear_attr": [("a_nonlinear", *pair) for pair in attribution_000.NONLINEAR_PAIRS],
     "b_bam": [
         ("b_bam", "BAM_L", "BPROBIT"),
@@ -567,6 +587,14 @@ def claim_a_pfa_paper(settings, seed):
     return claim_a(settings, seed, run=FITS_INTO["a_pfa_paper"], models=MODELS["a_pfa_paper"])
 
 
+def claim_a_pfa_long(settings, seed):
+    """PFA-L-BSVM's default and long chains on run ``a_rank``'s splits of the cohorts
+    :data:`benchmarks.pfa_convergence.COHORTS` (:mod:`benchmarks.pfa_convergence`)."""
+    tasks = _chosen(settings, _paper000_tasks())
+    tasks = {k: v for k, v in tasks.items() if k in pfa_convergence.COHORTS}
+    return pfa_convergence.long_chain_runs(tasks, MODELS["a_pfa_long"], settings, seed)
+
+
 def _paper000_tasks():
     """Paper 000's cohorts: ``{cohort: (log matrix, its inverse, labels, positive classes)}``.
 
@@ -635,6 +663,14 @@ def claim_a_bsvm_attr(settings, seed):
     000's cohorts and the fits of runs ``a_rank`` and ``a_rank_paper``."""
     tasks = _chosen(settings, _paper000_tasks())
     return attribution_000.bsvm_runs(tasks, MODELS, settings, seed, PAPER000_ZERO_FILTER)
+
+
+def claim_a_bsvm_overlap(settings, seed):
+    """Class overlap against far-side label errors behind claim ``a_bsvm``'s OR-L ties
+    (:func:`benchmarks.attribution_000.overlap_runs`) on paper 000's cohorts and run ``a_rank``'s
+    fits."""
+    tasks = _chosen(settings, _paper000_tasks())
+    return attribution_000.overlap_runs(tasks, MODELS, settings, seed)
 
 
 def claim_a_nonlinear_attr(settings, seed):
@@ -1047,6 +1083,7 @@ def claim_e(settings, seed):
 FITS_INTO = {
     "a_pfa": "a_rank",
     "a_pfa_paper": "a_rank_paper",
+    "a_pfa_long": "a_rank",
     "c_rflvm_paper_gplvm": "c_rflvm_paper",
 }
 CLAIMS = {
@@ -1054,8 +1091,10 @@ CLAIMS = {
     "a_rank_paper": claim_a_paper,
     "a_pfa": claim_a_pfa,
     "a_pfa_paper": claim_a_pfa_paper,
+    "a_pfa_long": claim_a_pfa_long,
     "a_vb": claim_a_vb,
     "a_bsvm_attr": claim_a_bsvm_attr,
+    "a_bsvm_overlap": claim_a_bsvm_overlap,
     "a_nonlinear_attr": claim_a_nonlinear_attr,
     "b_bam": claim_b,
     "b_bam_attr": claim_b_attr,

@@ -111,3 +111,56 @@ def test_nonlinear_attr_lists_the_project_vb_pair_it_refits(modules):
     fidelity, _ = modules
     for name in ("R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"):
         assert fidelity.MODELS["a_nonlinear_attr"][name] == fidelity.MODELS["a_rank_paper"][name]
+
+
+def test_planted_overlap_puts_the_wrong_side_share_beyond_the_bayes_rule(modules):
+    _, attr = modules
+    x, z, y, y_seen = attr.planted_overlap(4000, 10, 3, 0.15, np.random.default_rng(2))
+    assert x.shape == (4000, 10) and np.array_equal(y, y_seen) and y.mean() == 0.5
+    wrong = (z[:, 0] > 0) != (y == 1)
+    assert abs(wrong[y == 1].mean() - 0.15) < 0.03 and abs(wrong[y == 0].mean() - 0.15) < 0.03
+    depth = np.abs(z[wrong, 0])  # overlap: the wrong side lies near the boundary
+    assert np.median(depth) < 0.5 < np.median(np.abs(z[~wrong, 0]))
+
+
+def test_overlap_run_reuses_the_planted_flips_and_measures_the_wrong_side_depth(
+    modules, monkeypatch
+):
+    fidelity, attr = modules
+    rng = np.random.default_rng(0)
+    labels = pd.Series(np.repeat(["pos", "neg"], 12))
+    logs = rng.normal(size=(24, 5)) + 1.5 * (labels == "pos").to_numpy()[:, None]
+    monkeypatch.setattr(
+        fidelity, "_paper000_tasks", lambda: {"toy": (logs, np.exp2, labels, ["pos"])}
+    )
+    quick = {"n_factors": 2, "max_iter": 10, "verbose": False}
+    fast = {name: {**spec, "params": {**spec.get("params", {}), **quick}}
+            for name, spec in attr.BSVM_PLANTED.items() if name.startswith("OR-L")}  # fmt: skip
+    monkeypatch.setattr(attr, "BSVM_PLANTED", {**attr.BSVM_PLANTED, **fast})
+    monkeypatch.setitem(fidelity.MODELS, "a_rank", {**fidelity.MODELS["a_rank"], **fast})
+    monkeypatch.setattr(attr, "PLANTED", {"n_samples": 40, "n_genes": 8, "n_factors": 2})
+    settings = {"n_splits": 2, "cohorts": None}
+    rows = fidelity.claim_a_bsvm_overlap(settings, 3)
+    assert list(rows.columns) == fidelity.SPLIT_COLUMNS and set(rows["protocol"]) == {"default"}
+    assert set(rows["cohort"]) == {
+        "planted: 10% far-side flips", "planted: class overlap, 15% beyond the Bayes rule", "toy",
+    }  # fmt: skip
+    depth = rows[rows["metric"] == "wrong_side_depth"]
+    assert depth["value"].dropna().ge(0).all() and len(depth) == 2 * 4 * 2 + 2 * 2
+    assert set(rows.loc[rows["cohort"] == "toy", "model"]) == set(attr.OVERLAP_PAIRS[0])
+    # the flips cohort is run a_bsvm_attr's: its draw, splits and fit seeds
+    flips = {"planted: 10% far-side flips": lambda g: attr.planted_flips(**attr.PLANTED,
+             flip_fraction=0.1, rng=g)}  # fmt: skip
+    specs = {name: attr.BSVM_PLANTED[name] for name in attr.OVERLAP_PAIRS[0]}
+    theirs = attr._planted("a_bsvm_attr", flips, specs, [], settings, 3)[0]
+    mine = rows[rows["cohort"].isin(flips) & rows["model"].isin(specs)]
+    mine = mine[mine["metric"].isin(["auroc", "train_error", "far_side"])]
+    key = ["model", "metric", "split"]
+    pd.testing.assert_series_equal(
+        mine.set_index(key)["value"].sort_index(),
+        theirs[theirs["metric"].isin(["auroc", "train_error", "far_side"])]
+        .set_index(key)["value"]
+        .sort_index(),
+    )
+    paired = fidelity.summarize(rows)
+    assert set(paired.loc[paired["rival"].notna(), "claim"]) == {"a_bsvm"}

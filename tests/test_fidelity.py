@@ -112,9 +112,9 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "Made by `python -m benchmarks.fidelity --quick --only d_bm2pca`" in text
     assert "not results" in text
     assert (
-        "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb,"
-        " a_bsvm_attr, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm, c_rflvm_paper,"
-        " c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp." in text
+        "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
+        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm,"
+        " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -436,8 +436,9 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     )
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
-        "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_vb, a_bsvm_attr, a_nonlinear_attr, b_bam_attr,"
-        " c_rflvm, c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp"
+        "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
+        " a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper, c_rflvm_paper_gplvm,"
+        " c_rflvm_attribution, e_mvgp"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
@@ -729,6 +730,45 @@ def test_pfa_rows_are_fitted_on_the_rank_runs_splits(fidelity, monkeypatch):
     assert np.allclose(paired["difference"], 0.1)
     assert fidelity._run_in(rows, "a_pfa") and fidelity._run_in(rows, "a_pfa_paper")
     assert not fidelity._run_in(rank, "a_pfa")
+
+
+def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity, monkeypatch):
+    """Run a_pfa_long: the default chain repeats run a_pfa's AUROC split by split (same splits
+    and fit seeds), every chain reports its R-hat and bulk ESS, and the long chain pairs with the
+    default one and with R-L-BSVM under claim a_rank."""
+    from benchmarks import pfa_convergence
+
+    rng = np.random.default_rng(1)
+    labels = pd.Series(["poor", "mid", "well"] * 8)
+    counts = rng.poisson(np.where(labels.to_numpy()[:, None] == "poor", 8.0, 2.0), (24, 5))
+    cohort = pfa_convergence.COHORTS[0]
+    tasks = {cohort: (np.log2(counts + 1.0), lambda x: np.exp2(x) - 1.0, labels, ["poor"])}
+    tasks["other"] = tasks[cohort]
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    short = {"class": "PFAClassifier", "params": {"n_factors": 2, "n_iter": 16, "verbose": False}}
+    long = {**short, "params": {**short["params"], "n_iter": 32}}
+    default, longer = list(fidelity.MODELS["a_pfa_long"])
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa_long", {default: short, longer: long})
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": short})
+    settings = {"n_splits": 2, "cohorts": None}
+    rows = fidelity.claim_a_pfa_long(settings, 0)
+    assert set(rows["cohort"]) == {cohort} and set(rows["claim"]) == {"a_rank"}
+    assert set(rows["metric"]) == {"auroc", "r_hat", "ess_bulk"} and len(rows) == 2 * 2 * 3
+    assert rows.loc[rows["metric"] == "r_hat", "value"].ge(0.9).all()
+    pfa = fidelity.claim_a_pfa(settings, 0)
+    pfa = pfa[pfa["cohort"] == cohort].set_index("split")["value"]
+    mine = rows[(rows["model"] == default) & (rows["metric"] == "auroc")].set_index("split")
+    pd.testing.assert_series_equal(mine["value"], pfa)
+    rank = pfa.reset_index().assign(
+        claim="a_rank", protocol="default", cohort=cohort, model="R-L-BSVM/intensity",
+        metric="auroc", value=pfa.to_numpy() + 0.1,
+    )  # fmt: skip
+    table = fidelity.summarize(pd.concat([rows, rank[fidelity.SPLIT_COLUMNS]]))
+    paired = table[table["rival"].notna()]
+    assert {("a_pfa", "R-L-BSVM/intensity", longer), ("a_pfa_long", longer, default)} <= set(
+        zip(paired["claim"], paired["model"], paired["rival"])
+    )
+    assert fidelity._run_in(rows, "a_pfa_long") and not fidelity._run_in(rows, "a_pfa")
 
 
 @pytest.mark.parametrize("per_class, suffix", [(None, ""), (2, ", 2 per class")])
