@@ -27,7 +27,12 @@ Metrics (per split):
 ``wrong_side_depth``
     Run ``a_bsvm_overlap`` only: the median of ``-y f`` over the training samples on the wrong
     side of the label-free training decision (``y f < 0``), in units of the margin (``|f| =
-    1``): far-side label errors lie deep, class overlap near the boundary.
+    1``).
+``wrong_side_tail``
+    Run ``a_bsvm_overlap`` only: the 90th percentile of ``-y f`` over the wrong-side training
+    samples over the median of ``y f`` over the right-side ones (free of the decision's scale):
+    far-side label errors leave a tail of wrong-side samples as deep as the right side's typical
+    margin or deeper, class overlap does not.
 ``train_auroc_gap``
     Training AUROC (against the labels the fit saw) of the label-informed decision (the fitted
     ``scores_``) minus that of the label-free one: how far the labels moved the training scores.
@@ -150,7 +155,8 @@ def _estimator(spec, random_state):
 
 
 def _fit_metrics(model, X_train, y_train, depth=False):
-    """``train_error``, ``far_side``, ``wrong_side_depth`` (when ``depth``), ``train_auroc_gap``
+    """``train_error``, ``far_side``, ``wrong_side_depth`` and ``wrong_side_tail`` (when
+    ``depth``), ``train_auroc_gap``
     (linear factor models) and ``n_active``, ``top_weight`` (DP mixture) of a fitted model
     (module docstring)."""
     free = model.decision_function(X_train)
@@ -160,8 +166,10 @@ def _fit_metrics(model, X_train, y_train, depth=False):
         "far_side": float(np.mean(signed < -1.0)),
     }
     if depth:
-        wrong = signed[signed < 0]
-        out["wrong_side_depth"] = float(np.median(-wrong)) if wrong.size else np.nan
+        wrong, right = -signed[signed < 0], signed[signed > 0]
+        out["wrong_side_depth"] = float(np.median(wrong)) if wrong.size else np.nan
+        tail = np.quantile(wrong, 0.9) / np.median(right) if wrong.size and right.size else np.nan
+        out["wrong_side_tail"] = float(tail)
     if getattr(model, "mixture", False):
         # the training samples' responsibilities (RankFactorClassifier keeps them privately)
         weights = model._means["R"].mean(axis=0)
@@ -192,7 +200,7 @@ def _diagnose(
     each model sees ``scales[suffix]`` (its name's suffix) after ``steps`` (transforms fitted on
     the training samples), fitted with seed ``derive_seed(*seed_tags, split)``; ``auroc``
     against ``y_true`` when given; ``heldout_spearman`` of each pair of ``pairs``;
-    ``wrong_side_depth`` when ``depth``."""
+    ``wrong_side_depth`` and ``wrong_side_tail`` when ``depth``."""
     rows = []
     for split, table in splits.groupby("split"):
         train = table.loc[table["role"] == "train", "sample"].to_numpy()
@@ -356,7 +364,7 @@ def overlap_runs(tasks, rank_models, settings, seed):
     OR-L pair's ties. The OR-L pair and the link alone on :func:`planted_overlap`
     (:data:`OVERLAP_WRONG_SIDE` of each class beyond the Bayes rule, no label flips) and on run
     ``a_bsvm_attr``'s planted flips (its draw, splits and fit seeds), and the OR-L pair of run
-    ``a_rank`` on the real ``tasks``, each with ``wrong_side_depth``."""
+    ``a_rank`` on the real ``tasks``, each with ``wrong_side_depth`` and ``wrong_side_tail``."""
     flips = f"planted: {FLIP_FRACTION:.0%} far-side flips"
     overlap = f"planted: class overlap, {OVERLAP_WRONG_SIDE:.0%} beyond the Bayes rule"
     cohorts = {

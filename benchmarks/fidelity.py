@@ -149,6 +149,7 @@ DESCRIPTIVE_METRICS = {
     "n_active",
     "train_auroc",
     "wrong_side_depth",
+    "wrong_side_tail",
     "rank_corr_bprobit",
     "train_separable",
     # claims a_bsvm_attr and a_nonlinear_attr (benchmarks/attribution_000.py)

@@ -147,6 +147,8 @@ def test_overlap_run_reuses_the_planted_flips_and_measures_the_wrong_side_depth(
     }  # fmt: skip
     depth = rows[rows["metric"] == "wrong_side_depth"]
     assert depth["value"].dropna().ge(0).all() and len(depth) == 2 * 4 * 2 + 2 * 2
+    tail = rows[rows["metric"] == "wrong_side_tail"]
+    assert tail["value"].dropna().ge(0).all() and len(tail) == len(depth)
     assert set(rows.loc[rows["cohort"] == "toy", "model"]) == set(attr.OVERLAP_PAIRS[0])
     # the flips cohort is run a_bsvm_attr's: its draw, splits and fit seeds
     flips = {"planted: 10% far-side flips": lambda g: attr.planted_flips(**attr.PLANTED,
@@ -164,3 +166,18 @@ def test_overlap_run_reuses_the_planted_flips_and_measures_the_wrong_side_depth(
     )
     paired = fidelity.summarize(rows)
     assert set(paired.loc[paired["rival"].notna(), "claim"]) == {"a_bsvm"}
+
+
+def test_wrong_side_metrics_measure_depth_in_margins_and_the_tail_against_the_right_side(modules):
+    _, attr = modules
+
+    class Fixed:  # a fitted model's label-free training decision, nothing else
+        def decision_function(self, X):
+            return np.array([2.0, 2.0, 2.0, -0.5, 3.0])
+
+    y = np.array([1, 1, 1, 1, 0])
+    metrics = attr._fit_metrics(Fixed(), None, y, depth=True)
+    assert metrics["train_error"] == 0.4 and metrics["far_side"] == 0.2
+    assert metrics["wrong_side_depth"] == 1.75  # median of 0.5 and 3
+    assert np.isclose(metrics["wrong_side_tail"], (0.5 + 0.9 * 2.5) / 2.0)
+    assert "wrong_side_depth" not in attr._fit_metrics(Fixed(), None, y)
