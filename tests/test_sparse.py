@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import scanpy as sc
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 
 from omicsbayes.io import read_h5ad
@@ -41,21 +42,34 @@ def _counts(n, p, density, seed):
     return dense.astype(float)
 
 
-@pytest.mark.parametrize(
-    "step",
-    [
-        NormalizeTotal(),
-        NormalizeTotal(target_sum=1e4),
-        Log(),
-        Log(base=np.e),
-        RoundCounts(),
-        UnitLength(),
-        TopGenes(n=7),
-        TopGenes(n=7, by="variance"),
-        MaxZeroFraction(0.7),
-    ],
-    ids=lambda s: repr(s),
-)
+SPARSE_KEEPING = [
+    NormalizeTotal(),
+    NormalizeTotal(target_sum=1e4),
+    Log(),
+    Log(base=np.e),
+    RoundCounts(),
+    UnitLength(),
+    TopGenes(n=7),
+    TopGenes(n=7, by="variance"),
+    MaxZeroFraction(0.7),
+]
+
+
+def _sparse_forms(dense, container):
+    """``dense`` in every scipy sparse format of ``container``'s kind (matrix or array), and as
+    CSR and COO with 64-bit indices: the inputs scikit-learn's sparse checks give."""
+    csr = container(dense)
+    for fmt in ("csr", "csc", "coo", "lil", "dok", "dia", "bsr"):
+        yield fmt, csr.asformat(fmt)
+    wide = csr.copy()
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    yield "csr_64", wide
+    coo = csr.tocoo()
+    coo.row, coo.col = coo.row.astype(np.int64), coo.col.astype(np.int64)
+    yield "coo_64", coo
+
+
+@pytest.mark.parametrize("step", SPARSE_KEEPING, ids=repr)
 def test_sparse_keeping_steps_match_their_dense_result(step):
     dense = _counts(40, 25, 0.4, 0)
     csr = sp.csr_matrix(dense)
@@ -67,6 +81,18 @@ def test_sparse_keeping_steps_match_their_dense_result(step):
     np.testing.assert_allclose(step.transform(dense), expected, rtol=1e-12, atol=1e-12)
     if hasattr(step, "support_"):  # selection read from sparse summaries, not just the values
         assert step.get_support().sum() < dense.shape[1]
+
+
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csr_array], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("step", SPARSE_KEEPING, ids=repr)
+def test_every_sparse_format_gives_the_dense_result_in_the_inputs_kind(step, container):
+    dense = _counts(40, 25, 0.4, 0)
+    expected = clone(step).fit_transform(dense)
+    for fmt, X in _sparse_forms(dense, container):
+        got = clone(step).fit_transform(X)
+        assert sp.issparse(got) and got.format == "csr", fmt
+        assert isinstance(got, sp.sparray) == isinstance(X, sp.sparray), fmt  # array or matrix
+        np.testing.assert_allclose(got.toarray(), expected, rtol=1e-12, atol=1e-12, err_msg=fmt)
 
 
 def test_sparse_steps_keep_every_zero_and_selection_counts_explicit_zeros():

@@ -296,6 +296,18 @@ class _LearnsWhenTargetSumIsNone:
         return True if obj is None else obj.target_sum is None
 
 
+def _scanpy_input(X):
+    """A copy of ``X`` for a scanpy step that works in place: a CSR ``X`` (matrix or array) as a
+    ``scipy.sparse.csr_matrix``, since scanpy's steps take scipy's sparse matrices, not its
+    sparse arrays."""
+    return sp.csr_matrix(X, copy=True) if sp.issparse(X) else X.copy()
+
+
+def _like(result, X):
+    """``result`` as a sparse array when ``X`` is one (scipy's ``sparray``), else as it is."""
+    return sp.csr_array(result) if isinstance(X, sp.sparray) else result
+
+
 def _row_sums(X):
     """Sum of each sample (row) of a dense or sparse matrix, shape (n_samples,)."""
     return np.asarray(X.sum(axis=1)).ravel()
@@ -347,9 +359,9 @@ class NormalizeTotal(_NonNegative, _OneToOne):
         import anndata
         import scanpy as sc
 
-        adata = anndata.AnnData(X.copy())
+        adata = anndata.AnnData(_scanpy_input(X))
         sc.pp.normalize_total(adata, target_sum=self.target_sum_)
-        return adata.X
+        return _like(adata.X, X)
 
 
 class MedianOfRatios(_NonNegative, _OneToOne):
@@ -442,7 +454,7 @@ class Log(_Stateless):
         if sp.issparse(X):
             import scanpy as sc
 
-            return sc.pp.log1p(X, base=self.base, copy=True)
+            return _like(sc.pp.log1p(_scanpy_input(X), base=self.base), X)
         return np.log(X + self.pseudocount) / np.log(self.base)
 
 
