@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist, pdist
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from omicsbayes.preprocess.kernels import EmpiricalKernelMap
 
@@ -83,8 +82,3 @@ def test_constant_feature_zero_sample_and_errors():
         EmpiricalKernelMap("gaussian").fit(sparse.csr_matrix(X)).transform(sparse.csr_matrix(X)),
         EmpiricalKernelMap("gaussian").fit(X).transform(X),
     )
-
-
-@parametrize_with_checks([EmpiricalKernelMap()])
-def test_scikit_learn_estimator_checks(estimator, check):
-    check(estimator)

@@ -7,7 +7,11 @@ zero fraction. Every other step expands a sparse input with :func:`dense_matrix`
 sparse matrix becomes dense; the workflow calls it again on the matrix it hands a model, after
 gene selection.
 
-Every class is a scikit-learn transformer with a class attribute ``learns_from_samples``:
+A sparse input may be a scipy sparse matrix or sparse array, in any format; a step that keeps it
+sparse returns CSR of the same kind (matrix or array).
+
+Every class is a scikit-learn transformer, checked with scikit-learn's ``check_estimator``, with a
+class attribute ``learns_from_samples``:
 
 - ``False``: each sample is transformed on its own, nothing is learned from other samples
   (background correction, library-size scaling to a given total, log, rounding, unit length).
@@ -544,7 +548,9 @@ class TopGenes(_Selector):
 
     def _fit(self, X):
         if self.n > X.shape[1]:
-            raise ValueError(f"TopGenes n={self.n} exceeds the {X.shape[1]} features of X")
+            raise ValueError(
+                f"TopGenes n={self.n} exceeds the number of features of X (n_features={X.shape[1]})"
+            )
         if sp.issparse(X):
             mean, var = mean_variance_axis(X, axis=0)
         else:
