@@ -610,3 +610,40 @@ def test_progress_is_on_by_default_through_the_shared_bars(tiny, cls, name, monk
     assert f"{name}: " in err and "it/s]" in err  # a tqdm bar
     cls(sigma2=0.5, verbose=False).fit(rows, cols, y, (M, N), Km, Kn)
     assert capsys.readouterr().err == ""
+
+
+def test_rows_without_entries_are_scored_through_the_row_kernel(tiny):
+    """A row with no training entry (a new disease) gets the exact solution's scores, which
+    reach it through the row covariance only, with a dense and with a low-rank diffusion kernel:
+    MV-GP's closed form (1a), Con. MV-GP's and Trace GP's dense solution of (11) and KPMF's
+    stationarity ``U = C_M R V / sigma2`` (R the residuals); PMF (identity) scores it 0."""
+    rng, M, N, rows, cols, y, _, Kn = tiny
+    keep = rows != 0  # row 0 is new
+    rows, cols, y = rows[keep], cols[keep], y[keep]
+    ring = np.roll(np.eye(M), 1, axis=1) + np.roll(np.eye(M), -1, axis=1)
+    for Km in (diffusion_kernel(ring), diffusion_kernel(ring, rank=3)):
+        Kd = Km.to_dense() if isinstance(Km, LowRankKernel) else Km
+        C = np.kron(Kd, Kn)
+        flat = rows * N + cols
+        alpha = np.linalg.solve(C[np.ix_(flat, flat)] + 0.5 * np.eye(flat.size), y)
+        gp = MVGP(sigma2=0.5, tol=1e-12).fit(rows, cols, y, (M, N), Km, Kn)
+        np.testing.assert_allclose(gp.predict_rows([0])[0], (C[:, flat] @ alpha)[:N], atol=1e-8)
+        assert np.abs(gp.predict_rows([0])).max() > 1e-3
+        Gm = LowRankKernel.from_dense(Kd).sqrt_matmat(np.eye(M))
+        Gn = LowRankKernel.from_dense(Kn).sqrt_matmat(np.eye(N))
+        for cls, lam, frob in [(ConstrainedMVGP, 1.0, 1.0), (TraceGP, 2.0, 0.0)]:
+            B = _dense_svt(Gm, Gn, rows, cols, y, lam, 0.5, frob)
+            model = cls(lam=lam, sigma2=0.5, tol=1e-12, max_rank=8, random_state=0)
+            model.fit(rows, cols, y, (M, N), Km, Kn)
+            expected = (Gm @ B @ Gn.T)[0]
+            assert np.abs(expected).max() > 1e-3
+            np.testing.assert_allclose(model.predict_rows([0])[0], expected, atol=2e-5)
+        kpmf = KPMF(rank=3, sigma2=0.5, tol=1e-14, max_iter=5000, random_state=0)
+        kpmf.fit(rows, cols, y, (M, N), Km, Kn)
+        U, V = kpmf.row_factors_, kpmf.col_factors_
+        R = np.zeros((M, N))
+        np.add.at(R, (rows, cols), y - kpmf.predict(rows, cols))
+        assert np.abs(U[0]).max() > 1e-3
+        np.testing.assert_allclose(U[0], (Kd @ R @ V / 0.5)[0], atol=1e-5)
+    pmf = PMF(rank=3, sigma2=0.5, random_state=0).fit(rows, cols, y, (M, N), Kd, Kn)
+    assert np.abs(pmf.predict_rows([0])).max() < 0.01
