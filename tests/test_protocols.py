@@ -260,6 +260,37 @@ def test_ranking_fold_inner_selection_matches_a_fit_with_the_chosen_parameters()
     np.testing.assert_allclose(curves["precision"], direct["precision"])
 
 
+@pytest.mark.parametrize("protocol", ["known_rows", "new_rows"])
+def test_ranking_fold_curves_of_several_set_counts_are_ranking_folds_of_each(protocol):
+    """One pass over 3 negative sets gives the curves of ranking_fold with 1 and with 3 sets."""
+    import scipy.sparse as sp
+
+    from omicsbayes.evaluate.splitters import entry_kfold_splits, row_kfold_splits
+    from omicsbayes.protocols.disease_gene import ranking_fold_curves
+
+    rng = np.random.default_rng(5)
+    truth = (rng.standard_normal((30, 2)) @ rng.standard_normal((2, 25))) > 1.0
+    matrix = sp.csr_matrix(truth.astype(float))
+    coo = matrix.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    splits = (
+        row_kfold_splits(30, 3, random_state=0)
+        if protocol == "new_rows"
+        else entry_kfold_splits(coo.row[order], coo.col[order], 3, random_state=0)
+    )
+    fold = splits[splits["split"] == 1]
+    kernel = truth @ truth.T / 25.0 + np.eye(30)  # rows with shared columns covary
+    spec = {"class": "MVGP", "grid": [{"sigma2": 0.1}, {"sigma2": 10.0}]}
+    both = ranking_fold_curves(matrix, fold, protocol, spec, kernel, (3, 1), random_state=4)
+    assert sorted(both) == [1, 3]
+    for k in (1, 3):
+        alone, _ = ranking_fold(
+            matrix, fold, protocol, spec, kernel, n_negative_sets=k, random_state=4
+        )
+        pd.testing.assert_frame_equal(both[k], alone)
+    assert not both[1]["recall"].equals(both[3]["recall"])  # the sets differ
+
+
 def test_registry_maps_every_protocol_type_to_one_kind_with_its_split_count():
     for name in protocols.KINDS:
         kind = protocols.get(name)

@@ -10,6 +10,7 @@ thing, :func:`estimator_of`) are chosen in every fold by the estimator's own inn
 of a fold come from the same fit (section 5 chooses separately per metric).
 """
 
+import collections
 import logging
 
 import numpy as np
@@ -96,7 +97,8 @@ def averaged_scores(
     ``exclude_rows``); the scores of ``score_rows`` for every column are averaged over the
     ``n_negative_sets`` fits. An estimator that selects its hyperparameters ("auto" or lists)
     does so on the first negative set; the other sets are fitted with its choice. A dense
-    kernel is decomposed once for all fits.
+    kernel is decomposed once for all fits. :func:`running_averaged_scores` yields the mean
+    after each set.
 
     Returns
     -------
@@ -105,6 +107,41 @@ def averaged_scores(
         Only with ``return_params``: :func:`omicsbayes.models.mvgp.selection.chosen_params` of the
         first fit (empty when nothing was selected).
     """
+    running = running_averaged_scores(
+        estimator,
+        rows,
+        cols,
+        shape,
+        score_rows,
+        row_kernel,
+        col_kernel,
+        n_negative_sets,
+        ratio,
+        exclude_rows,
+        random_state,
+    )
+    _, scores, chosen = collections.deque(running, maxlen=1)[0]
+    return (scores, chosen) if return_params else scores
+
+
+def running_averaged_scores(
+    estimator,
+    rows,
+    cols,
+    shape,
+    score_rows,
+    row_kernel=None,
+    col_kernel=None,
+    n_negative_sets=5,
+    ratio=1.0,
+    exclude_rows=None,
+    random_state=0,
+):
+    """:func:`averaged_scores` one negative set at a time: yields ``(k, scores, chosen)`` after
+    the k-th fit, ``scores`` the mean over the first k sets, which is what
+    :func:`averaged_scores` returns with ``n_negative_sets=k`` and the same ``random_state``
+    (the sets and the fits' seeds are drawn in the same order), ``chosen`` as it returns with
+    ``return_params``. The yielded array is the caller's to keep."""
     if int(n_negative_sets) != n_negative_sets or n_negative_sets < 1:
         raise ValueError(f"n_negative_sets must be a positive integer; got {n_negative_sets!r}")
     rows = np.asarray(rows, dtype=np.int64)
@@ -143,8 +180,8 @@ def averaged_scores(
         # summed in place a block of rows at a time: one score matrix in memory
         for start in range(0, score_rows.size, 512):
             total[start : start + 512] += model.predict_rows(score_rows[start : start + 512])
-    scores = np.divide(total, n_negative_sets, out=total)
-    return (scores, chosen) if return_params else scores
+        last = i + 1 == len(sets)
+        yield i + 1, np.divide(total, i + 1, out=total if last else None), chosen
 
 
 def fold_curves(estimator, train, test, fold, shape, kernels, n_negative_sets, ks, random_state):
@@ -234,6 +271,41 @@ def ranking_fold(
         random_state,
     )
     return curves, _candidates(scores, fold.score_rows, train, test, n_candidates)
+
+
+def ranking_fold_curves(
+    matrix, split_table, protocol, spec, row_kernel=None, n_negative_sets=(5,), random_state=0
+):
+    """The P@k / R@k curves of :func:`ranking_fold` for several negative-set counts from one
+    pass over the sets (:func:`running_averaged_scores`): the curves for k sets are
+    :func:`ranking_fold`'s with ``n_negative_sets=k`` and the same ``random_state``.
+
+    Returns
+    -------
+    dict
+        ``{k: curves}`` for every k of ``n_negative_sets``.
+    """
+    check_model(DiseaseGene.name, DiseaseGene.requires, spec)
+    counts = sorted({int(k) for k in n_negative_sets})
+    rows, cols, _ = entries.matrix_entries(matrix)
+    fold = entries.fold_of(protocol, split_table, rows)
+    train = (rows[~fold.is_test], cols[~fold.is_test])
+    test = (rows[fold.is_test], cols[fold.is_test])
+    out = {}
+    for k, scores, chosen in running_averaged_scores(
+        estimator_of(spec),
+        *train,
+        matrix.shape,
+        fold.score_rows,
+        row_kernel=row_kernel,
+        n_negative_sets=counts[-1],
+        exclude_rows=fold.new_rows,
+        random_state=random_state,
+    ):
+        if k in counts:
+            scored = dict(zip(fold.score_rows.tolist(), scores))
+            out[k] = ranking_curves(scored, test, train, ks=list(range(1, 21))).assign(**chosen)
+    return out
 
 
 def _candidates(scores, score_rows, train, test, n_candidates):
