@@ -93,7 +93,7 @@ def test_contrasts_name_models_the_runs_fit(fidelity):
         names = set().union(*specs.values()) if nested else set(specs)
         for other, into in fidelity.FITS_INTO.items():  # runs fitted apart on this run's splits
             names |= set(fidelity.MODELS[other]) if into == run else set()
-        names |= {"popularity"} if run == "e_mvgp" else set()
+        names |= {"popularity"} if run in fidelity.DISEASE_GENE_RUNS else set()
         if run == "b_bam_attr":  # scorers the run fits without an estimator class
             names |= {"listwise MAP, no link", "pairwise MAP, no link"}
         for _claim, winner, rival in contrasts:
@@ -114,7 +114,7 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert (
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
         " a_vb, a_bsvm_attr, a_bsvm_overlap, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm,"
-        " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp." in text
+        " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp, e_mvgp_new." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -490,7 +490,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     missing = (
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
         " a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper, c_rflvm_paper_gplvm,"
-        " c_rflvm_attribution, e_mvgp"
+        " c_rflvm_attribution, e_mvgp,"
+        " e_mvgp_new"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
