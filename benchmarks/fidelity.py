@@ -1132,10 +1132,12 @@ def _disease_gene_claim(settings, seed, run):
                         n_negative_sets=tuple(counts.values()),
                         random_state=fit_seed,
                     )
+                    chosen = curves[counts[protocols[0]]].filter(like="chosen_").iloc[0]
                     for protocol, count in counts.items():
                         at_20 = _at_20(curves[count])
                         fold_rows[protocol] += [(name, m, v) for m, v in at_20.items()]
                         print(f"  {run} {key} {protocol} fold {split} {name}: {at_20}", flush=True)
+                    print(f"  {run} {key} fold {split} {name} chose {chosen.to_dict()}", flush=True)
             for protocol, part in fold_rows.items():
                 rows += [(cohort, protocol, name, split, m, v) for name, m, v in part]
     columns = ["cohort", "protocol", "model", "split", "metric", "value"]
