@@ -841,3 +841,33 @@ def test_bm2pca_claim_takes_the_papers_samples_per_class(fidelity, monkeypatch, 
     assert set(rows["protocol"]) == {"paper" + suffix, "default" + suffix}
     paper = rows[rows["protocol"] == "paper" + suffix]
     assert "BM2PCA k=10" not in set(paper["model"]) and "BM2PCA" in set(paper["model"])
+
+
+def test_trace_gp_path_fits_the_claims_first_negative_set(fidelity, tiny_disease_gene):
+    """benchmarks.mvgp_attribution refits Trace GP on claim e_mvgp's fold, first negative set and
+    fit seed: at lam = t, sigma2 = 1 it scores what the claim's fold function scores."""
+    from omicsbayes._seed import derive_seed
+    from omicsbayes.io import associations
+    from omicsbayes.preprocess import diffusion_kernel
+    from omicsbayes.protocols.disease_gene import ranking_fold_curves
+    from omicsbayes.protocols.entries import matrix_entries
+
+    attribution = importlib.import_module("benchmarks.mvgp_attribution")
+    table = attribution.trace_gp_path(3, "Orphanet", [1], max_rank=4, path=[0.5, 2.0])
+    assert list(table.columns) == ["cohort", "fold", "t", "recall@20", "rank", "converged"]
+    adata = associations.load_orphanet()  # the tiny one
+    rows, cols, _ = matrix_entries(adata.X)
+    tags = ("e_mvgp", "Orphanet")
+    splits = fidelity.entry_kfold_splits(rows, cols, 5, random_state=derive_seed(3, *tags))
+    for t, recall in zip(table["t"], table["recall@20"]):
+        spec = {"class": "TraceGP", "params": {"lam": t, "sigma2": 1.0, "max_rank": 4}}
+        curves = ranking_fold_curves(
+            adata.X,
+            splits[splits["split"] == 1],
+            "known_rows",
+            spec,
+            row_kernel=diffusion_kernel(adata.obsp["graph"]),
+            n_negative_sets=(1,),
+            random_state=derive_seed(3, *tags, "ConMVGP-D", 1),
+        )
+        assert recall == curves[1]["recall"].iloc[-1]
