@@ -1496,9 +1496,10 @@ def summarize(per_split):
 
     One row per claim run, protocol, cohort and model with its mean, standard error over splits
     and number of splits (``rival`` empty); and one row per contrast of :data:`CONTRASTS` whose
-    two models were both run: the claimed winner's mean, se and n, the ``rival``, the mean
-    ``difference`` winner minus rival over the splits (paired by split), its standard error and
-    the :func:`verdict` (``higher`` / ``lower`` for :data:`DESCRIPTIVE_METRICS`).
+    two models were both run, over the splits both were fitted on: the claimed winner's mean, se
+    and n, the ``rival``, the mean ``difference`` winner minus rival (paired by split), its
+    standard error and the :func:`verdict` (``higher`` / ``lower`` for
+    :data:`DESCRIPTIVE_METRICS`).
     """
     rows = []
     keys = ["claim", "protocol", "cohort", "metric"]
@@ -1511,8 +1512,9 @@ def summarize(per_split):
             rows.append({"claim": run, **base, "model": model, "mean": mean, "se": se, "n": n})
         for claim, winner, rival in CONTRASTS.get(run, []):
             if winner in wide and rival in wide:
-                mean, se, n = _mean_se(wide[winner])
-                diff, diff_se, _ = _mean_se((wide[winner] - wide[rival]).dropna())
+                paired = wide[[winner, rival]].dropna()  # the splits both were fitted on
+                mean, se, n = _mean_se(paired[winner])
+                diff, diff_se, _ = _mean_se(paired[winner] - paired[rival])
                 rows.append(
                     {
                         "claim": claim,

@@ -48,6 +48,15 @@ def test_summary_is_mean_se_and_paired_difference(fidelity):
     assert row["verdict"] == "tied"  # 0.2 against 2 x 0.115
 
 
+def test_contrast_is_over_the_splits_both_models_were_fitted_on(fidelity):
+    """A rival run on some folds only (``--folds``) pairs with the winner on those folds: the
+    contrast's mean and n are the paired splits', not the winner's whole run."""
+    values = {"BAM_L": [0.8, 0.7, 0.9], "BPROBIT": [0.6, 0.7]}
+    row = fidelity.summarize(_per_split(values)).dropna(subset=["rival"]).iloc[0]
+    assert row["n"] == 2 and row["mean"] == pytest.approx(0.75)
+    assert row["difference"] == pytest.approx(0.1)
+
+
 def test_verdict_is_two_paired_standard_errors(fidelity):
     from omicsbayes.evaluate.winners import AHEAD_SE
 
