@@ -1499,7 +1499,8 @@ def summarize(per_split):
     two models were both run, over the splits both were fitted on: the claimed winner's mean, se
     and n, the ``rival``, the mean ``difference`` winner minus rival (paired by split), its
     standard error and the :func:`verdict` (``higher`` / ``lower`` for
-    :data:`DESCRIPTIVE_METRICS`).
+    :data:`DESCRIPTIVE_METRICS`). A contrast that two claim runs measure on the same per-split
+    values (a run that refits another's models) is listed once.
     """
     rows = []
     keys = ["claim", "protocol", "cohort", "metric"]
@@ -1529,7 +1530,8 @@ def summarize(per_split):
                         "verdict": verdict(diff, diff_se, words),
                     }
                 )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table[~(table["rival"].notna() & table.duplicated())].reset_index(drop=True)
 
 
 def figure(table, path):

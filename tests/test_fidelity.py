@@ -57,6 +57,18 @@ def test_contrast_is_over_the_splits_both_models_were_fitted_on(fidelity):
     assert row["difference"] == pytest.approx(0.1)
 
 
+def test_a_contrast_two_runs_measure_alike_is_listed_once(fidelity):
+    """Runs a_bsvm_attr and a_bsvm_overlap both refit the OR-L pair on the same splits: the
+    a_bsvm contrast of their identical per-split values is one row, each run's models stay."""
+    pair = {"OR-L-BSVM/intensity": [0.8, 0.7, 0.9], "OR-L-Probit/intensity": [0.6, 0.7, 0.5]}
+    runs = [_per_split(pair, run, "default") for run in ("a_bsvm_attr", "a_bsvm_overlap")]
+    table = fidelity.summarize(pd.concat(runs))
+    assert len(table[table["rival"].notna()]) == 1
+    assert set(table.loc[table["rival"].isna(), "claim"]) == {"a_bsvm_attr", "a_bsvm_overlap"}
+    runs[1].loc[0, "value"] = 0.85  # different values: two rows
+    assert len(fidelity.summarize(pd.concat(runs)).dropna(subset=["rival"])) == 2
+
+
 def test_verdict_is_two_paired_standard_errors(fidelity):
     from omicsbayes.evaluate.winners import AHEAD_SE
 
