@@ -302,3 +302,26 @@ def test_classification_figure_labels_and_groups(task, label_key, tasks):
     assert groups.tolist() == ["a", "b", None] * 3
     with pytest.raises(protocols.ExperimentError, match="label column 'tissue' is missing"):
         kind.figure_labels(adata, experiment, {"label": "tissue"})
+
+
+def test_fit_summary_names_the_cohort_file_of_a_missing_label(tmp_path, workflow_script, capsys):
+    """A cohort without the experiment's label column stops fit_summary.py with one console
+    line naming the file and the column."""
+    obs = pd.DataFrame({"tissue": ["a", "b"] * 6}, index=[f"s{i}" for i in range(12)])
+    ad.AnnData(np.ones((12, 3)), obs=obs).write_h5ad(tmp_path / "raw.h5ad")
+    experiment = {"kind": "classification", "task": {"kind": "multiclass"}}
+    cohort = {"label": "grade"}
+    workflow_script(
+        "fit_summary.py",
+        "fit_summary",
+        tmp_path,
+        input={"data": str(tmp_path / "raw.h5ad")},
+        output={},
+        wildcards={"experiment": "e", "model": "m"},
+        params={"experiment": experiment, "cohort": cohort, "steps": [], "seed": 1},
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"ExperimentError: {tmp_path / 'raw.h5ad'}: label column 'grade' is missing; "
+        "columns are ['tissue']"
+    ]

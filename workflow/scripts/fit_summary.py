@@ -68,7 +68,10 @@ def main(smk):
     adata = ad.read_h5ad(smk.input.data)
     experiment = smk.params.experiment
     kind = protocols.get(protocols.kind_of(experiment))
-    label_key, tasks = kind.figure_labels(adata, experiment, smk.params.cohort)
+    try:
+        label_key, tasks = kind.figure_labels(adata, experiment, smk.params.cohort)
+    except protocols.ExperimentError as err:  # the console's one line names the file
+        raise protocols.ExperimentError(f"{smk.input.data}: {err}") from None
     _, fold_steps = split_pipeline(smk.params.steps)
     seed = derive_seed(smk.params.seed, wc.experiment, wc.model, "figures")
     log = logging.getLogger("omicsbayes")

@@ -41,7 +41,10 @@ def rank_vs_log(smk, loadings, coef, labels):
     raw = ad.read_h5ad(smk.input.cohort)
     experiment = smk.params.experiment
     kind = protocols.get(protocols.kind_of(experiment))
-    groups = kind.figure_groups(raw.obs, experiment, smk.params.cohort, task)
+    try:
+        groups = kind.figure_groups(raw.obs, experiment, smk.params.cohort, task)
+    except protocols.ExperimentError as err:  # the console's one line names the file
+        raise protocols.ExperimentError(f"{smk.input.cohort}: {err}") from None
     labelled = pd.notna(groups)
     values = np.asarray(raw.obs_vector(feature), dtype=float)[labelled]
     offset = 0.0 if values.min() > 0 else 1.0 - values.min()
