@@ -892,3 +892,35 @@ def test_trace_gp_path_fits_the_claims_first_negative_set(fidelity, tiny_disease
             random_state=derive_seed(3, *tags, "ConMVGP-D", 1),
         )
         assert recall == curves[1]["recall"].iloc[-1]
+
+
+@pytest.mark.parametrize(
+    ("split_protocol", "task", "split_kw"),
+    [
+        ("few_shot", {"kind": "multiclass"}, {"n_per_class": 2}),  # d_bm2pca
+        ("repeated_subsampling", {"kind": "binary", "positive": "b"}, {}),  # b_bam
+    ],
+)
+def test_more_splits_begin_with_the_default_runs_splits(fidelity, split_protocol, task, split_kw):
+    """``--splits`` claims (``MORE_SPLITS``): a run with more splits repeats the 10-split run's
+    rows on its first splits, so a longer run extends the committed one."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat(["a", "b", "c"] if task["kind"] == "multiclass" else ["a", "b"], 8)
+    X = rng.normal(size=(labels.size, 5)) + (labels == "b")[:, None]
+    models = {"FULL": {"class": "FullSVM"}}
+    kw = {"n_repeats" if split_protocol == "few_shot" else "n_splits": 2, **split_kw}
+    short = fidelity._classification("c", "x", X, labels, task, split_protocol, models, [], 4, **kw)
+    kw["n_repeats" if split_protocol == "few_shot" else "n_splits"] = 5
+    long = fidelity._classification("c", "x", X, labels, task, split_protocol, models, [], 4, **kw)
+    assert sorted(long["split"].unique()) == [0, 1, 2, 3, 4]
+    first = long[long["split"] < 2].reset_index(drop=True)
+    pd.testing.assert_frame_equal(first, short)
+
+
+def test_splits_option_is_refused_for_claims_whose_splits_it_would_redraw(fidelity, tmp_path):
+    out = ["--out", str(tmp_path / "f.tsv"), "--markdown", ""]
+    with pytest.raises(SystemExit, match=r"--splits 20: only claims \['b_bam', 'd_bm2pca'\]"):
+        fidelity.main(["--only", "a_rank", "d_bm2pca", "--splits", "20", *out])
+    with pytest.raises(SystemExit, match=r"with at least 10 splits"):
+        fidelity.main(["--only", "d_bm2pca", "--splits", "5", *out])
+    assert not list(tmp_path.iterdir())  # refused before anything is written
