@@ -7,7 +7,8 @@ the implementation is right, and on paper 000's real cohorts, where it measures 
 mechanism needs. The real-cohort fits are those of runs ``a_rank`` (``default`` rows: its
 splits, fit seeds and specs) and ``a_rank_paper`` (``paper`` rows), so the diagnostics describe
 the fits whose AUROC the fidelity table reports. One seed decides every planted cohort, split
-and fit; nothing is tuned per cohort.
+and fit; nothing is tuned per cohort. Run ``a_bsvm_grade_attr`` (:func:`real_flips_runs`)
+plants far-side label flips in the training labels of the real cohorts themselves.
 
 Planted cohorts (:func:`planted_flips`, :func:`planted_subtypes`): ``n_samples`` scores ``z``,
 ``n_genes`` genes ``x = A z + noise`` (the ``log`` scale; the rank likelihoods see ``2**x``),
@@ -25,14 +26,14 @@ Metrics (per split):
     decision (``y f < -1``, ``y`` in {-1, 1}): the samples a hinge loss counts linearly and a
     probit log likelihood quadratically.
 ``wrong_side_depth``
-    Run ``a_bsvm_overlap`` only: the median of ``-y f`` over the training samples on the wrong
-    side of the label-free training decision (``y f < 0``), in units of the margin (``|f| =
-    1``).
+    Runs ``a_bsvm_overlap`` and ``a_bsvm_grade_attr`` only: the median of ``-y f`` over the
+    training samples on the wrong side of the label-free training decision (``y f < 0``), in
+    units of the margin (``|f| = 1``).
 ``wrong_side_tail``
-    Run ``a_bsvm_overlap`` only: the 90th percentile of ``-y f`` over the wrong-side training
-    samples over the median of ``y f`` over the right-side ones (free of the decision's scale):
-    far-side label errors leave a tail of wrong-side samples as deep as the right side's typical
-    margin or deeper, class overlap does not.
+    Runs ``a_bsvm_overlap`` and ``a_bsvm_grade_attr`` only: the 90th percentile of ``-y f``
+    over the wrong-side training samples over the median of ``y f`` over the right-side ones
+    (free of the decision's scale): far-side label errors leave a tail of wrong-side samples as
+    deep as the right side's typical margin or deeper, class overlap does not.
 ``train_auroc_gap``
     Training AUROC (against the labels the fit saw) of the label-informed decision (the fitted
     ``scores_``) minus that of the label-free one: how far the labels moved the training scores.
@@ -89,6 +90,16 @@ BSVM_PAIRS = [
     ("BSVM/z", "probit/z"),
 ]
 OVERLAP_PAIRS = [BSVM_PAIRS[1], BSVM_PAIRS[3]]  # run a_bsvm_overlap: the OR-L pair, the link alone
+# run a_bsvm_grade_attr: paper 000's cohorts that get far-side flips, its flipped models and its
+# planted cohort (a new draw of a_bsvm_attr's planted flips per split)
+FLIP_DRAWS = f"planted: {FLIP_FRACTION:.0%} far-side flips, a new draw per split"
+REAL_FLIP_COHORTS = ("GSE7390 grade (poor vs rest)", "GSE7390 ER (negative vs positive)")
+FLIPPED = f" {FLIP_FRACTION:.0%} far-side flips"
+GRADE_ATTR_PAIRS = [
+    *OVERLAP_PAIRS,
+    tuple(name.replace("/", FLIPPED + "/") for name in OVERLAP_PAIRS[0]),
+    *[(name.replace("/", FLIPPED + "/"), name) for name in OVERLAP_PAIRS[0]],
+]
 NONLINEAR_PAIRS = [
     ("R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
     ("R-NL-BSVM project VB/intensity", "R-L-BSVM project VB/intensity"),
@@ -380,3 +391,99 @@ def overlap_runs(tasks, rank_models, settings, seed):
         + _real(run, tasks, rank_models, wanted, pairs, settings, seed, None, depth=True),
         ignore_index=True,
     )
+
+
+def far_side_flips(decision, y, fraction):
+    """The 0/1 labels ``y`` with ``round(fraction * len(y))`` of them flipped on the far side of
+    the rule ``decision`` (one value per sample, larger for the positive class).
+
+    Half the flips (the odd one too) relabel as negative the positives with the largest
+    decision, the others relabel as positive the negatives with the smallest: each flipped
+    label lies as deep on the wrong side as the rule allows, and the class counts move by at
+    most one. ValueError when a class has fewer samples than its flips."""
+    y = np.asarray(y)
+    n_flip = int(round(fraction * len(y)))
+    n_positive = (n_flip + 1) // 2
+    positives, negatives = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if n_positive > positives.size or n_flip - n_positive > negatives.size:
+        raise ValueError(
+            f"{n_flip} far-side flips need {n_positive} positives and {n_flip - n_positive}"
+            f" negatives; the labels have {positives.size} and {negatives.size}"
+        )
+    flipped = y.copy()
+    flipped[positives[np.argsort(-decision[positives], kind="stable")[:n_positive]]] = 0
+    flipped[negatives[np.argsort(decision[negatives], kind="stable")[: n_flip - n_positive]]] = 1
+    return flipped
+
+
+def grade_attr_runs(tasks, rank_models, settings, seed):
+    """Run ``a_bsvm_grade_attr``: whether the BSVM link discounts far-side label errors on the
+    features of paper 000's real cohorts, and on :func:`planted_flips` drawn anew.
+
+    Planted (cohort :data:`FLIP_DRAWS`): ``settings["n_planted"]`` draws of run
+    ``a_bsvm_attr``'s planted flips, one 75/25 split each (the row's ``split`` is the draw),
+    the OR-L pair and the link alone, as run ``a_bsvm_overlap`` measures them: whether the gain
+    of that run's one draw is the generator's.
+
+    Real: on run ``a_rank``'s splits of each of ``tasks`` (its split and fit seeds), the OR-L
+    pair of ``rank_models["a_rank"]`` is fitted to the training labels as given (run
+    ``a_rank``'s own fits) and, with the same fit seeds, to those labels with
+    :data:`FLIP_FRACTION` of them flipped (:func:`far_side_flips`) on the far side of the
+    pair's rule: the mean of the two unflipped fits' label-free training decisions, each
+    standardised. Held-out AUROC against the test labels as given; the fit metrics
+    (:func:`_fit_metrics`, with the wrong side's depth and tail) against the labels each fit
+    saw. The flipped models' names carry :data:`FLIPPED`."""
+    return pd.concat([_flip_draws(settings, seed), _real_flips(tasks, rank_models, settings, seed)],
+                     ignore_index=True)  # fmt: skip
+
+
+def _flip_draws(settings, seed):
+    """The planted rows of :func:`grade_attr_runs`: draw ``k`` seeded by ``(seed, run,
+    FLIP_DRAWS, k)``, its split and fits as :func:`_planted` seeds a cohort's."""
+    specs = {name: BSVM_PLANTED[name] for pair in OVERLAP_PAIRS for name in pair}
+    out = []
+    for draw in range(settings["n_planted"]):
+        tags = (seed, "a_bsvm_grade_attr", FLIP_DRAWS, draw)
+        rng = np.random.default_rng(derive_seed(*tags))
+        x, z, y_true, y_seen = planted_flips(**PLANTED, flip_fraction=FLIP_FRACTION, rng=rng)
+        splits = classification_splits(
+            y_seen, "repeated_subsampling", random_state=derive_seed(*tags, "splits"), n_splits=1
+        )
+        scales = {"log": x, "intensity": np.exp2(x), "z": z}
+        rows = _diagnose("a_bsvm_grade_attr", "default", FLIP_DRAWS, scales, y_seen, splits, specs,
+                         OVERLAP_PAIRS, tags, y_true=y_true, depth=True)  # fmt: skip
+        out.append(rows.assign(split=draw))
+    return pd.concat(out, ignore_index=True)
+
+
+def _real_flips(tasks, rank_models, settings, seed):
+    """The real-cohort rows of :func:`grade_attr_runs`."""
+    specs = {name: rank_models["a_rank"][name] for name in OVERLAP_PAIRS[0]}
+    rows = []
+    for cohort, (logs, inverse, labels, positive) in tasks.items():
+        splits, y, tags = rank_run_splits(
+            "a_rank", labels, positive, settings["n_splits"], seed, cohort
+        )
+        X = inverse(logs)
+        for split, table in splits.groupby("split"):
+            train = table.loc[table["role"] == "train", "sample"].to_numpy()
+            test = table.loc[table["role"] == "test", "sample"].to_numpy()
+            state = derive_seed(*tags, split)
+            fits = {
+                name: (_estimator(spec, state).fit(X[train], y[train]), y[train])
+                for name, spec in specs.items()
+            }
+            rule = np.mean(
+                [stats.zscore(model.decision_function(X[train])) for model, _ in fits.values()],
+                axis=0,
+            )
+            y_flipped = far_side_flips(rule, y[train], FLIP_FRACTION)
+            for name, spec in specs.items():
+                flipped = _estimator(spec, state).fit(X[train], y_flipped)
+                fits[name.replace("/", FLIPPED + "/")] = (flipped, y_flipped)
+            for name, (model, seen) in fits.items():
+                metrics = _fit_metrics(model, X[train], seen, depth=True)
+                metrics["auroc"] = auroc(y[test], model.decision_function(X[test]))
+                rows += [("a_bsvm_grade_attr", "default", cohort, name, m, split, v)
+                         for m, v in metrics.items()]  # fmt: skip
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)

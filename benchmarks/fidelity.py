@@ -31,6 +31,11 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     Class overlap against far-side label errors: the OR-L pair on planted overlapping classes
     without label flips and on ``a_bsvm_attr``'s planted flips, and how deep beyond the boundary
     the wrong-side training samples of run ``a_rank``'s OR-L fits lie.
+``a_bsvm_grade_attr`` (run of :mod:`benchmarks.attribution_000`)
+    Why the OR-L pair of ``a_bsvm`` is tied on GSE7390 grade: the OR-L pair and the link alone
+    on ``a_bsvm_attr``'s planted flips drawn anew per split, and run ``a_rank``'s OR-L pair on
+    its GSE7390 splits fitted to the training labels as given and with a tenth of them flipped
+    on the far side of the pair's rule (test labels as given).
 ``a_pfa`` (runs ``a_pfa`` and ``a_pfa_paper``)
     Paper 000 (Tables 4-5): R-L-BSVM on intensities and G-L-BSVM on logs beat the two-step
     PFA-L-BSVM (Poisson factor analysis of the rounded intensities, then a Bayesian SVM on its
@@ -271,6 +276,12 @@ MODELS = {
         for pair in attribution_000.OVERLAP_PAIRS
         for name in pair
     },
+    "a_bsvm_grade_attr": {  # run a_rank's OR-L pair, fitted to the labels as given and flipped
+        name.replace("/", suffix): {"class": "RankFactorClassifier", "variant": name.split("/")[0]}
+        for name in attribution_000.OVERLAP_PAIRS[0]
+        for suffix in ("/", attribution_000.FLIPPED + "/")
+    }
+    | {name: attribution_000.BSVM_PLANTED[name] for name in attribution_000.OVERLAP_PAIRS[1]},
     # the planted models, and the project-VB pair it refits on run a_rank_paper's folds
     "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED
     | {
@@ -384,6 +395,7 @@ CONTRASTS = {
     ],
     "a_bsvm_attr": [("a_bsvm", *pair) for pair in attribution_000.BSVM_PAIRS],
     "a_bsvm_overlap": [("a_bsvm", *pair) for pair in attribution_000.OVERLAP_PAIRS],
+    "a_bsvm_grade_attr": [("a_bsvm", *pair) for pair in attribution_000.GRADE_ATTR_PAIRS],
     "a_nonlinear_attr": [("a_nonlinear", *pair) for pair in attribution_000.NONLINEAR_PAIRS],
     "b_bam": [
         ("b_bam", "BAM_L", "BPROBIT"),
@@ -437,7 +449,7 @@ CONTRASTS = {
 # heldout_iter: sweeps of every held-out model in (c), half of them burn-in; None: each model's
 # defaults (RFLVM 100, IBPFactorModel 200; a review found 30 too short to decide the claim);
 # n_fit_seeds: fits per split and model in a_vb (the seed spread); n_planted: draws of the
-# planted misranking in b_bam_attr.
+# planted misranking in b_bam_attr and of the planted flips in a_bsvm_grade_attr.
 # claim runs whose splits are drawn one after another from one seed (repeated subsampling, few-shot
 # repeats), so that a run with more splits (--splits) begins with the default run's
 MORE_SPLITS = ("b_bam", "d_bm2pca")
@@ -705,6 +717,15 @@ def claim_a_bsvm_overlap(settings, seed):
     fits."""
     tasks = _chosen(settings, _paper000_tasks())
     return attribution_000.overlap_runs(tasks, MODELS, settings, seed)
+
+
+def claim_a_bsvm_grade_attr(settings, seed):
+    """Why the OR-L pair of claim ``a_bsvm`` is tied on GSE7390 grade
+    (:func:`benchmarks.attribution_000.grade_attr_runs`): planted flips drawn anew, and far-side
+    flips in the training labels of paper 000's GSE7390 cohorts on run ``a_rank``'s splits."""
+    tasks = _chosen(settings, _paper000_tasks())
+    tasks = {k: v for k, v in tasks.items() if k in attribution_000.REAL_FLIP_COHORTS}
+    return attribution_000.grade_attr_runs(tasks, MODELS, settings, seed)
 
 
 def claim_a_nonlinear_attr(settings, seed):
@@ -1187,6 +1208,7 @@ CLAIMS = {
     "a_vb": claim_a_vb,
     "a_bsvm_attr": claim_a_bsvm_attr,
     "a_bsvm_overlap": claim_a_bsvm_overlap,
+    "a_bsvm_grade_attr": claim_a_bsvm_grade_attr,
     "a_nonlinear_attr": claim_a_nonlinear_attr,
     "b_bam": claim_b,
     "b_bam_attr": claim_b_attr,
