@@ -181,3 +181,92 @@ def test_wrong_side_metrics_measure_depth_in_margins_and_the_tail_against_the_ri
     assert metrics["wrong_side_depth"] == 1.75  # median of 0.5 and 3
     assert np.isclose(metrics["wrong_side_tail"], (0.5 + 0.9 * 2.5) / 2.0)
     assert "wrong_side_depth" not in attr._fit_metrics(Fixed(), None, y)
+
+
+def test_far_side_flips_relabel_the_requested_fraction_deepest_on_the_wrong_side(modules):
+    _, attr = modules
+    rng = np.random.default_rng(4)
+    y = np.repeat([1, 0], [23, 37])
+    rng.shuffle(y)
+    decision = rng.normal(size=60) + 2.0 * y
+    flipped = attr.far_side_flips(decision, y, 0.1)
+    changed = np.flatnonzero(flipped != y)
+    assert len(changed) == 6 and set(np.unique(flipped)) == {0, 1}
+    up, down = changed[y[changed] == 1], changed[y[changed] == 0]
+    assert len(up) == 3 and len(down) == 3 and flipped.sum() == y.sum()
+    # the positives with the largest decision, the negatives with the smallest
+    assert decision[up].min() > decision[(y == 1) & (flipped == 1)].max()
+    assert decision[down].max() < decision[(y == 0) & (flipped == 0)].min()
+    odd = attr.far_side_flips(decision, y, 0.12)  # 7 flips: the odd one to the positives
+    assert (odd != y).sum() == 7 and ((odd != y) & (y == 1)).sum() == 4
+    assert np.array_equal(attr.far_side_flips(decision, y, 0.0), y)
+    with pytest.raises(ValueError, match="12 far-side flips need 6 positives"):
+        attr.far_side_flips(decision, np.r_[np.ones(2, int), np.zeros(58, int)], 0.2)
+
+
+def test_grade_attr_refits_run_a_rank_and_flips_training_labels_only(modules, monkeypatch):
+    """On a tiny cohort: the unflipped OR-L fits are run a_rank's (same held-out AUROC split by
+    split), the flipped fits see far-side flips of the training labels, the held-out AUROC is
+    against the labels as given, and the planted draws are one split each."""
+    fidelity, attr = modules
+    rng = np.random.default_rng(0)
+    labels = pd.Series(np.repeat(["pos", "mid", "neg"], 10))
+    logs = rng.normal(size=(30, 5)) + 1.5 * (labels == "pos").to_numpy()[:, None]
+    tasks = {"toy": (logs, np.exp2, labels, ["pos"]), "other": (logs, np.exp2, labels, ["pos"])}
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    monkeypatch.setattr(attr, "REAL_FLIP_COHORTS", ("toy",))
+    quick = {"n_factors": 2, "max_iter": 12, "verbose": False}
+    fast = {name: {**spec, "params": {**spec.get("params", {}), **quick}}
+            for name, spec in attr.BSVM_PLANTED.items() if name.startswith("OR-L")}  # fmt: skip
+    monkeypatch.setattr(attr, "BSVM_PLANTED", {**attr.BSVM_PLANTED, **fast})
+    monkeypatch.setitem(fidelity.MODELS, "a_rank", {**fidelity.MODELS["a_rank"], **fast})
+    monkeypatch.setattr(attr, "PLANTED", {"n_samples": 40, "n_genes": 8, "n_factors": 2})
+    settings = {"n_splits": 2, "n_planted": 3, "cohorts": None}
+    rows = fidelity.claim_a_bsvm_grade_attr(settings, 5)
+    assert list(rows.columns) == fidelity.SPLIT_COLUMNS and set(rows["claim"]) == {
+        "a_bsvm_grade_attr"
+    }
+    assert set(rows["cohort"]) == {attr.FLIP_DRAWS, "toy"}
+    assert set(rows["model"]) == set(fidelity.MODELS["a_bsvm_grade_attr"])
+    planted = rows[rows["cohort"] == attr.FLIP_DRAWS]
+    assert sorted(planted["split"].unique()) == [0, 1, 2]
+    assert set(planted["model"]) == {name for pair in attr.OVERLAP_PAIRS for name in pair}
+    real = rows[rows["cohort"] == "toy"]
+    assert set(real["metric"]) == {
+        "auroc", "train_error", "far_side", "wrong_side_depth", "wrong_side_tail",
+        "train_auroc_gap",
+    }  # fmt: skip
+    ours = real[real["metric"] == "auroc"].set_index(["model", "split"])["value"]
+    table = fidelity.claim_a(settings, 5, "a_rank")
+    theirs = table[(table["cohort"] == "toy") & table["model"].isin(attr.OVERLAP_PAIRS[0])]
+    theirs = theirs.set_index(["model", "split"])["value"]
+    pd.testing.assert_series_equal(
+        ours.loc[list(attr.OVERLAP_PAIRS[0])].sort_index(), theirs.sort_index(), check_names=False
+    )
+    # the flipped fits: the same splits, the training labels flipped on the far side of the
+    # pair's rule, scored against the test labels as given
+    splits, y, tags = attr.rank_run_splits("a_rank", labels, ["pos"], 2, 5, "toy")
+    table = splits[splits["split"] == 0]
+    train = table.loc[table["role"] == "train", "sample"].to_numpy()
+    test = table.loc[table["role"] == "test", "sample"].to_numpy()
+    specs = {name: fidelity.MODELS["a_rank"][name] for name in attr.OVERLAP_PAIRS[0]}
+    state = fidelity.derive_seed(*tags, 0)
+    X = np.exp2(logs)
+    fits = [attr._estimator(spec, state).fit(X[train], y[train]) for spec in specs.values()]
+    rule = np.mean([attr.stats.zscore(m.decision_function(X[train])) for m in fits], axis=0)
+    y_flipped = attr.far_side_flips(rule, y[train], attr.FLIP_FRACTION)
+    assert (y_flipped != y[train]).sum() == round(0.1 * len(train))
+    name = "OR-L-BSVM" + attr.FLIPPED + "/intensity"
+    model = attr._estimator(specs["OR-L-BSVM/intensity"], state).fit(X[train], y_flipped)
+    expected = attr.auroc(y[test], model.decision_function(X[test]))
+    assert ours.loc[(name, 0)] == expected
+    paired = fidelity.summarize(rows)
+    assert set(paired.loc[paired["rival"].notna(), "claim"]) == {"a_bsvm"}
+
+
+def test_grade_attr_lists_run_a_ranks_or_l_pair(modules):
+    fidelity, attr = modules
+    models = fidelity.MODELS["a_bsvm_grade_attr"]
+    for name in attr.OVERLAP_PAIRS[0]:
+        assert models[name] == fidelity.MODELS["a_rank"][name]
+        assert models[name.replace("/", attr.FLIPPED + "/")] == fidelity.MODELS["a_rank"][name]
