@@ -134,7 +134,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "not results" in text
     assert (
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
-        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_nonlinear_attr, b_bam, b_bam_attr, c_rflvm,"
+        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_nonlinear_attr, b_bam,"
+        " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp, e_mvgp_new." in text
     )
     assert (
@@ -510,7 +511,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
-        " a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper, c_rflvm_paper_gplvm,"
+        " a_bsvm_grade_attr, a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper,"
+        " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, e_mvgp,"
         " e_mvgp_new"
     )
