@@ -6,7 +6,7 @@ kernel is a linear kernel on sparse features ``phi(m, n) = G_M(m) kron e_n``, wh
 (``LinearSVC``) would solve, but liblinear's intercept is a regularised constant feature: a
 different SVM from ProDiGe's (libsvm's, unregularised bias), whose fit also changes with the
 feature's scale. The same sparsity serves the dual: only entries of one gene interact, so the
-Gram matrix has ``sum_n L_n^2`` non-zeros (about 15,000 on the claim's cohorts) and libsvm's
+Gram matrix has ``sum_n L_n^2`` non-zeros (about 36,000 on an OMIM fold) and libsvm's
 own algorithm on it is exact, O(L) per step and never forms an L x L matrix. The scores are
 ``C_M S_beta C_N + b`` from the kernel's low-rank form, a block of rows at a time.
 """
