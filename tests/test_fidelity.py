@@ -365,13 +365,13 @@ def tiny_disease_gene(fidelity, monkeypatch):
 
 
 def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
-    """Claim e_mvgp on tiny association matrices: Con. MV-GP, Trace GP, MV-GP, KPMF, PMF and
-    popularity under the default and the paper protocol (the paper's with more negative sets:
-    one pass over the sets gives both), on both cohorts."""
+    """Claim e_mvgp on tiny association matrices: Con. MV-GP, Trace GP, MV-GP, KPMF, PMF,
+    ProDiGe and popularity under the default and the paper protocol (the paper's with more
+    negative sets: one pass over the sets gives both), on both cohorts."""
     calls, _ = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 2}
     per_split = fidelity.claim_e(settings, seed=2)
-    models = {"ConMVGP-D", "TraceGP-D", "MVGP-D", "KPMF", "PMF", "popularity"}
+    models = {"ConMVGP-D", "TraceGP-D", "MVGP-D", "KPMF", "PMF", "ProDiGe", "popularity"}
     assert list(dict.fromkeys(per_split["cohort"])) == [
         "OMIM known diseases (12 x 15)",
         "Orphanet known diseases (10 x 14)",
@@ -381,7 +381,7 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
     for _, part in groups:
         assert set(part["model"]) == models and part["value"].between(0, 1).all()
         assert part.groupby("model")["metric"].apply(set).eq({"recall@20", "precision@20"}).all()
-    expected = {"ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF"}
+    expected = {"ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF", "ProDiGe"}
     for shape in ((12, 15), (10, 14)):
         fitted = [(c, g, n) for s, c, g, n, _ in calls if s == shape]
         assert sorted(fitted) == sorted((c, None, (1, 2)) for c in expected)
@@ -389,14 +389,14 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
 
 def test_mvgp_claim_seeds_omim_by_the_claim_and_orphanet_by_its_name(fidelity, tiny_disease_gene):
     """OMIM's folds and fits are seeded by the claim's name alone, Orphanet's by the claim's
-    name and its own; Trace GP and MV-GP by Con. MV-GP's name (its negative sets); --cohorts
-    runs one cohort and leaves the other's rows as they are."""
+    name and its own; Trace GP, MV-GP and ProDiGe by Con. MV-GP's name (its negative sets);
+    --cohorts runs one cohort and leaves the other's rows as they are."""
     from omicsbayes._seed import derive_seed
 
     calls, split_seeds = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
     both = fidelity.claim_e(settings, seed=2)
-    names = ["ConMVGP-D", "ConMVGP-D", "ConMVGP-D", "KPMF", "PMF"]
+    names = ["ConMVGP-D", "ConMVGP-D", "ConMVGP-D", "KPMF", "PMF", "ConMVGP-D"]
     assert split_seeds == [derive_seed(2, "e_mvgp"), derive_seed(2, "e_mvgp", "Orphanet")]
     assert [seed for shape, *_, seed in calls if shape == (12, 15)] == [
         derive_seed(2, "e_mvgp", name, 0) for name in names

@@ -93,6 +93,7 @@ for _name, _est in (
     ("MVGP", models.MVGP(sigma2=0.5)),
     ("KPMF", models.KPMF(rank=2, max_iter=50, random_state=0)),
     ("PMF", models.PMF(rank=2, max_iter=50, random_state=0)),
+    ("ProDiGe", models.ProDiGe(C=1.0)),
 ):
     CASES[_name] = (_est, ENTRIES, [("predict", (Q_ROWS, Q_COLS)), ("predict_rows", ())])
 for _name, _est in (

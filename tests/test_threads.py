@@ -275,6 +275,7 @@ def _cases():
         "MVGP": dict(sigma2=1.0),
         "KPMF": dict(rank=2, sigma2=1.0),
         "PMF": dict(rank=2, sigma2=1.0),
+        "ProDiGe": dict(C=1.0),
         "RFLVM": dict(n_iter=4, n_random_features=6, n_latent=2),
     }
     assert set(quick) == set(models.__all__), "a new estimator needs a case here"

@@ -9,7 +9,7 @@ module                 estimators
 ``rflvm``              RFLVM (paper 002)
 ``ibp_factor``         IBPFactorModel (baseline of 002)
 ``bm2pca``             BM2PCAClassifier, BM2PCARegressor (paper 003)
-``mvgp``               ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF (paper 004)
+``mvgp``               ConstrainedMVGP, TraceGP, MVGP, KPMF, PMF, ProDiGe (paper 004)
 ``baselines``          FullSVM, PCASVM, LDASVM, LogisticBaseline, LinearSVMBaseline
 =====================  ==========================================================
 
@@ -39,6 +39,7 @@ _WHERE = {
     "MVGP": "mvgp",
     "KPMF": "mvgp",
     "PMF": "mvgp",
+    "ProDiGe": "mvgp",
     "FullSVM": "baselines",
     "PCASVM": "baselines",
     "LDASVM": "baselines",

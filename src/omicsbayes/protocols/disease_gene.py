@@ -21,7 +21,7 @@ from ..evaluate import splitters
 from ..evaluate.ranking import ranking_curves
 from ..evaluate.splitters import sample_negatives
 from ..models.mvgp import as_kernel, check_shape
-from ..models.mvgp.selection import chosen_params
+from ..models.mvgp.selection import SELECTED, chosen_params
 from . import entries
 from ._common import check_model
 from .entries import EntryFoldKind, estimator_of
@@ -176,7 +176,7 @@ def running_averaged_scores(
         )
         if i == 0:
             chosen = chosen_params(model)
-            fixed = {p: chosen[f"chosen_{p}"] for p in ("lam", "sigma2") if f"chosen_{p}" in chosen}
+            fixed = {p: chosen[f"chosen_{p}"] for p in SELECTED if f"chosen_{p}" in chosen}
         # summed in place a block of rows at a time: one score matrix in memory
         for start in range(0, score_rows.size, 512):
             total[start : start + 512] += model.predict_rows(score_rows[start : start + 512])

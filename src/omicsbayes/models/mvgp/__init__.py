@@ -13,6 +13,7 @@ TraceGP            equation (11) without the Frobenius (Hilbert-norm) term (Trac
 MVGP               equation (11) with lam = 0: the GP posterior mean of equation (1a)
 KPMF               MAP of the factor GP, equation (4), fixed rank (Zhou et al. 2012)
 PMF                KPMF with identity covariances (Mnih and Salakhutdinov 2007)
+ProDiGe            hinge loss, product kernel C_M(m, m') C_N(n, n'): multitask SVM (section 5.1)
 =================  =========================================================================
 
 Every estimator has ``fit(rows, cols, values, shape, row_kernel=None, col_kernel=None)``: the
@@ -73,15 +74,18 @@ from ._gp_regression import MVGP
 from ._kpmf import KPMF
 from ._pmf import PMF
 from ._problem import as_kernel, check_shape
+from ._prodige import ProDiGe
 from ._trace_gp import TraceGP
-from .selection import LAMBDA_GRID, SIGMA2_GRID
+from .selection import C_GRID, LAMBDA_GRID, SIGMA2_GRID
 
 __all__ = [
+    "C_GRID",
     "KPMF",
     "LAMBDA_GRID",
     "MVGP",
     "PMF",
     "SIGMA2_GRID",
+    "ProDiGe",
     "ConstrainedMVGP",
     "TraceGP",
     "as_kernel",

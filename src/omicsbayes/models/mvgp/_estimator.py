@@ -88,7 +88,11 @@ class _Estimator(BaseOmicsEstimator):
         """``{"lam": values, "sigma2": values}`` (the parameters the estimator has), each from
         large to small: section 5's grid for "auto", the given values for a list, one value for
         a number. More than one value for either means inner validation."""
-        grids = {"lam": selection.LAMBDA_GRID, "sigma2": selection.SIGMA2_GRID}
+        grids = {
+            "lam": selection.LAMBDA_GRID,
+            "sigma2": selection.SIGMA2_GRID,
+            "C": selection.C_GRID,
+        }
         out = {}
         for p, value in self.get_params().items():
             if p not in grids:

@@ -35,6 +35,10 @@ from sklearn.base import clone
 
 LAMBDA_GRID = np.logspace(-3, 3, 5)
 SIGMA2_GRID = np.logspace(-3, 3, 20)
+#: Section 5.1's grid of ProDiGe's SVM regularisation C: 1e-3, 1e-2, ..., 1e3.
+C_GRID = np.logspace(-3, 3, 7)
+#: The hyperparameters "auto" selects, by name (each estimator has some of them).
+SELECTED = ("lam", "sigma2", "C")
 VALIDATION_FRACTION = 0.2
 
 _METRIC = re.compile(r"^(?:(recall|precision)@([1-9][0-9]*)|(rmse|log_likelihood))$")
@@ -168,7 +172,7 @@ def grid_params(estimator, grid):
     a list the estimator searches; the settings must be every combination of those values (the
     estimator's path is a product grid), and a parameter no setting names keeps its value.
     """
-    own = [p for p in ("lam", "sigma2") if p in estimator.get_params()]
+    own = [p for p in SELECTED if p in estimator.get_params()]
     if grid == "paper":
         return {p: "auto" for p in own}
     settings = isinstance(grid, (list, tuple)) and all(isinstance(g, dict) for g in grid)
@@ -194,7 +198,7 @@ def chosen_params(model):
     that selected its hyperparameters (empty when it had them as numbers)."""
     if getattr(model, "selection_", None) is None:
         return {}
-    own = [p for p in ("lam", "sigma2") if p in model.get_params()]
+    own = [p for p in SELECTED if p in model.get_params()]
     return {
         **{f"chosen_{p}": float(getattr(model, f"{p}_")) for p in own},
         "selection_metric": model.selection_metric,
