@@ -98,8 +98,10 @@ def test_rating_fold_with_zero_mean_predicts_the_training_mean(cohort):
         rating_fold(ConstrainedMVGP(), rows, cols, ratings, adata.shape, is_test[:-1])
     with pytest.raises(ValueError, match="both training and test"):
         rating_fold(ConstrainedMVGP(), rows, cols, ratings, adata.shape, np.ones(rows.size, bool))
-    with pytest.raises(ExperimentError, match=r"lacks \['matrix_completion'\]"):
+    with pytest.raises(ExperimentError, match=r"lacks \['entry_values', 'matrix_completion'\]"):
         rating_fold_metrics(adata.X, None, "known_users", {"class": "LogisticBaseline"})
+    with pytest.raises(ExperimentError, match=r"lacks \['entry_values'\]"):
+        rating_fold_metrics(adata.X, None, "known_users", {"class": "ProDiGe"})
 
 
 def _config():
@@ -144,6 +146,11 @@ def _config():
     [
         (lambda c: c["protocols"]["known"].update(type="known_rows"), "known_users"),
         (lambda c: c["models"]["PMF-2"].update({"class": "LogisticBaseline", "params": {}}), "PMF"),
+        # ProDiGe's scores are SVM decision values, not ratings: no RMSE
+        (
+            lambda c: c["models"]["PMF-2"].update({"class": "ProDiGe", "params": {}}),
+            r"\['PMF-2'\] cannot be used here",
+        ),
     ],
 )
 def test_check_config_refuses_a_wrong_protocol_or_model(edit, expected):

@@ -33,6 +33,10 @@ CAPABILITIES = {
     "matrix_completion": (
         "fit(rows, cols, values, shape, row_kernel, col_kernel); predict(rows, cols)"
     ),
+    "entry_values": (
+        "predict(rows, cols) estimates the entries' values (a squared loss), so an error on "
+        "held-out values (RMSE) is defined"
+    ),
     "model_figures": (
         "one fit on the whole cohort draws the model's own figures (workflow rule file "
         "model_figures.smk: coefficients per task, loadings, top genes, gene network)"

@@ -59,7 +59,7 @@ class ExperimentKind(abc.ABC):
     >>> from omicsbayes import protocols
     >>> kind = protocols.get("rating")
     >>> kind.name, sorted(kind.requires), kind.primary_metric({})
-    ('rating', ['matrix_completion'], ('rmse', False))
+    ('rating', ['entry_values', 'matrix_completion'], ('rmse', False))
     >>> kind.fits("ratings", {"models": ["PMF"]}, range(2))[1]
     {'experiment': 'ratings', 'model': 'PMF', 'split': 1}
     """

@@ -30,7 +30,7 @@ class Rating(EntryFoldKind):
     ``k``) of the test items rated above ``relevant_above`` (paper 004, section 5.2)."""
 
     name = "rating"
-    requires = frozenset({"matrix_completion"})
+    requires = frozenset({"matrix_completion", "entry_values"})
     split_counts = {  # the folds of disease_gene's known_rows / new_rows
         "known_users": splitters.SPLIT_COUNTS["known_rows"],
         "new_users": splitters.SPLIT_COUNTS["new_rows"],

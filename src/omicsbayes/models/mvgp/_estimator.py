@@ -48,7 +48,7 @@ class _Estimator(BaseOmicsEstimator):
     warm=None[, lam])``, which fits one setting and returns the warm start of the next.
     """
 
-    capabilities = frozenset({"matrix_completion"})
+    capabilities = frozenset({"matrix_completion", "entry_values"})
     _blas_limited_inside = True  # the largest products depend on the kernels' ranks (_blas_limit)
 
     def fit(self, rows, cols, values, shape, row_kernel=None, col_kernel=None):

@@ -106,6 +106,8 @@ class ProDiGe(_Estimator):
     2
     """
 
+    # a decision value, not an estimate of the entry: no RMSE on held-out ratings
+    capabilities = frozenset({"matrix_completion"})
     _parameter_constraints = {
         **{p: _SHARED_CONSTRAINTS[p] for p in ("selection_metric", "random_state", "verbose")},
         "C": [Interval(Real, 0, None, closed="neither"), _AUTO, "array-like"],
