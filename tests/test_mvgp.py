@@ -406,15 +406,17 @@ def test_the_entry_estimators_are_the_mvgp_package():
 @pytest.mark.parametrize("cls", _entry_estimators(), ids=lambda cls: cls.__name__)
 def test_every_estimator_sits_on_the_base_and_raises_not_fitted_error_before_fit(cls):
     """Each estimator fitted on matrix entries subclasses the library's estimator base
-    (matrix_completion as its tag, parameters validated before fit) and raises scikit-learn's
-    NotFittedError (not a plain ValueError) from both prediction methods."""
+    (matrix_completion as its tag, entry_values beside it for every model but ProDiGe's
+    classifier, parameters validated before fit) and raises scikit-learn's NotFittedError (not a
+    plain ValueError) from both prediction methods."""
     from sklearn.utils import get_tags
     from sklearn.utils._param_validation import InvalidParameterError
 
     from omicsbayes.models._base import BaseOmicsEstimator
 
     assert issubclass(cls, BaseOmicsEstimator)
-    assert get_tags(cls()).capabilities == {"matrix_completion"}
+    expected = {"matrix_completion"} | ({"entry_values"} if cls.__name__ != "ProDiGe" else set())
+    assert get_tags(cls()).capabilities == expected
     with pytest.raises(InvalidParameterError, match="max_iter"):
         cls(max_iter=0).fit([0, 1], [0, 1], [1.0, 0.0], (2, 2))
     model = cls()
