@@ -121,6 +121,29 @@ def test_contrasts_name_models_the_runs_fit(fidelity):
             assert {winner, rival} <= names, (run, winner, rival)
 
 
+def test_identity_rows_are_contrasted_with_every_rival_on_both_metrics(fidelity):
+    """Paper 004's claim that Con. MV-GP (I) is the best single method: its contrast with every
+    other model of claim e_mvgp but Trace GP (I), which is contrasted with it, at R@20 and P@20;
+    and the constrained diffusion models against the rank-20 factor models."""
+    models = [*fidelity.MODELS["e_mvgp"]["default"], "popularity"]
+    values = {m: [0.1 + 0.01 * i, 0.2 + 0.02 * i, 0.15] for i, m in enumerate(models)}
+    per_split = pd.concat(
+        _per_split(values, "e_mvgp", "default", "Orphanet", metric)
+        for metric in ("recall@20", "precision@20")
+    )
+    contrasts = fidelity.summarize(per_split).dropna(subset=["rival"])
+    for metric, part in contrasts.groupby("metric"):
+        rivals = part.groupby("model")["rival"].apply(set)
+        assert rivals["ConMVGP-I"] == {"ConMVGP-D", "TraceGP-D", "MVGP-D", "ProDiGe"} | {
+            "KPMF",
+            "PMF",
+            "KPMF-20",
+            "PMF-20",
+        }, metric
+        assert rivals["TraceGP-I"] == {"ConMVGP-I"}
+        assert {"KPMF-20", "PMF-20"} <= rivals["ConMVGP-D"] & rivals["TraceGP-D"]
+
+
 def test_write_and_markdown_table(fidelity, tmp_path):
     values = {"BM2PCA": [0.8, 0.9, 0.85], "PCA+SVM": [0.5, 0.55, 0.52], "FULL": [0.8, 0.9, 0.8]}
     per_split = _per_split(values, "d_bm2pca", "default", "digits", "accuracy")
@@ -366,13 +389,15 @@ def tiny_disease_gene(fidelity, monkeypatch):
 
 
 def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
-    """Claim e_mvgp on tiny association matrices: Con. MV-GP, Trace GP, MV-GP, KPMF, PMF,
-    ProDiGe and popularity under the default and the paper protocol (the paper's with more
-    negative sets: one pass over the sets gives both), on both cohorts."""
+    """Claim e_mvgp on tiny association matrices: Con. MV-GP and Trace GP with the diffusion
+    and the identity disease covariance, MV-GP, KPMF and PMF at rank 5 and 20, ProDiGe and
+    popularity under the default and the paper protocol (the paper's with more negative sets:
+    one pass over the sets gives both), on both cohorts."""
     calls, _ = tiny_disease_gene
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 2}
     per_split = fidelity.claim_e(settings, seed=2)
     models = {"ConMVGP-D", "TraceGP-D", "MVGP-D", "KPMF", "PMF", "ProDiGe", "popularity"}
+    models |= {"ConMVGP-I", "TraceGP-I", "KPMF-20", "PMF-20"}
     assert list(dict.fromkeys(per_split["cohort"])) == [
         "OMIM known diseases (12 x 15)",
         "Orphanet known diseases (10 x 14)",
@@ -382,10 +407,41 @@ def test_mvgp_claim_runs_kpmf_and_both_protocols(fidelity, tiny_disease_gene):
     for _, part in groups:
         assert set(part["model"]) == models and part["value"].between(0, 1).all()
         assert part.groupby("model")["metric"].apply(set).eq({"recall@20", "precision@20"}).all()
-    expected = {"ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF", "ProDiGe"}
+    expected = ["ConstrainedMVGP", "TraceGP", "MVGP", "KPMF", "PMF", "ProDiGe"]
+    expected += ["ConstrainedMVGP", "TraceGP", "KPMF", "PMF"]
     for shape in ((12, 15), (10, 14)):
         fitted = [(c, g, n) for s, c, g, n, _ in calls if s == shape]
         assert sorted(fitted) == sorted((c, None, (1, 2)) for c in expected)
+
+
+def test_mvgp_claim_gives_each_model_its_disease_covariance_and_rank(
+    fidelity, tiny_disease_gene, monkeypatch
+):
+    """The "-I" models and PMF see the identity disease covariance (no row kernel), the others
+    the disease graph's diffusion kernel; KPMF-20 and PMF-20 are rank 20, KPMF and PMF rank 5."""
+    from omicsbayes.protocols.entries import estimator_of
+
+    seen, counted = [], fidelity.ranking_fold_curves
+
+    def recorded(*args, **kw):
+        estimator = estimator_of(args[3])
+        rank = getattr(estimator, "rank", None)
+        seen.append((type(estimator).__name__, rank, kw["row_kernel"] is None))
+        return counted(*args, **kw)
+
+    monkeypatch.setattr(fidelity, "ranking_fold_curves", recorded)
+    settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
+    fidelity.claim_e({**settings, "cohorts": ["Orphanet"]}, seed=2)
+    diffusion = [("ConstrainedMVGP", None), ("TraceGP", None), ("MVGP", None), ("KPMF", 5)]
+    identity = [("ConstrainedMVGP", None), ("TraceGP", None)]
+    assert seen == [
+        *[(*model, False) for model in diffusion],
+        ("PMF", 5, True),
+        ("ProDiGe", None, False),
+        *[(*model, True) for model in identity],
+        ("KPMF", 20, False),
+        ("PMF", 20, True),
+    ]
 
 
 def test_mvgp_claim_seeds_omim_by_the_claim_and_orphanet_by_its_name(fidelity, tiny_disease_gene):
@@ -398,6 +454,7 @@ def test_mvgp_claim_seeds_omim_by_the_claim_and_orphanet_by_its_name(fidelity, t
     settings = {"n_folds": 1, "n_negative_sets": 1, "paper_negative_sets": 1}
     both = fidelity.claim_e(settings, seed=2)
     names = ["ConMVGP-D", "ConMVGP-D", "ConMVGP-D", "KPMF", "PMF", "ConMVGP-D"]
+    names += ["ConMVGP-D", "ConMVGP-D", "KPMF", "PMF"]  # the -I models, KPMF-20, PMF-20
     assert split_seeds == [derive_seed(2, "e_mvgp"), derive_seed(2, "e_mvgp", "Orphanet")]
     assert [seed for shape, *_, seed in calls if shape == (12, 15)] == [
         derive_seed(2, "e_mvgp", name, 0) for name in names
@@ -436,8 +493,19 @@ def test_models_option_fits_the_named_models_as_a_full_run_does(fidelity, tiny_d
     assert set(both["model"]) == {"KPMF", "MVGP-D"} and set(alone["model"]) == {"MVGP-D"}
     expected = both[both["model"] == "MVGP-D"].reset_index(drop=True)
     pd.testing.assert_frame_equal(alone, expected)
-    with pytest.raises(SystemExit, match=r"--models \['PMF'\]: claim e_mvgp_new fits"):
-        fidelity.claim_e_new({**settings, "models": ["PMF", "KPMF"]}, seed=3)
+    with pytest.raises(SystemExit, match=r"--models \['PMF-5'\]: claim e_mvgp_new fits"):
+        fidelity.claim_e_new({**settings, "models": ["PMF-5", "KPMF"]}, seed=3)
+
+
+@pytest.mark.parametrize("name", ["PMF", "PMF-20", "ConMVGP-I", "TraceGP-I"])
+def test_new_disease_claim_refuses_identity_covariance_models_saying_why(fidelity, name):
+    """A model whose disease covariance is the identity cannot score a disease with no training
+    association: claim e_mvgp_new does not register it, and asking for it says why."""
+    assert all(name not in models for models in fidelity.MODELS["e_mvgp_new"].values())
+    assert name in fidelity.MODELS["e_mvgp"]["default"]
+    why = rf"claim e_mvgp_new does not fit \['{name}'\] \({name}: its disease covariance is"
+    with pytest.raises(SystemExit, match=why + " the identity, which cannot score a new disease"):
+        fidelity._models({"models": ["KPMF", name]}, ["popularity", "KPMF"], "e_mvgp_new")
 
 
 def test_new_disease_claim_folds_the_diseases_and_fits_every_model_on_one_sample(

@@ -138,6 +138,41 @@ def test_singular_pair_search_retries_when_lanczos_does_not_converge(tiny, monke
     np.testing.assert_allclose(got.predict_rows(), ref.predict_rows(), atol=1e-6)
 
 
+@pytest.mark.parametrize("cls", [ConstrainedMVGP, TraceGP])
+def test_singular_pair_search_falls_back_to_subspace_iteration(tiny, cls, monkeypatch):
+    """Where Lanczos converges at neither tolerance (Trace GP with the identity covariance on
+    Orphanet: leading values repeated many times), subspace iteration gives the directions;
+    the fit reaches the same (convex) optimum."""
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    from omicsbayes.models.mvgp import _solver
+
+    rng, M, N, rows, cols, y, _, _ = tiny
+    model = cls(lam=0.5, sigma2=0.5, tol=1e-10, max_rank=8, random_state=0)
+    ref = clone(model).fit(rows, cols, y, (M, N))
+
+    def never_converges(op, **kw):
+        raise ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((op.shape[0], 0)))
+
+    monkeypatch.setattr(_solver, "eigsh", never_converges)
+    got = clone(model).fit(rows, cols, y, (M, N))
+    assert got.converged_ and ref.converged_
+    np.testing.assert_allclose(got.predict_rows(), ref.predict_rows(), atol=1e-6)
+
+
+def test_subspace_iteration_finds_a_repeated_leading_value():
+    from scipy.sparse.linalg import aslinearoperator
+
+    from omicsbayes.models.mvgp._solver import _subspace_top
+
+    rng = np.random.default_rng(1)
+    Q = np.linalg.qr(rng.standard_normal((60, 60)))[0]
+    values = np.r_[np.full(8, 5.0), np.linspace(2.0, 0.0, 52)]  # 5 eight times: a cluster
+    top, vectors = _subspace_top(aslinearoperator(Q * values @ Q.T), 60, 3, rng)
+    np.testing.assert_allclose(top, 5.0, rtol=1e-10)
+    np.testing.assert_allclose(Q * values @ Q.T @ vectors, 5.0 * vectors, atol=1e-8)
+
+
 def test_rank_at_most_doubles_per_step_and_objective_never_rises():
     """The pairs above lam are added as many as the current rank (1, 1, 2, 4, ...), so
     a fit capped at rank 12 takes at most 5 growth steps, each lowering objective (11)."""

@@ -85,12 +85,29 @@ def _top_of_gram(S, Ka, Kb, U, V, rng, k):
         # entries of alike residuals): any vectors of the cluster are directions as good, and
         # values to 1e-7 are far within the stopping rule's tol; a larger Krylov space
         ncv = min(n, max(4 * k, 40))
-        top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-7, ncv=ncv, maxiter=2000)
+        try:
+            top, vec = eigsh(op, k=k, which="LA", v0=v0, tol=1e-7, ncv=ncv, maxiter=2000)
+        except ArpackNoConvergence:
+            # leading values repeated beyond Lanczos' reach (an identity covariance: many rows
+            # with one entry of equal residuals): a block that spans part of the cluster
+            top, vec = _subspace_top(op, n, k, rng)
     order = np.argsort(-top)
     v = vec[:, order]
     u = Ka.sqrt_matmat(S @ Kb.sqrt_matmat(v)) + U @ (V.T @ v)
     norm = np.linalg.norm(u, axis=0)
     return np.sqrt(np.maximum(top[order], 0.0)), v, u / np.where(norm > 0, norm, 1.0)
+
+
+def _subspace_top(op, n, k, rng, n_iter=50):
+    """The ``k`` leading eigenpairs of the symmetric positive semidefinite operator ``op``
+    (``n x n``): subspace iteration on ``min(n, 2 k + 10)`` random columns, then Rayleigh-Ritz.
+    The power method the paper names for this step (section 4); its values need not be exact."""
+    Q = np.linalg.qr(rng.standard_normal((n, min(n, 2 * k + 10))))[0]
+    for _ in range(n_iter):
+        Q = np.linalg.qr(op.matmat(Q))[0]
+    T = Q.T @ op.matmat(Q)
+    values, vectors = np.linalg.eigh((T + T.T) / 2)
+    return values[-k:], Q @ vectors[:, -k:]
 
 
 def _balanced(U, V, rel=1e-8):
