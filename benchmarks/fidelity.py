@@ -70,6 +70,10 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     Why IBP RFLVM trails the linear IBP model on GSE7390: the two on planted matrices of
     GSE7390's size from a nonlinear and a linear map, and the nonlinear structure of every
     cohort (:mod:`benchmarks.rflvm_attribution`).
+``c_rflvm_sparsity``
+    Why IBP RFLVM ties the dense RFLVM: the two on planted matrices of Wisconsin's size with a
+    sparse and a dense latent mask, and the sparsity of the IBP RFLVM's fitted mask on run
+    ``c_rflvm_paper``'s trials (:mod:`benchmarks.rflvm_sparsity`).
 ``d_bm2pca``
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
@@ -134,6 +138,7 @@ import pandas as pd
 
 from benchmarks import attribution_000, bam_attribution, mvgp_graph, pfa_convergence
 from benchmarks.rflvm_attribution import N_PCS, attribution_rows
+from benchmarks.rflvm_sparsity import sparsity_rows
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
     classification_splits,
@@ -184,6 +189,7 @@ DESCRIPTIVE_METRICS = {
     "top_weight",
     # claim run e_mvgp_graph (benchmarks/mvgp_graph.py)
     "neighbour_share",
+    "z_density",  # claim c_rflvm_sparsity (benchmarks/rflvm_sparsity.py)
 }
 DEFAULT_SEED = 20261122
 
@@ -395,6 +401,12 @@ MODELS = {
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP_NEW.items()},
     },
 }
+# run c_rflvm_paper's two RFLVMs on planted masks, and the drawn mask's density
+# (benchmarks.rflvm_sparsity)
+MODELS["c_rflvm_sparsity"] = {
+    **{name: MODELS["c_rflvm_paper"][name] for name in ("IBP RFLVM", "RFLVM")},
+    "planted": {"class": "drawn mask Z"},
+}
 
 
 # Per run: (claim, claimed winner, rival) whose paired per-split difference is reported.
@@ -466,6 +478,10 @@ CONTRASTS = {
     "c_rflvm_attribution": [
         ("c_rflvm_planted", "IBP RFLVM", "linear IBP"),
         ("c_rflvm_nonlinear", f"GP on {N_PCS} PCs", f"linear on {N_PCS} PCs"),
+    ],
+    "c_rflvm_sparsity": [
+        ("c_rflvm_sparsity", "IBP RFLVM", "RFLVM"),
+        ("c_rflvm_sparsity", "IBP RFLVM", "planted"),
     ],
     "d_bm2pca": [
         *[("d_bm2pca", "BM2PCA", rival) for rival in _D_RIVALS],
@@ -1012,6 +1028,21 @@ def claim_c_attribution(settings, seed):
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 
+def claim_c_sparsity(settings, seed):
+    """Claim ``c_rflvm_sparsity`` (:func:`benchmarks.rflvm_sparsity.sparsity_rows`): run
+    ``c_rflvm_paper``'s two RFLVMs on planted sparse and dense latent masks, and its IBP RFLVM
+    fits refitted (same trials and seeds) for the sparsity of their mask."""
+    specs = {
+        name: _iterations(MODELS["c_rflvm_sparsity"][name], settings["heldout_iter"])
+        for name in ("IBP RFLVM", "RFLVM")
+    }
+    real = (
+        (cohort, Y, split, mask, derive_seed(seed, "c_rflvm_paper", cohort, split))
+        for cohort, Y, split, mask in _paper002_trials(settings, seed)
+    )
+    return pd.DataFrame(sparsity_rows(settings, seed, specs, real), columns=SPLIT_COLUMNS)
+
+
 def table1_reference(seed, n_repeats=5):
     """What Table 1's Cancer numbers ask of a predictive density, on claim ``c_rflvm_paper``'s
     Wisconsin trials (standardised, 20 % held out).
@@ -1276,6 +1307,7 @@ CLAIMS = {
     "c_rflvm_paper": claim_c_paper,
     "c_rflvm_paper_gplvm": claim_c_paper_gplvm,
     "c_rflvm_attribution": claim_c_attribution,
+    "c_rflvm_sparsity": claim_c_sparsity,
     "d_bm2pca": claim_d,
     "e_mvgp": claim_e,
     "e_mvgp_new": claim_e_new,

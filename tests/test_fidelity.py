@@ -159,8 +159,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
         " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_nonlinear_attr, b_bam,"
         " b_bam_attr, c_rflvm,"
-        " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, e_mvgp, e_mvgp_new,"
-        " e_mvgp_graph." in text
+        " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
+        " e_mvgp_new, e_mvgp_graph." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -582,7 +582,7 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
         " a_bsvm_grade_attr, a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
-        " c_rflvm_attribution, e_mvgp,"
+        " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
         " e_mvgp_new, e_mvgp_graph"
     )
     assert f"Claim runs not in this table: {missing}." in text
