@@ -767,8 +767,13 @@ def test_one_rule_for_ahead_in_winners_report_docs_and_table(fidelity):
 def test_choosing_page_counts_match_the_settings(fidelity):
     text = " ".join((REPO / "docs" / "choosing.md").read_text().split())
     full = fidelity.SETTINGS["full"]
-    assert f"Paper 001's 100 splits ({full['n_splits']} here)" in text
-    assert f"paper 003's 20 repeats ({full['n_splits']} here)" in text
+    assert f"Paper 001's 100 splits ({full['n_splits']} here;" in text
+    for name in ("d_bm2pca", "d_bm2pca_2_per_class", "d_bm2pca_5_per_class"):
+        rows = pd.read_csv(
+            REPO / "docs" / "_generated" / "fidelity_splits" / f"{name}.tsv", sep="\t"
+        )
+        assert rows["split"].nunique() == 20, name
+    assert "Paper 003's 20 repeats are in the table (`--only d_bm2pca --splits 20`)" in text
     assert full["paper_negative_sets"] == fidelity.PAPER_NEGATIVE_SETS == 5
     assert "Paper 004's results average 5 sampled negative sets; the `e_mvgp` rows of" in text
     assert f"the `default` rows use {full['n_negative_sets']} set" in text
