@@ -36,6 +36,12 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     on ``a_bsvm_attr``'s planted flips drawn anew per split, and run ``a_rank``'s OR-L pair on
     its GSE7390 splits fitted to the training labels as given and with a tenth of them flipped
     on the far side of the pair's rule (test labels as given).
+``a_margin_attr`` (rows of run ``a_rank``)
+    Why ``a_margin`` fails on GSE7390 ER: R-L-BSVM with wider margins than the paper's
+    ``epsilon = 0.05`` (section 2), in the printed form (``maxmargin_form="exact"``), and
+    R-L-BSVM and OR-L-BSVM by Gibbs sampling instead of VB, each against OR-L-BSVM, on run
+    ``a_rank``'s splits and fit seeds of paper 000's two GSE7390 tasks (ER, where the claim
+    fails, and grade, where it holds).
 ``a_pfa`` (runs ``a_pfa`` and ``a_pfa_paper``)
     Paper 000 (Tables 4-5): R-L-BSVM on intensities and G-L-BSVM on logs beat the two-step
     PFA-L-BSVM (Poisson factor analysis of the rounded intensities, then a Bayesian SVM on its
@@ -409,6 +415,37 @@ MODELS["c_rflvm_sparsity"] = {
 }
 
 
+# Run a_margin_attr: R-L-BSVM's margin, its printed form and Gibbs sampling of both rank
+# likelihoods (1000 kept draws after as many discarded, five times the estimator's default), on
+# run a_rank's splits of the GSE7390 tasks
+MARGIN_EPSILONS = (0.5, 2.0)
+MARGIN_ATTR_COHORTS = ["GSE7390"]
+_GIBBS_LONG = {"inference": "gibbs", "n_samples": 1000}
+MODELS["a_margin_attr"] = {
+    **{
+        f"R-L-BSVM epsilon {eps}/intensity": {
+            "class": "RankFactorClassifier",
+            "variant": "R-L-BSVM",
+            "params": {"epsilon": eps},
+        }
+        for eps in MARGIN_EPSILONS
+    },
+    "R-L-BSVM exact form/intensity": {
+        "class": "RankFactorClassifier",
+        "variant": "R-L-BSVM",
+        "params": {"maxmargin_form": "exact"},
+    },
+    **{
+        f"{variant} Gibbs/intensity": {
+            "class": "RankFactorClassifier",
+            "variant": variant,
+            "params": _GIBBS_LONG,
+        }
+        for variant in ("R-L-BSVM", "OR-L-BSVM")
+    },
+}
+
+
 # Per run: (claim, claimed winner, rival) whose paired per-split difference is reported.
 _PFA_CONTRASTS = [
     ("a_pfa", "R-L-BSVM/intensity", "PFA-L-BSVM/intensity"),
@@ -433,6 +470,12 @@ CONTRASTS = {
         *_PFA_CONTRASTS,
         *[("a_pfa", winner, _PFA_LONG) for _, winner, _ in _PFA_CONTRASTS],
         ("a_pfa_long", _PFA_LONG, "PFA-L-BSVM 200 sweeps/intensity"),
+        *[
+            ("a_margin", name, "OR-L-BSVM/intensity")
+            for name in MODELS["a_margin_attr"]
+            if name.startswith("R-L-BSVM")
+        ],
+        ("a_margin", "R-L-BSVM Gibbs/intensity", "OR-L-BSVM Gibbs/intensity"),
     ],
     "a_rank_paper": [
         *_A_CONTRASTS,
@@ -703,6 +746,15 @@ def claim_a_pfa(settings, seed):
 def claim_a_pfa_paper(settings, seed):
     """:func:`claim_a_pfa` on run ``a_rank_paper``'s folds, under the paper's protocol."""
     return claim_a(settings, seed, run=FITS_INTO["a_pfa_paper"], models=MODELS["a_pfa_paper"])
+
+
+def claim_a_margin_attr(settings, seed):
+    """Why claim ``a_margin`` fails (:func:`claim_a` with ``MODELS["a_margin_attr"]``): rows of
+    run ``a_rank`` on its splits and fit seeds of :data:`MARGIN_ATTR_COHORTS` (all of them
+    unless ``--cohorts`` names some)."""
+    settings = {**settings, "cohorts": settings.get("cohorts") or MARGIN_ATTR_COHORTS}
+    run = FITS_INTO["a_margin_attr"]
+    return claim_a(settings, seed, run=run, models=MODELS["a_margin_attr"])
 
 
 def claim_a_pfa_long(settings, seed):
@@ -1288,6 +1340,7 @@ FITS_INTO = {
     "a_pfa": "a_rank",
     "a_pfa_paper": "a_rank_paper",
     "a_pfa_long": "a_rank",
+    "a_margin_attr": "a_rank",
     "c_rflvm_paper_gplvm": "c_rflvm_paper",
 }
 CLAIMS = {
@@ -1300,6 +1353,7 @@ CLAIMS = {
     "a_bsvm_attr": claim_a_bsvm_attr,
     "a_bsvm_overlap": claim_a_bsvm_overlap,
     "a_bsvm_grade_attr": claim_a_bsvm_grade_attr,
+    "a_margin_attr": claim_a_margin_attr,
     "a_nonlinear_attr": claim_a_nonlinear_attr,
     "b_bam": claim_b,
     "b_bam_attr": claim_b_attr,

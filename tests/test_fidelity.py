@@ -157,7 +157,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "not results" in text
     assert (
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
-        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_nonlinear_attr, b_bam,"
+        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_margin_attr, a_nonlinear_attr,"
+        " b_bam,"
         " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
         " e_mvgp_new, e_mvgp_graph." in text
@@ -580,7 +581,7 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
-        " a_bsvm_grade_attr, a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper,"
+        " a_bsvm_grade_attr, a_margin_attr, a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
         " e_mvgp_new, e_mvgp_graph"
@@ -880,6 +881,49 @@ def test_pfa_rows_are_fitted_on_the_rank_runs_splits(fidelity, monkeypatch):
     assert np.allclose(paired["difference"], 0.1)
     assert fidelity._run_in(rows, "a_pfa") and fidelity._run_in(rows, "a_pfa_paper")
     assert not fidelity._run_in(rank, "a_pfa")
+
+
+def test_margin_attribution_refits_run_a_rank_on_its_gse7390_splits(fidelity, monkeypatch):
+    """Run a_margin_attr: R-L-BSVM at wider margins, in the printed form and by Gibbs sampling,
+    and OR-L-BSVM by Gibbs sampling, on run a_rank's splits of the GSE7390 tasks only, under
+    claim a_rank; each R-L-BSVM variant is contrasted with OR-L-BSVM (claim a_margin)."""
+    labels = pd.Series(["poor", "mid", "well"] * 10)
+    task = (np.ones((30, 4)), np.exp2, labels, ["poor"])
+    tasks = {"GSE7390 grade (poor vs rest)": task, "pbmc68k CD8+ vs T/NK (raw)": task}
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    calls = []
+
+    def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
+        calls.append((claim, cohort, split_protocol, models, steps, kw))
+        return pd.DataFrame(columns=fidelity.SPLIT_COLUMNS)
+
+    monkeypatch.setattr(fidelity, "_classification", record)
+    fidelity.claim_a_margin_attr({"n_splits": 10, "cohorts": None}, 0)
+    [(claim, cohort, split_protocol, models, steps, kw)] = calls
+    assert (claim, cohort, split_protocol, steps) == (
+        "a_rank",
+        "GSE7390 grade (poor vs rest)",
+        "repeated_subsampling",
+        [],
+    )
+    assert kw == {"protocol": "default", "n_splits": 10}
+    params = {name: spec["params"] for name, spec in models.items()}
+    assert params == {
+        "R-L-BSVM epsilon 0.5/intensity": {"epsilon": 0.5},
+        "R-L-BSVM epsilon 2.0/intensity": {"epsilon": 2.0},
+        "R-L-BSVM exact form/intensity": {"maxmargin_form": "exact"},
+        "R-L-BSVM Gibbs/intensity": {"inference": "gibbs", "n_samples": 1000},
+        "OR-L-BSVM Gibbs/intensity": {"inference": "gibbs", "n_samples": 1000},
+    }
+    assert 0.05 not in fidelity.MARGIN_EPSILONS  # the paper's margin is run a_rank's own
+    assert {spec["variant"] for spec in models.values()} == {"R-L-BSVM", "OR-L-BSVM"}
+    margin = {(w, r) for c, w, r in fidelity.CONTRASTS["a_rank"] if c == "a_margin"}
+    assert margin == {
+        ("R-L-BSVM/intensity", "OR-L-BSVM/intensity"),
+        *[(name, "OR-L-BSVM/intensity") for name in models if name.startswith("R-L")],
+        ("R-L-BSVM Gibbs/intensity", "OR-L-BSVM Gibbs/intensity"),
+    }
+    assert fidelity.FITS_INTO["a_margin_attr"] == "a_rank"
 
 
 def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity, monkeypatch):
