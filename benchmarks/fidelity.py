@@ -78,8 +78,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     cohort (:mod:`benchmarks.rflvm_attribution`).
 ``c_rflvm_sparsity``
     Why IBP RFLVM ties the dense RFLVM: the two on planted matrices of Wisconsin's size with a
-    sparse and a dense latent mask, and the sparsity of the IBP RFLVM's fitted mask on run
-    ``c_rflvm_paper``'s trials (:mod:`benchmarks.rflvm_sparsity`).
+    sparse and a dense latent mask, fitted as run ``c_rflvm_paper`` fits them and with a longer
+    chain, and the sparsity of the IBP RFLVM's fitted mask on run ``c_rflvm_paper``'s trials
+    (:mod:`benchmarks.rflvm_sparsity`).
 ``d_bm2pca``
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
@@ -142,9 +143,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import attribution_000, bam_attribution, mvgp_graph, pfa_convergence
+from benchmarks import (
+    attribution_000,
+    bam_attribution,
+    mvgp_graph,
+    pfa_convergence,
+    rflvm_sparsity,
+)
 from benchmarks.rflvm_attribution import N_PCS, attribution_rows
-from benchmarks.rflvm_sparsity import sparsity_rows
 from omicsbayes._seed import derive_seed
 from omicsbayes.evaluate.splitters import (
     classification_splits,
@@ -410,7 +416,19 @@ MODELS = {
 # run c_rflvm_paper's two RFLVMs on planted masks, and the drawn mask's density
 # (benchmarks.rflvm_sparsity)
 MODELS["c_rflvm_sparsity"] = {
-    **{name: MODELS["c_rflvm_paper"][name] for name in ("IBP RFLVM", "RFLVM")},
+    **{name: MODELS["c_rflvm_paper"][name] for name in rflvm_sparsity.PAPER_PAIR},
+    **{
+        long: {
+            **MODELS["c_rflvm_paper"][paper],
+            "params": {
+                **MODELS["c_rflvm_paper"][paper]["params"],
+                **({"n_latent": rflvm_sparsity.LONG_START} if paper == "IBP RFLVM" else {}),
+                "n_iter": rflvm_sparsity.LONG_ITER,
+                "burn_in": rflvm_sparsity.LONG_ITER // 2,
+            },
+        }
+        for paper, long in zip(rflvm_sparsity.PAPER_PAIR, rflvm_sparsity.LONG_PAIR)
+    },
     "planted": {"class": "drawn mask Z"},
 }
 
@@ -525,6 +543,9 @@ CONTRASTS = {
     "c_rflvm_sparsity": [
         ("c_rflvm_sparsity", "IBP RFLVM", "RFLVM"),
         ("c_rflvm_sparsity", "IBP RFLVM", "planted"),
+        ("c_rflvm_sparsity", *rflvm_sparsity.LONG_PAIR),
+        ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], "IBP RFLVM"),
+        ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], "planted"),
     ],
     "d_bm2pca": [
         *[("d_bm2pca", "BM2PCA", rival) for rival in _D_RIVALS],
@@ -1084,15 +1105,19 @@ def claim_c_sparsity(settings, seed):
     """Claim ``c_rflvm_sparsity`` (:func:`benchmarks.rflvm_sparsity.sparsity_rows`): run
     ``c_rflvm_paper``'s two RFLVMs on planted sparse and dense latent masks, and its IBP RFLVM
     fits refitted (same trials and seeds) for the sparsity of their mask."""
+    pairs = (rflvm_sparsity.PAPER_PAIR, rflvm_sparsity.LONG_PAIR)
     specs = {
         name: _iterations(MODELS["c_rflvm_sparsity"][name], settings["heldout_iter"])
-        for name in ("IBP RFLVM", "RFLVM")
+        for pair in pairs
+        for name in pair
     }
     real = (
         (cohort, Y, split, mask, derive_seed(seed, "c_rflvm_paper", cohort, split))
         for cohort, Y, split, mask in _paper002_trials(settings, seed)
     )
-    return pd.DataFrame(sparsity_rows(settings, seed, specs, real), columns=SPLIT_COLUMNS)
+    return pd.DataFrame(
+        rflvm_sparsity.sparsity_rows(settings, seed, specs, real), columns=SPLIT_COLUMNS
+    )
 
 
 def table1_reference(seed, n_repeats=5):
@@ -1923,8 +1948,9 @@ def main(argv=None):
         "--models",
         nargs="+",
         metavar="NAME",
-        help="claims e_mvgp, e_mvgp_new: only these models ('popularity' too; each model's rows"
-        " are those of a full run)",
+        help="claims e_mvgp, e_mvgp_new: only these models ('popularity' too); run"
+        " c_rflvm_sparsity: only the pairs of these IBP models (each model's rows are those of a"
+        " full run)",
     )
     parser.add_argument(
         "--per-class",

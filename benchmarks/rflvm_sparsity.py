@@ -18,6 +18,11 @@ latent space, the IBP's binary mask Z on X:
   drawn Z's) and on run ``c_rflvm_paper``'s trials of Wisconsin and GSE7390 (the same fits:
   the same specs, held-out entries and seeds). The dense RFLVM is the IBP RFLVM with Z fixed
   at ones and the dimension fixed, so where the fitted mask is near ones a tie is expected.
+- **Long chain** (:data:`LONG_PAIR`): the same two models on the same planted draws, held-out
+  entries and seeds, the IBP RFLVM started from :data:`LONG_START` dimensions and both run for
+  :data:`LONG_ITER` sweeps (half burn-in): whether the paper's protocol (two dimensions, 100
+  sweeps) or the model keeps the IBP RFLVM level with the dense one. ``--models`` picks the
+  pairs by their IBP model (``IBP RFLVM`` alone also refits the real cohorts' trials).
 """
 
 import numpy as np
@@ -28,6 +33,10 @@ SPARSITY_ON = 0.5  # probability that a sample uses a latent dimension (sparse k
 SPARSITY_NOISE = 0.1  # noise variance against unit signal variance per feature
 SPARSITY_KINDS = ("sparse latent", "dense latent")
 SPARSITY_DRAWS = 10  # planted draws per kind (fewer when the settings' n_planted is smaller)
+LONG_START = 8  # the long chain's starting dimensions (run c_rflvm_paper's --ibp-start 8)
+LONG_ITER = 500  # the long chain's sweeps, five times the paper's 100
+PAPER_PAIR = ("IBP RFLVM", "RFLVM")
+LONG_PAIR = (f"IBP RFLVM from {LONG_START}, {LONG_ITER} sweeps", f"RFLVM {LONG_ITER} sweeps")
 
 
 def sparse_latent_matrix(kind, rng, shape=SPARSITY_SHAPE, n_latent=SPARSITY_LATENT):
@@ -108,8 +117,8 @@ def sparsity_rows(settings, seed, specs, real_trials):
     seed : int
         Decides every planted matrix, held-out mask and planted fit.
     specs : dict
-        ``"IBP RFLVM"`` and ``"RFLVM"`` specs of run ``c_rflvm_paper`` (the dense RFLVM gets
-        the IBP RFLVM's instantiated count per split).
+        The specs of :data:`PAPER_PAIR` (run ``c_rflvm_paper``'s) and :data:`LONG_PAIR`; in each
+        pair the dense RFLVM gets the IBP RFLVM's instantiated count per draw.
     real_trials : iterable of (cohort, Y, split, mask, state)
         Run ``c_rflvm_paper``'s trials and fit seeds: the IBP RFLVM's fitted mask there.
     """
@@ -118,6 +127,13 @@ def sparsity_rows(settings, seed, specs, real_trials):
     from omicsbayes.protocols.heldout_entries import heldout_mask
 
     wanted = settings.get("cohorts")
+    pairs = [PAPER_PAIR, LONG_PAIR]
+    if settings.get("models") is not None:
+        unknown = sorted(set(settings["models"]) - {ibp for ibp, _ in pairs})
+        if unknown:
+            fitted = [ibp for ibp, _ in pairs]
+            raise SystemExit(f"--models {unknown}: run c_rflvm_sparsity fits the pairs of {fitted}")
+        pairs = [pair for pair in pairs if pair[0] in settings["models"]]
     rows = []
 
     def add(protocol, cohort, model, split, metrics):
@@ -139,19 +155,24 @@ def sparsity_rows(settings, seed, specs, real_trials):
             )
             mask = heldout_mask(Y.shape, table)
             state = derive_seed(seed, "c_rflvm_sparsity", cohort, draw, "fit")
-            ibp = _fit(specs["IBP RFLVM"], Y, mask, state)
-            dense_spec = {**specs["RFLVM"]}
-            dense_spec["params"] = {**dense_spec["params"], "n_latent": ibp["n_active"]}
-            dense = _fit(dense_spec, Y, mask, state)
-            add("paper", cohort, "IBP RFLVM", draw, ibp)
-            add("paper", cohort, "RFLVM", draw, dense)
-            add("paper", cohort, "planted", draw, {"z_density": float(Z.mean())})
-            print(
-                f"  c_rflvm_sparsity {cohort} draw {draw}: IBP RFLVM"
-                f" {ibp['heldout_loglik_per_entry']:.3f} (Z density {ibp['z_density']:.2f},"
-                f" {ibp['n_active']} dims), RFLVM {dense['heldout_loglik_per_entry']:.3f}",
-                flush=True,
-            )
+            for ibp_name, dense_name in pairs:
+                ibp = _fit(specs[ibp_name], Y, mask, state)
+                dense_spec = {**specs[dense_name]}
+                dense_spec["params"] = {**dense_spec["params"], "n_latent": ibp["n_active"]}
+                dense = _fit(dense_spec, Y, mask, state)
+                add("paper", cohort, ibp_name, draw, ibp)
+                add("paper", cohort, dense_name, draw, dense)
+                print(
+                    f"  c_rflvm_sparsity {cohort} draw {draw}: {ibp_name}"
+                    f" {ibp['heldout_loglik_per_entry']:.3f} (Z density {ibp['z_density']:.2f},"
+                    f" {ibp['n_active']} dims), {dense_name}"
+                    f" {dense['heldout_loglik_per_entry']:.3f}",
+                    flush=True,
+                )
+            if PAPER_PAIR in pairs:
+                add("paper", cohort, "planted", draw, {"z_density": float(Z.mean())})
+    if PAPER_PAIR not in pairs:
+        return rows
     for cohort, Y, split, mask, state in real_trials:
         ibp = _fit(specs["IBP RFLVM"], Y, mask, state)
         add("paper", cohort, "IBP RFLVM", split, ibp)

@@ -52,9 +52,13 @@ def test_mask_density_counts_active_entries_per_draw(sparsity):
 def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch):
     monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (40, 6))
     short = {"n_iter": 4, "burn_in": 2, "n_random_features": 10, "verbose": False}
+    longer = {**short, "n_iter": 6, "burn_in": 3}
+    ibp_long, dense_long = sparsity.LONG_PAIR
     specs = {
         "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True, "n_latent": 2, **short}},
         "RFLVM": {"class": "RFLVM", "params": {"sparse": False, **short}},
+        ibp_long: {"class": "RFLVM", "params": {"sparse": True, "n_latent": 3, **longer}},
+        dense_long: {"class": "RFLVM", "params": {"sparse": False, **longer}},
     }
     Y = np.random.default_rng(2).standard_normal((30, 5))
     mask = np.zeros(Y.shape, bool)
@@ -70,6 +74,8 @@ def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch
         assert value[(cohort, "RFLVM", "z_density")] == 1.0
         assert 0 < value[(cohort, "IBP RFLVM", "z_density")] <= 1
         assert np.isfinite(value[(cohort, "IBP RFLVM", "heldout_loglik_per_entry")])
+        assert value[(cohort, dense_long, "n_active")] == value[(cohort, ibp_long, "n_active")]
+        assert value[(cohort, dense_long, "z_density")] == 1.0
     assert value[("planted dense latent, 40 x 6", "planted", "z_density")] == 1.0
     assert value[("planted sparse latent, 40 x 6", "planted", "z_density")] < 1.0
     assert {m for c, _, m in value if c == "real"} == {
@@ -79,3 +85,28 @@ def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch
     }
     only_dense = sparsity.sparsity_rows({**settings, "cohorts": ["dense"]}, 3, specs, [])
     assert {row[2] for row in only_dense} == {"planted dense latent, 40 x 6"}
+
+
+def test_models_pick_the_pairs_and_their_rows_are_a_full_runs(sparsity, monkeypatch):
+    """``--models`` names IBP models: their pairs are fitted alone, with the rows a full run
+    gives them; the real trials and the drawn mask come with the paper's pair only."""
+    monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (30, 5))
+    short = {"n_iter": 4, "burn_in": 2, "n_random_features": 10, "verbose": False}
+    ibp_long, dense_long = sparsity.LONG_PAIR
+    specs = {
+        "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True, "n_latent": 2, **short}},
+        "RFLVM": {"class": "RFLVM", "params": {"sparse": False, **short}},
+        ibp_long: {"class": "RFLVM", "params": {"sparse": True, "n_latent": 3, **short}},
+        dense_long: {"class": "RFLVM", "params": {"sparse": False, **short}},
+    }
+    Y = np.random.default_rng(2).standard_normal((30, 5))
+    mask = np.zeros(Y.shape, bool)
+    mask[::4, 1] = True
+    settings = {"n_planted": 1, "cohorts": ["sparse"]}
+    trials = [("real", Y, 0, mask, 5)]
+    full = sparsity.sparsity_rows(settings, 3, specs, trials)
+    long = sparsity.sparsity_rows({**settings, "models": [ibp_long]}, 3, specs, trials)
+    assert {row[3] for row in long} == {ibp_long, dense_long}
+    assert long == [row for row in full if row[3] in sparsity.LONG_PAIR]
+    with pytest.raises(SystemExit, match=r"--models \['RFLVM'\]"):
+        sparsity.sparsity_rows({**settings, "models": ["RFLVM"]}, 3, specs, trials)
