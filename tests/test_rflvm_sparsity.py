@@ -49,8 +49,9 @@ def test_mask_density_counts_active_entries_per_draw(sparsity):
         sparsity.mask_density([])
 
 
-def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch):
-    monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (40, 6))
+def _short_specs_and_trials(sparsity):
+    """Both pairs' specs with a few sweeps (the long pair's IBP model from 3 dimensions, for 6
+    sweeps) and one real trial."""
     short = {"n_iter": 4, "burn_in": 2, "n_random_features": 10, "verbose": False}
     longer = {**short, "n_iter": 6, "burn_in": 3}
     ibp_long, dense_long = sparsity.LONG_PAIR
@@ -63,9 +64,16 @@ def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch
     Y = np.random.default_rng(2).standard_normal((30, 5))
     mask = np.zeros(Y.shape, bool)
     mask[::4, 1] = True
+    return specs, [("real", Y, 0, mask, 5)]
+
+
+def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch):
+    monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (40, 6))
+    specs, trials = _short_specs_and_trials(sparsity)
+    ibp_long, dense_long = sparsity.LONG_PAIR
     settings = {"n_planted": 1, "cohorts": None}
-    rows = sparsity.sparsity_rows(settings, 3, specs, [("real", Y, 0, mask, 5)])
-    again = sparsity.sparsity_rows(settings, 3, specs, [("real", Y, 0, mask, 5)])
+    rows = sparsity.sparsity_rows(settings, 3, specs, trials)
+    again = sparsity.sparsity_rows(settings, 3, specs, trials)
     assert rows == again
     value = {(cohort, model, metric): v for _, _, cohort, model, metric, _, v in rows}
     for kind in sparsity.SPARSITY_KINDS:
@@ -91,19 +99,9 @@ def test_models_pick_the_pairs_and_their_rows_are_a_full_runs(sparsity, monkeypa
     """``--models`` names IBP models: their pairs are fitted alone, with the rows a full run
     gives them; the real trials and the drawn mask come with the paper's pair only."""
     monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (30, 5))
-    short = {"n_iter": 4, "burn_in": 2, "n_random_features": 10, "verbose": False}
+    specs, trials = _short_specs_and_trials(sparsity)
     ibp_long, dense_long = sparsity.LONG_PAIR
-    specs = {
-        "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True, "n_latent": 2, **short}},
-        "RFLVM": {"class": "RFLVM", "params": {"sparse": False, **short}},
-        ibp_long: {"class": "RFLVM", "params": {"sparse": True, "n_latent": 3, **short}},
-        dense_long: {"class": "RFLVM", "params": {"sparse": False, **short}},
-    }
-    Y = np.random.default_rng(2).standard_normal((30, 5))
-    mask = np.zeros(Y.shape, bool)
-    mask[::4, 1] = True
     settings = {"n_planted": 1, "cohorts": ["sparse"]}
-    trials = [("real", Y, 0, mask, 5)]
     full = sparsity.sparsity_rows(settings, 3, specs, trials)
     long = sparsity.sparsity_rows({**settings, "models": [ibp_long]}, 3, specs, trials)
     assert {row[3] for row in long} == {ibp_long, dense_long}
