@@ -589,6 +589,8 @@ CONTRASTS = {
 # claim runs whose splits are drawn one after another from one seed (repeated subsampling, few-shot
 # repeats), so that a run with more splits (--splits) begins with the default run's
 MORE_SPLITS = ("b_bam", "d_bm2pca")
+# claims whose --models picks what they fit (the others fit all their models)
+PICK_MODELS = ("c_rflvm_sparsity", "e_mvgp", "e_mvgp_new", "e_mvgp_graph")
 SETTINGS = {
     "full": {
         "n_splits": 10,
@@ -2022,6 +2024,13 @@ def main(argv=None):
     settings["folds"] = args.folds
     settings["models"] = args.models
     settings["per_class"] = args.per_class
+    if args.models is not None:
+        others = sorted(set(args.only or CLAIMS) - set(PICK_MODELS))
+        if others:
+            raise SystemExit(
+                f"--models: only claims {list(PICK_MODELS)} take it, not {others} (pick"
+                " claims with --only)"
+            )
     if args.splits is not None:
         others = sorted(set(args.only or CLAIMS) - set(MORE_SPLITS))
         if others or args.splits < settings["n_splits"]:

@@ -1044,3 +1044,17 @@ def test_splits_option_is_refused_for_claims_whose_splits_it_would_redraw(fideli
     with pytest.raises(SystemExit, match=r"with at least 10 splits"):
         fidelity.main(["--only", "d_bm2pca", "--splits", "5", *out])
     assert not list(tmp_path.iterdir())  # refused before anything is written
+
+
+def test_models_option_is_refused_for_claims_that_fit_all_their_models(fidelity, tmp_path):
+    """A --models list a claim would not read is refused, not silently ignored."""
+    out = ["--out", str(tmp_path / "f.tsv"), "--markdown", ""]
+    with pytest.raises(
+        SystemExit, match=r"--models: only claims .* take it, not \['a_margin_attr'\]"
+    ):
+        fidelity.main(["--only", "a_margin_attr", "e_mvgp", "--models", "PMF", *out])
+    with pytest.raises(
+        SystemExit, match=r"not \['a_bsvm_attr', .*'d_bm2pca'\] \(pick claims with --only\)"
+    ):
+        fidelity.main(["--models", "PMF", *out])  # every claim
+    assert not list(tmp_path.iterdir())  # refused before anything is written
