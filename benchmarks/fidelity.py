@@ -418,16 +418,17 @@ MODELS = {
 MODELS["c_rflvm_sparsity"] = {
     **{name: MODELS["c_rflvm_paper"][name] for name in rflvm_sparsity.PAPER_PAIR},
     **{
-        long: {
+        name: {
             **MODELS["c_rflvm_paper"][paper],
             "params": {
                 **MODELS["c_rflvm_paper"][paper]["params"],
-                **({"n_latent": rflvm_sparsity.LONG_START} if paper == "IBP RFLVM" else {}),
-                "n_iter": rflvm_sparsity.LONG_ITER,
-                "burn_in": rflvm_sparsity.LONG_ITER // 2,
+                **({"n_latent": start} if paper == "IBP RFLVM" else {}),
+                "n_iter": n_iter,
+                "burn_in": n_iter // 2,
             },
         }
-        for paper, long in zip(rflvm_sparsity.PAPER_PAIR, rflvm_sparsity.LONG_PAIR)
+        for pair, (start, n_iter) in rflvm_sparsity.CHAINS.items()
+        for paper, name in zip(rflvm_sparsity.PAPER_PAIR, pair)
     },
     "planted": {"class": "drawn mask Z"},
 }
@@ -543,9 +544,14 @@ CONTRASTS = {
     "c_rflvm_sparsity": [
         ("c_rflvm_sparsity", "IBP RFLVM", "RFLVM"),
         ("c_rflvm_sparsity", "IBP RFLVM", "planted"),
-        ("c_rflvm_sparsity", *rflvm_sparsity.LONG_PAIR),
+        *[("c_rflvm_sparsity", *pair) for pair in rflvm_sparsity.CHAINS],
         ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], "IBP RFLVM"),
-        ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], "planted"),
+        # the start at either length, then the length from either start
+        ("c_rflvm_sparsity", rflvm_sparsity.START_PAIR[0], "IBP RFLVM"),
+        ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], rflvm_sparsity.LENGTH_PAIR[0]),
+        ("c_rflvm_sparsity", rflvm_sparsity.LENGTH_PAIR[0], "IBP RFLVM"),
+        ("c_rflvm_sparsity", rflvm_sparsity.LONG_PAIR[0], rflvm_sparsity.START_PAIR[0]),
+        *[("c_rflvm_sparsity", pair[0], "planted") for pair in rflvm_sparsity.CHAINS],
     ],
     "d_bm2pca": [
         *[("d_bm2pca", "BM2PCA", rival) for rival in _D_RIVALS],
@@ -1107,7 +1113,7 @@ def claim_c_sparsity(settings, seed):
     """Claim ``c_rflvm_sparsity`` (:func:`benchmarks.rflvm_sparsity.sparsity_rows`): run
     ``c_rflvm_paper``'s two RFLVMs on planted sparse and dense latent masks, and its IBP RFLVM
     fits refitted (same trials and seeds) for the sparsity of their mask."""
-    pairs = (rflvm_sparsity.PAPER_PAIR, rflvm_sparsity.LONG_PAIR)
+    pairs = (rflvm_sparsity.PAPER_PAIR, *rflvm_sparsity.CHAINS)
     specs = {
         name: _iterations(MODELS["c_rflvm_sparsity"][name], settings["heldout_iter"])
         for pair in pairs

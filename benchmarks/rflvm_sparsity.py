@@ -18,11 +18,13 @@ latent space, the IBP's binary mask Z on X:
   drawn Z's) and on run ``c_rflvm_paper``'s trials of Wisconsin and GSE7390 (the same fits:
   the same specs, held-out entries and seeds). The dense RFLVM is the IBP RFLVM with Z fixed
   at ones and the dimension fixed, so where the fitted mask is near ones a tie is expected.
-- **Long chain** (:data:`LONG_PAIR`): the same two models on the same planted draws, held-out
-  entries and seeds, the IBP RFLVM started from :data:`LONG_START` dimensions and both run for
-  :data:`LONG_ITER` sweeps (half burn-in): whether the paper's protocol (two dimensions, 100
-  sweeps) or the model keeps the IBP RFLVM level with the dense one. ``--models`` picks the
-  pairs by their IBP model (``IBP RFLVM`` alone also refits the real cohorts' trials).
+- **Start and length** (:data:`CHAINS`): the same two models on the same planted draws,
+  held-out entries and seeds, with the IBP RFLVM started from :data:`LONG_START` dimensions,
+  with both run for :data:`LONG_ITER` sweeps (half burn-in), and with both changes
+  (:data:`LONG_PAIR`): whether the paper's protocol (two dimensions, 100 sweeps) or the model
+  keeps the IBP RFLVM level with the dense one, and which of the two settings matters.
+  ``--models`` picks the pairs by their IBP model (``IBP RFLVM`` alone also refits the real
+  cohorts' trials).
 """
 
 import numpy as np
@@ -33,10 +35,25 @@ SPARSITY_ON = 0.5  # probability that a sample uses a latent dimension (sparse k
 SPARSITY_NOISE = 0.1  # noise variance against unit signal variance per feature
 SPARSITY_KINDS = ("sparse latent", "dense latent")
 SPARSITY_DRAWS = 10  # planted draws per kind (fewer when the settings' n_planted is smaller)
-LONG_START = 8  # the long chain's starting dimensions (run c_rflvm_paper's --ibp-start 8)
-LONG_ITER = 500  # the long chain's sweeps, five times the paper's 100
+PAPER_START, PAPER_ITER = 2, 100  # run c_rflvm_paper's: the paper's section 4
+LONG_START = 8  # the later start (run c_rflvm_paper's --ibp-start 8)
+LONG_ITER = 500  # the longer chain, five times the paper's sweeps
 PAPER_PAIR = ("IBP RFLVM", "RFLVM")
 LONG_PAIR = (f"IBP RFLVM from {LONG_START}, {LONG_ITER} sweeps", f"RFLVM {LONG_ITER} sweeps")
+START_PAIR = (
+    f"IBP RFLVM from {LONG_START}, {PAPER_ITER} sweeps",
+    f"RFLVM {PAPER_ITER} sweeps, sized from {LONG_START}",
+)
+LENGTH_PAIR = (
+    f"IBP RFLVM from {PAPER_START}, {LONG_ITER} sweeps",
+    f"RFLVM {LONG_ITER} sweeps, sized from {PAPER_START}",
+)
+# the pairs beside the paper's: (IBP model, dense model) -> (IBP start, sweeps of both)
+CHAINS = {
+    START_PAIR: (LONG_START, PAPER_ITER),
+    LENGTH_PAIR: (PAPER_START, LONG_ITER),
+    LONG_PAIR: (LONG_START, LONG_ITER),
+}
 
 
 def sparse_latent_matrix(kind, rng, shape=SPARSITY_SHAPE, n_latent=SPARSITY_LATENT):
@@ -117,8 +134,8 @@ def sparsity_rows(settings, seed, specs, real_trials):
     seed : int
         Decides every planted matrix, held-out mask and planted fit.
     specs : dict
-        The specs of :data:`PAPER_PAIR` (run ``c_rflvm_paper``'s) and :data:`LONG_PAIR`; in each
-        pair the dense RFLVM gets the IBP RFLVM's instantiated count per draw.
+        The specs of :data:`PAPER_PAIR` (run ``c_rflvm_paper``'s) and of :data:`CHAINS`' pairs;
+        in each pair the dense RFLVM gets the IBP RFLVM's instantiated count per draw.
     real_trials : iterable of (cohort, Y, split, mask, state)
         Run ``c_rflvm_paper``'s trials and fit seeds: the IBP RFLVM's fitted mask there.
     """
@@ -127,7 +144,7 @@ def sparsity_rows(settings, seed, specs, real_trials):
     from omicsbayes.protocols.heldout_entries import heldout_mask
 
     wanted = settings.get("cohorts")
-    pairs = [PAPER_PAIR, LONG_PAIR]
+    pairs = [PAPER_PAIR, *CHAINS]
     if settings.get("models") is not None:
         unknown = sorted(set(settings["models"]) - {ibp for ibp, _ in pairs})
         if unknown:

@@ -50,17 +50,16 @@ def test_mask_density_counts_active_entries_per_draw(sparsity):
 
 
 def _short_specs_and_trials(sparsity):
-    """Both pairs' specs with a few sweeps (the long pair's IBP model from 3 dimensions, for 6
-    sweeps) and one real trial."""
-    short = {"n_iter": 4, "burn_in": 2, "n_random_features": 10, "verbose": False}
-    longer = {**short, "n_iter": 6, "burn_in": 3}
-    ibp_long, dense_long = sparsity.LONG_PAIR
-    specs = {
-        "IBP RFLVM": {"class": "RFLVM", "params": {"sparse": True, "n_latent": 2, **short}},
-        "RFLVM": {"class": "RFLVM", "params": {"sparse": False, **short}},
-        ibp_long: {"class": "RFLVM", "params": {"sparse": True, "n_latent": 3, **longer}},
-        dense_long: {"class": "RFLVM", "params": {"sparse": False, **longer}},
-    }
+    """Every pair's specs with a few sweeps (the paper's pair 4 sweeps from 2 dimensions, the
+    others from 3 dimensions or for 6 sweeps or both) and one real trial."""
+    specs = {}
+    for pair, (start, n_iter) in {sparsity.PAPER_PAIR: (2, 4), **sparsity.CHAINS}.items():
+        start, n_iter = (3 if start > 2 else 2), (6 if n_iter > 100 else 4)
+        short = {"n_iter": n_iter, "burn_in": n_iter // 2, "n_random_features": 10}
+        ibp, dense = pair
+        specs[ibp] = {"class": "RFLVM", "params": {"sparse": True, "n_latent": start, **short}}
+        specs[dense] = {"class": "RFLVM", "params": {"sparse": False, **short, "verbose": False}}
+        specs[ibp]["params"]["verbose"] = False
     Y = np.random.default_rng(2).standard_normal((30, 5))
     mask = np.zeros(Y.shape, bool)
     mask[::4, 1] = True
@@ -70,7 +69,6 @@ def _short_specs_and_trials(sparsity):
 def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch):
     monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (40, 6))
     specs, trials = _short_specs_and_trials(sparsity)
-    ibp_long, dense_long = sparsity.LONG_PAIR
     settings = {"n_planted": 1, "cohorts": None}
     rows = sparsity.sparsity_rows(settings, 3, specs, trials)
     again = sparsity.sparsity_rows(settings, 3, specs, trials)
@@ -82,8 +80,9 @@ def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch
         assert value[(cohort, "RFLVM", "z_density")] == 1.0
         assert 0 < value[(cohort, "IBP RFLVM", "z_density")] <= 1
         assert np.isfinite(value[(cohort, "IBP RFLVM", "heldout_loglik_per_entry")])
-        assert value[(cohort, dense_long, "n_active")] == value[(cohort, ibp_long, "n_active")]
-        assert value[(cohort, dense_long, "z_density")] == 1.0
+        for ibp, dense in sparsity.CHAINS:
+            assert value[(cohort, dense, "n_active")] == value[(cohort, ibp, "n_active")]
+            assert value[(cohort, dense, "z_density")] == 1.0
     assert value[("planted dense latent, 40 x 6", "planted", "z_density")] == 1.0
     assert value[("planted sparse latent, 40 x 6", "planted", "z_density")] < 1.0
     assert {m for c, _, m in value if c == "real"} == {
@@ -100,11 +99,12 @@ def test_models_pick_the_pairs_and_their_rows_are_a_full_runs(sparsity, monkeypa
     gives them; the real trials and the drawn mask come with the paper's pair only."""
     monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (30, 5))
     specs, trials = _short_specs_and_trials(sparsity)
-    ibp_long, dense_long = sparsity.LONG_PAIR
     settings = {"n_planted": 1, "cohorts": ["sparse"]}
     full = sparsity.sparsity_rows(settings, 3, specs, trials)
-    long = sparsity.sparsity_rows({**settings, "models": [ibp_long]}, 3, specs, trials)
-    assert {row[3] for row in long} == {ibp_long, dense_long}
-    assert long == [row for row in full if row[3] in sparsity.LONG_PAIR]
+    picked = (*sparsity.START_PAIR, *sparsity.LONG_PAIR)
+    ibps = [sparsity.LONG_PAIR[0], sparsity.START_PAIR[0]]
+    some = sparsity.sparsity_rows({**settings, "models": ibps}, 3, specs, trials)
+    assert {row[3] for row in some} == set(picked)
+    assert some == [row for row in full if row[3] in picked]
     with pytest.raises(SystemExit, match=r"--models \['RFLVM'\]"):
         sparsity.sparsity_rows({**settings, "models": ["RFLVM"]}, 3, specs, trials)
