@@ -965,8 +965,14 @@ def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity
     assert fidelity._run_in(rows, "a_pfa_long") and not fidelity._run_in(rows, "a_pfa")
 
 
-@pytest.mark.parametrize("per_class, suffix", [(None, ""), (2, ", 2 per class")])
-def test_bm2pca_claim_takes_the_papers_samples_per_class(fidelity, monkeypatch, per_class, suffix):
+@pytest.mark.parametrize(
+    "per_class, n_splits, suffix",
+    [(None, 2, ""), (2, 2, ", 2 per class"), (2, 21, ", 2 per class, 21 repeats")],
+)
+def test_bm2pca_claim_takes_the_papers_samples_per_class(
+    fidelity, monkeypatch, per_class, n_splits, suffix
+):
+    """--per-class names the protocols; so does a repeat count above the paper's 20."""
     seen = []
 
     def record(claim, cohort, X, labels, task, split_protocol, models, steps, seed, **kw):
@@ -977,7 +983,8 @@ def test_bm2pca_claim_takes_the_papers_samples_per_class(fidelity, monkeypatch, 
         )
 
     monkeypatch.setattr(fidelity, "_classification", record)
-    rows = fidelity.claim_d({"n_splits": 2, "cohorts": ["digits"], "per_class": per_class}, 0)
+    settings = {"n_splits": n_splits, "cohorts": ["digits"], "per_class": per_class}
+    rows = fidelity.claim_d(settings, 0)
     assert seen == [("few_shot", per_class or 3, "default" + suffix)]
     assert set(rows["protocol"]) == {"paper" + suffix, "default" + suffix}
     paper = rows[rows["protocol"] == "paper" + suffix]
