@@ -1044,12 +1044,18 @@ def claim_c_paper(settings, seed, run="c_rflvm_paper"):
     optimiser iterations to the chains' length); its rows carry run ``c_rflvm_paper``.
 
     ``settings["ibp_start"]`` (``--ibp-start``), when given, starts both IBP models from that
-    many dimensions instead, on the same trials and seeds; the rows' protocol says so."""
+    many dimensions instead, and ``settings["sweeps"]`` (``--sweeps``) runs every chain for that
+    many sweeps (half burn-in) instead of the paper's 100, on the same trials and seeds; the
+    rows' protocol says so (``paper, IBP models from 8, 500 sweeps``)."""
     from benchmarks.gplvm_peer import gplvm_heldout_loglik
     from omicsbayes.protocols._common import make_estimator
 
-    start_k = settings.get("ibp_start")
-    protocol = "paper" if start_k is None else f"paper, IBP models from {start_k}"
+    start_k, sweeps = settings.get("ibp_start"), settings.get("sweeps")
+    protocol = ", ".join(
+        ["paper"]
+        + ([f"IBP models from {start_k}"] if start_k is not None else [])
+        + ([f"{sweeps} sweeps"] if sweeps is not None else [])
+    )
     models = {"IBP RFLVM": MODELS["c_rflvm_paper"]["IBP RFLVM"], **MODELS[run]}
     rows = []
     for cohort, Y, split, mask in _paper002_trials(settings, seed):
@@ -1063,7 +1069,7 @@ def claim_c_paper(settings, seed, run="c_rflvm_paper"):
                 total = gplvm_heldout_loglik(Y, mask, n_active, random_state=state, **params)
                 dimensions = n_active
             else:
-                spec = _iterations(spec, settings["heldout_iter"])
+                spec = _iterations(spec, sweeps or settings["heldout_iter"])
                 if name == "RFLVM":
                     spec = {**spec, "params": {**spec["params"], "n_latent": n_active}}
                 elif start_k is not None:
@@ -1950,6 +1956,13 @@ def main(argv=None):
         help="c_rflvm_paper: start both IBP models from K dimensions (not the paper's 2)",
     )
     parser.add_argument(
+        "--sweeps",
+        type=int,
+        metavar="N",
+        help="c_rflvm_paper: run every model's chain for N sweeps, half burn-in (not the paper's"
+        " 100)",
+    )
+    parser.add_argument(
         "--folds",
         nargs="+",
         type=int,
@@ -2032,9 +2045,17 @@ def main(argv=None):
         return 0
     settings = {**SETTINGS["quick" if args.quick else "full"], "cohorts": args.cohorts}
     settings["ibp_start"] = args.ibp_start
+    settings["sweeps"] = args.sweeps
     settings["folds"] = args.folds
     settings["models"] = args.models
     settings["per_class"] = args.per_class
+    for option, value in (("--ibp-start", args.ibp_start), ("--sweeps", args.sweeps)):
+        others = sorted(set(args.only or CLAIMS) - {"c_rflvm_paper"})
+        if value is not None and (others or value < 1):
+            raise SystemExit(
+                f"{option} {value}: only claim run c_rflvm_paper takes it, with a positive"
+                f" count; --only has {others or args.only}"
+            )
     if args.models is not None:
         others = sorted(set(args.only or CLAIMS) - set(PICK_MODELS))
         if others:

@@ -645,6 +645,12 @@ def test_rflvm_paper_protocol_standardises_without_log_and_sizes_the_dense_model
     (ibp_spec, _, ibp), (dense_spec, _, _), (linear_spec, _, _) = fits
     assert ibp_spec["params"]["n_latent"] == linear_spec["params"]["n_init_features"] == 3
     assert dense_spec["params"]["n_latent"] == ibp.n_active_[-1]
+    fits.clear()
+    longer = fidelity.claim_c_paper({**settings, "sweeps": 6}, seed=1)
+    assert set(longer["protocol"]) == {"paper, IBP models from 3, 6 sweeps"}
+    for spec, _, _ in fits:
+        assert (spec["params"]["n_iter"], spec["params"]["burn_in"]) == (6, 3)
+    assert fits[0][0]["params"]["n_latent"] == 3
 
 
 def test_gplvm_run_fits_the_gplvm_at_the_ibp_rflvms_dimension_on_the_paper_trials(
@@ -1051,6 +1057,18 @@ def test_splits_option_is_refused_for_claims_whose_splits_it_would_redraw(fideli
     with pytest.raises(SystemExit, match=r"with at least 10 splits"):
         fidelity.main(["--only", "d_bm2pca", "--splits", "5", *out])
     assert not list(tmp_path.iterdir())  # refused before anything is written
+
+
+@pytest.mark.parametrize("option", ["--ibp-start", "--sweeps"])
+def test_chain_options_are_refused_outside_the_paper_002_run(fidelity, tmp_path, option):
+    """--ibp-start and --sweeps change run c_rflvm_paper's chains only: any other claim, or a
+    count below one, is refused before anything is fitted or written."""
+    out = ["--out", str(tmp_path / "f.tsv"), "--markdown", ""]
+    with pytest.raises(SystemExit, match=rf"{option} 8: only claim run c_rflvm_paper.*'c_rflvm'"):
+        fidelity.main(["--only", "c_rflvm", "c_rflvm_paper", option, "8", *out])
+    with pytest.raises(SystemExit, match=rf"{option} 0: only claim run c_rflvm_paper"):
+        fidelity.main(["--only", "c_rflvm_paper", option, "0", *out])
+    assert not list(tmp_path.iterdir())
 
 
 def test_models_option_is_refused_for_claims_that_fit_all_their_models(fidelity, tmp_path):
