@@ -78,9 +78,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     cohort (:mod:`benchmarks.rflvm_attribution`).
 ``c_rflvm_sparsity``
     Why IBP RFLVM ties the dense RFLVM: the two on planted matrices of Wisconsin's size with a
-    sparse and a dense latent mask, fitted as run ``c_rflvm_paper`` fits them and with a longer
-    chain, and the sparsity of the IBP RFLVM's fitted mask on run ``c_rflvm_paper``'s trials
-    (:mod:`benchmarks.rflvm_sparsity`).
+    sparse and a dense latent mask, fitted as run ``c_rflvm_paper`` fits them, from more
+    starting dimensions, with a longer chain and with both, and the sparsity of the IBP
+    RFLVM's fitted mask on run ``c_rflvm_paper``'s trials (:mod:`benchmarks.rflvm_sparsity`).
 ``d_bm2pca``
     Paper 003: BM2PCA beats PCA+SVM and LDA+SVM few-shot; the transductive PCA+SVM (the paper's)
     and LDA with shrinkage attribute the baselines' weakness.
