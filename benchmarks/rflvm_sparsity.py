@@ -23,8 +23,9 @@ latent space, the IBP's binary mask Z on X:
   with both run for :data:`LONG_ITER` sweeps (half burn-in), and with both changes
   (:data:`LONG_PAIR`): whether the paper's protocol (two dimensions, 100 sweeps) or the model
   keeps the IBP RFLVM level with the dense one, and which of the two settings matters.
-  ``--models`` picks the pairs by their IBP model (``IBP RFLVM`` alone also refits the real
-  cohorts' trials).
+  ``--models`` picks the pairs by their IBP model; each picked IBP model is refitted on the
+  real cohorts' trials too (the long pair's reproduces run ``c_rflvm_paper``'s fits with
+  ``--ibp-start 8 --sweeps 500``).
 """
 
 import numpy as np
@@ -137,7 +138,7 @@ def sparsity_rows(settings, seed, specs, real_trials):
         The specs of :data:`PAPER_PAIR` (run ``c_rflvm_paper``'s) and of :data:`CHAINS`' pairs;
         in each pair the dense RFLVM gets the IBP RFLVM's instantiated count per draw.
     real_trials : iterable of (cohort, Y, split, mask, state)
-        Run ``c_rflvm_paper``'s trials and fit seeds: the IBP RFLVM's fitted mask there.
+        Run ``c_rflvm_paper``'s trials and fit seeds: each picked IBP model's fitted mask there.
     """
     from omicsbayes._seed import derive_seed
     from omicsbayes.evaluate.splitters import heldout_entry_splits
@@ -188,14 +189,13 @@ def sparsity_rows(settings, seed, specs, real_trials):
                 )
             if PAPER_PAIR in pairs:
                 add("paper", cohort, "planted", draw, {"z_density": float(Z.mean())})
-    if PAPER_PAIR not in pairs:
-        return rows
     for cohort, Y, split, mask, state in real_trials:
-        ibp = _fit(specs["IBP RFLVM"], Y, mask, state)
-        add("paper", cohort, "IBP RFLVM", split, ibp)
-        print(
-            f"  c_rflvm_sparsity {cohort} trial {split}: IBP RFLVM Z density"
-            f" {ibp['z_density']:.3f} ({ibp['n_active']} dims)",
-            flush=True,
-        )
+        for ibp_name, _ in pairs:
+            ibp = _fit(specs[ibp_name], Y, mask, state)
+            add("paper", cohort, ibp_name, split, ibp)
+            print(
+                f"  c_rflvm_sparsity {cohort} trial {split}: {ibp_name} Z density"
+                f" {ibp['z_density']:.3f} ({ibp['n_active']} dims)",
+                flush=True,
+            )
     return rows

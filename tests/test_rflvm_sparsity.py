@@ -56,10 +56,10 @@ def _short_specs_and_trials(sparsity):
     for pair, (start, n_iter) in {sparsity.PAPER_PAIR: (2, 4), **sparsity.CHAINS}.items():
         start, n_iter = (3 if start > 2 else 2), (6 if n_iter > 100 else 4)
         short = {"n_iter": n_iter, "burn_in": n_iter // 2, "n_random_features": 10}
+        short["verbose"] = False
         ibp, dense = pair
         specs[ibp] = {"class": "RFLVM", "params": {"sparse": True, "n_latent": start, **short}}
-        specs[dense] = {"class": "RFLVM", "params": {"sparse": False, **short, "verbose": False}}
-        specs[ibp]["params"]["verbose"] = False
+        specs[dense] = {"class": "RFLVM", "params": {"sparse": False, **short}}
     Y = np.random.default_rng(2).standard_normal((30, 5))
     mask = np.zeros(Y.shape, bool)
     mask[::4, 1] = True
@@ -96,7 +96,7 @@ def test_sparsity_rows_fit_both_rflvms_and_the_real_trials(sparsity, monkeypatch
 
 def test_models_pick_the_pairs_and_their_rows_are_a_full_runs(sparsity, monkeypatch):
     """``--models`` names IBP models: their pairs are fitted alone, with the rows a full run
-    gives them; the real trials and the drawn mask come with the paper's pair only."""
+    gives them, the real trials' refits of their IBP models included."""
     monkeypatch.setattr(sparsity, "SPARSITY_SHAPE", (30, 5))
     specs, trials = _short_specs_and_trials(sparsity)
     settings = {"n_planted": 1, "cohorts": ["sparse"]}
@@ -105,6 +105,7 @@ def test_models_pick_the_pairs_and_their_rows_are_a_full_runs(sparsity, monkeypa
     ibps = [sparsity.LONG_PAIR[0], sparsity.START_PAIR[0]]
     some = sparsity.sparsity_rows({**settings, "models": ibps}, 3, specs, trials)
     assert {row[3] for row in some} == set(picked)
+    assert {row[3] for row in some if row[2] == "real"} == set(ibps)
     assert some == [row for row in full if row[3] in picked]
     with pytest.raises(SystemExit, match=r"--models \['RFLVM'\]"):
         sparsity.sparsity_rows({**settings, "models": ["RFLVM"]}, 3, specs, trials)
