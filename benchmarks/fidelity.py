@@ -49,7 +49,9 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     ``a_rank`` (``a_rank_paper``), whose claim they carry, so they pair with its rows.
 ``a_pfa_long`` (run of :mod:`benchmarks.pfa_convergence`, rows of run ``a_rank``)
     Whether ``a_pfa``'s rival is under-fitted: PFA-L-BSVM with a five times longer Gibbs chain
-    against its default chain on GSE7390 grade, with the chains' R-hat and bulk ESS.
+    against its default chain on GSE7390 grade, with the chains' R-hat and bulk ESS, and the
+    long chain on the intensities divided by 16 and by 256 (whether the size of the counts keeps
+    the chain from converging).
 ``a_vb``
     Paper 000's deterministic VB (``inference="vb_deterministic"``) against the estimator's
     Monte Carlo q(w) (``"vb"``), R-L-BSVM on intensities and G-L-BSVM on logs: held-out AUROC,
@@ -489,6 +491,10 @@ CONTRASTS = {
         *_PFA_CONTRASTS,
         *[("a_pfa", winner, _PFA_LONG) for _, winner, _ in _PFA_CONTRASTS],
         ("a_pfa_long", _PFA_LONG, "PFA-L-BSVM 200 sweeps/intensity"),
+        *[
+            ("a_pfa_long", f"{_PFA_LONG}/{divisor}", _PFA_LONG)
+            for divisor in pfa_convergence.COUNT_DIVISORS
+        ],
         *[
             ("a_margin", name, "OR-L-BSVM/intensity")
             for name in MODELS["a_margin_attr"]

@@ -934,8 +934,9 @@ def test_margin_attribution_refits_run_a_rank_on_its_gse7390_splits(fidelity, mo
 
 def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity, monkeypatch):
     """Run a_pfa_long: the default chain repeats run a_pfa's AUROC split by split (same splits
-    and fit seeds), every chain reports its R-hat and bulk ESS, and the long chain pairs with the
-    default one and with R-L-BSVM under claim a_rank."""
+    and fit seeds), every chain reports its R-hat and bulk ESS, the long chain pairs with the
+    default one and with R-L-BSVM under claim a_rank, and the long chains on divided
+    intensities are fits of the divided intensities that pair with the long chain."""
     from benchmarks import pfa_convergence
 
     rng = np.random.default_rng(1)
@@ -947,13 +948,26 @@ def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity
     monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
     short = {"class": "PFAClassifier", "params": {"n_factors": 2, "n_iter": 16, "verbose": False}}
     long = {**short, "params": {**short["params"], "n_iter": 32}}
-    default, longer = list(fidelity.MODELS["a_pfa_long"])
-    monkeypatch.setitem(fidelity.MODELS, "a_pfa_long", {default: short, longer: long})
+    default, longer, *divided = list(fidelity.MODELS["a_pfa_long"])
+    assert [pfa_convergence.count_divisor(name) for name in divided] == [16, 256]
+    assert pfa_convergence.count_divisor(longer) == 1
+    specs = {default: short, longer: long} | dict.fromkeys(divided, long)
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa_long", specs)
     monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": short})
     settings = {"n_splits": 2, "cohorts": None}
     rows = fidelity.claim_a_pfa_long(settings, 0)
     assert set(rows["cohort"]) == {cohort} and set(rows["claim"]) == {"a_rank"}
-    assert set(rows["metric"]) == {"auroc", "r_hat", "ess_bulk"} and len(rows) == 2 * 2 * 3
+    assert set(rows["metric"]) == {"auroc", "r_hat", "ess_bulk"} and len(rows) == 4 * 2 * 3
+    # the chain on intensities / 16 is run a_pfa's fit of those intensities, split by split
+    logs, inverse, *task = tasks[cohort]
+    sixteenth = (logs, lambda x: inverse(x) / 16, *task)
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: {cohort: sixteenth})
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": long})
+    scaled = fidelity.claim_a_pfa(settings, 0).set_index("split")["value"]
+    mine = rows[(rows["model"] == divided[0]) & (rows["metric"] == "auroc")].set_index("split")
+    pd.testing.assert_series_equal(mine["value"], scaled)
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": short})
     assert rows.loc[rows["metric"] == "r_hat", "value"].ge(0.9).all()
     pfa = fidelity.claim_a_pfa(settings, 0)
     pfa = pfa[pfa["cohort"] == cohort].set_index("split")["value"]
@@ -965,9 +979,11 @@ def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity
     )  # fmt: skip
     table = fidelity.summarize(pd.concat([rows, rank[fidelity.SPLIT_COLUMNS]]))
     paired = table[table["rival"].notna()]
-    assert {("a_pfa", "R-L-BSVM/intensity", longer), ("a_pfa_long", longer, default)} <= set(
-        zip(paired["claim"], paired["model"], paired["rival"])
-    )
+    assert {
+        ("a_pfa", "R-L-BSVM/intensity", longer),
+        ("a_pfa_long", longer, default),
+        *[("a_pfa_long", name, longer) for name in divided],
+    } <= set(zip(paired["claim"], paired["model"], paired["rival"]))
     assert fidelity._run_in(rows, "a_pfa_long") and not fidelity._run_in(rows, "a_pfa")
 
 
