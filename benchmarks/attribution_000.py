@@ -8,7 +8,9 @@ mechanism needs. The real-cohort fits are those of runs ``a_rank`` (``default`` 
 splits, fit seeds and specs) and ``a_rank_paper`` (``paper`` rows), so the diagnostics describe
 the fits whose AUROC the fidelity table reports. One seed decides every planted cohort, split
 and fit; nothing is tuned per cohort. Run ``a_bsvm_grade_attr`` (:func:`real_flips_runs`)
-plants far-side label flips in the training labels of the real cohorts themselves.
+plants far-side label flips in the training labels of the real cohorts themselves. Run
+``a_bsvm_link_attr`` (:func:`link_attr_runs`) splits the OR-L pair's held-out AUROC into the
+factor scores and the label link.
 
 Planted cohorts (:func:`planted_flips`, :func:`planted_subtypes`): ``n_samples`` scores ``z``,
 ``n_genes`` genes ``x = A z + noise`` (the ``log`` scale; the rank likelihoods see ``2**x``),
@@ -99,6 +101,25 @@ GRADE_ATTR_PAIRS = [
     *OVERLAP_PAIRS,
     tuple(name.replace("/", FLIPPED + "/") for name in OVERLAP_PAIRS[0]),
     *[(name.replace("/", FLIPPED + "/"), name) for name in OVERLAP_PAIRS[0]],
+]
+# run a_bsvm_link_attr: each OR-L model's label-free scores read out by each link refitted alone
+LINK_READOUTS = {"BSVM": "BSVM/z", "probit": "probit/z"}  # link -> its BSVM_PLANTED model
+
+
+def readout_name(model, link):
+    """The model name of ``link`` refitted on the label-free scores of OR-L model ``model``."""
+    return f"{model.split('/')[0]} scores + {link}/intensity"
+
+
+_OR_BSVM, _OR_PROBIT = OVERLAP_PAIRS[0]
+LINK_ATTR_PAIRS = [
+    # the link on fixed scores
+    *[(readout_name(m, "BSVM"), readout_name(m, "probit")) for m in OVERLAP_PAIRS[0]],
+    # the scores under one link
+    *[(readout_name(_OR_BSVM, link), readout_name(_OR_PROBIT, link)) for link in LINK_READOUTS],
+    # the joint fit against its own link refitted on its label-free scores
+    (_OR_BSVM, readout_name(_OR_BSVM, "BSVM")),
+    (_OR_PROBIT, readout_name(_OR_PROBIT, "probit")),
 ]
 NONLINEAR_PAIRS = [
     ("R-NL-BSVM/intensity", "R-L-BSVM/intensity"),
@@ -486,4 +507,42 @@ def _real_flips(tasks, rank_models, settings, seed):
                 metrics["auroc"] = auroc(y[test], model.decision_function(X[test]))
                 rows += [("a_bsvm_grade_attr", "default", cohort, name, m, split, v)
                          for m, v in metrics.items()]  # fmt: skip
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def link_attr_runs(tasks, rank_models, settings, seed):
+    """Run ``a_bsvm_link_attr``: where the OR-L pair's difference lies, in the factor scores or
+    in the label link.
+
+    On run ``a_rank``'s splits of each of ``tasks`` (its split and fit seeds), run ``a_rank``'s
+    OR-L pair (``rank_models["a_rank"]``) is fitted as run ``a_rank`` fits it (the same held-out
+    AUROC). Each fit's label-free scores (``transform``: the posterior mean scores given the
+    training ranks alone) of the training and the test samples are then read out by each link
+    of :data:`LINK_READOUTS` fitted alone on the training scores and labels (the factor model's
+    label block, and the Bayesian probit regression with margin 0), with the same fit seed:
+    held-out AUROC per readout (:func:`readout_name`). :data:`LINK_ATTR_PAIRS` contrasts the
+    links on the same scores, the two models' scores under the same link, and each joint fit
+    against its own link refitted on its scores."""
+    specs = {name: rank_models["a_rank"][name] for name in OVERLAP_PAIRS[0]}
+    rows = []
+    for cohort, (logs, inverse, labels, positive) in tasks.items():
+        splits, y, tags = rank_run_splits(
+            "a_rank", labels, positive, settings["n_splits"], seed, cohort
+        )
+        X = inverse(logs)
+        for split, table in splits.groupby("split"):
+            train = table.loc[table["role"] == "train", "sample"].to_numpy()
+            test = table.loc[table["role"] == "test", "sample"].to_numpy()
+            state = derive_seed(*tags, split)
+            aurocs = {}
+            for name, spec in specs.items():
+                model = _estimator(spec, state).fit(X[train], y[train])
+                aurocs[name] = auroc(y[test], model.decision_function(X[test]))
+                scores_train, scores_test = model.transform(X[train]), model.transform(X[test])
+                for link, planted in LINK_READOUTS.items():
+                    readout = _estimator(BSVM_PLANTED[planted], state).fit(scores_train, y[train])
+                    decision = readout.decision_function(scores_test)
+                    aurocs[readout_name(name, link)] = auroc(y[test], decision)
+            rows += [("a_bsvm_link_attr", "default", cohort, name, "auroc", split, value)
+                     for name, value in aurocs.items()]  # fmt: skip
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)

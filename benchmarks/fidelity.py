@@ -36,6 +36,11 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     on ``a_bsvm_attr``'s planted flips drawn anew per split, and run ``a_rank``'s OR-L pair on
     its GSE7390 splits fitted to the training labels as given and with a tenth of them flipped
     on the far side of the pair's rule (test labels as given).
+``a_bsvm_link_attr`` (run of :mod:`benchmarks.attribution_000`)
+    Where the OR-L pair's difference in ``a_bsvm`` lies: run ``a_rank``'s OR-L fits on paper
+    000's cohorts, and each fit's label-free factor scores read out by the Bayesian SVM and by
+    the Bayesian probit regression refitted alone (the links on the same scores, the two
+    models' scores under the same link, each joint fit against its link refitted).
 ``a_margin_attr`` (rows of run ``a_rank``)
     Why ``a_margin`` fails on GSE7390 ER: R-L-BSVM with wider margins than the paper's
     ``epsilon = 0.05`` (section 2), in the printed form (``maxmargin_form="exact"``), and
@@ -336,6 +341,15 @@ MODELS = {
         for suffix in ("/", attribution_000.FLIPPED + "/")
     }
     | {name: attribution_000.BSVM_PLANTED[name] for name in attribution_000.OVERLAP_PAIRS[1]},
+    "a_bsvm_link_attr": {  # run a_rank's OR-L pair, and each link refitted on its scores
+        name: {"class": "RankFactorClassifier", "variant": name.split("/")[0]}
+        for name in attribution_000.OVERLAP_PAIRS[0]
+    }
+    | {
+        attribution_000.readout_name(name, link): attribution_000.BSVM_PLANTED[planted]
+        for name in attribution_000.OVERLAP_PAIRS[0]
+        for link, planted in attribution_000.LINK_READOUTS.items()
+    },
     # the planted models, and the project-VB pair it refits on run a_rank_paper's folds
     "a_nonlinear_attr": attribution_000.NONLINEAR_PLANTED
     | {
@@ -518,6 +532,7 @@ CONTRASTS = {
     "a_bsvm_attr": [("a_bsvm", *pair) for pair in attribution_000.BSVM_PAIRS],
     "a_bsvm_overlap": [("a_bsvm", *pair) for pair in attribution_000.OVERLAP_PAIRS],
     "a_bsvm_grade_attr": [("a_bsvm", *pair) for pair in attribution_000.GRADE_ATTR_PAIRS],
+    "a_bsvm_link_attr": [("a_bsvm", *pair) for pair in attribution_000.LINK_ATTR_PAIRS],
     "a_nonlinear_attr": [("a_nonlinear", *pair) for pair in attribution_000.NONLINEAR_PAIRS],
     "b_bam": [
         ("b_bam", "BAM_L", "BPROBIT"),
@@ -877,6 +892,14 @@ def claim_a_bsvm_overlap(settings, seed):
     fits."""
     tasks = _chosen(settings, _paper000_tasks())
     return attribution_000.overlap_runs(tasks, MODELS, settings, seed)
+
+
+def claim_a_bsvm_link_attr(settings, seed):
+    """Where the OR-L pair's difference in claim ``a_bsvm`` lies, the factor scores or the link
+    (:func:`benchmarks.attribution_000.link_attr_runs`), on paper 000's cohorts and run
+    ``a_rank``'s splits and fits."""
+    tasks = _chosen(settings, _paper000_tasks())
+    return attribution_000.link_attr_runs(tasks, MODELS, settings, seed)
 
 
 def claim_a_bsvm_grade_attr(settings, seed):
@@ -1403,6 +1426,7 @@ CLAIMS = {
     "a_bsvm_attr": claim_a_bsvm_attr,
     "a_bsvm_overlap": claim_a_bsvm_overlap,
     "a_bsvm_grade_attr": claim_a_bsvm_grade_attr,
+    "a_bsvm_link_attr": claim_a_bsvm_link_attr,
     "a_margin_attr": claim_a_margin_attr,
     "a_nonlinear_attr": claim_a_nonlinear_attr,
     "b_bam": claim_b,

@@ -270,3 +270,48 @@ def test_grade_attr_lists_run_a_ranks_or_l_pair(modules):
     for name in attr.OVERLAP_PAIRS[0]:
         assert models[name] == fidelity.MODELS["a_rank"][name]
         assert models[name.replace("/", attr.FLIPPED + "/")] == fidelity.MODELS["a_rank"][name]
+
+
+def test_link_attr_refits_run_a_rank_and_reads_its_scores_out_by_each_link(modules, monkeypatch):
+    """On a tiny cohort: the OR-L fits are run a_rank's (same held-out AUROC split by split),
+    and each readout is its link fitted alone on the fit's label-free training scores, scored on
+    the label-free test scores; every contrast pairs under claim a_bsvm."""
+    fidelity, attr = modules
+    rng = np.random.default_rng(0)
+    labels = pd.Series(np.repeat(["pos", "mid", "neg"], 10))
+    logs = rng.normal(size=(30, 5)) + 1.5 * (labels == "pos").to_numpy()[:, None]
+    tasks = {"toy": (logs, np.exp2, labels, ["pos"])}
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
+    quick = {"n_factors": 2, "max_iter": 12, "verbose": False}
+    fast = {
+        name: {**spec, "params": {**spec.get("params", {}), **quick}}
+        for name, spec in fidelity.MODELS["a_rank"].items()
+        if name.startswith("OR-L")
+    }
+    monkeypatch.setitem(fidelity.MODELS, "a_rank", {**fidelity.MODELS["a_rank"], **fast})
+    settings = {"n_splits": 2, "cohorts": None}
+    rows = fidelity.claim_a_bsvm_link_attr(settings, 5)
+    assert list(rows.columns) == fidelity.SPLIT_COLUMNS
+    assert set(rows["claim"]) == {"a_bsvm_link_attr"} and set(rows["metric"]) == {"auroc"}
+    assert set(rows["model"]) == set(fidelity.MODELS["a_bsvm_link_attr"]) and len(rows) == 2 * 6
+    ours = rows.set_index(["model", "split"])["value"]
+    table = fidelity.claim_a(settings, 5, "a_rank")
+    theirs = table[table["model"].isin(attr.OVERLAP_PAIRS[0])]
+    theirs = theirs.set_index(["model", "split"])["value"]
+    pd.testing.assert_series_equal(
+        ours.loc[list(attr.OVERLAP_PAIRS[0])].sort_index(), theirs.sort_index(), check_names=False
+    )
+    splits, y, tags = attr.rank_run_splits("a_rank", labels, ["pos"], 2, 5, "toy")
+    part = splits[splits["split"] == 1]
+    train = part.loc[part["role"] == "train", "sample"].to_numpy()
+    test = part.loc[part["role"] == "test", "sample"].to_numpy()
+    state = fidelity.derive_seed(*tags, 1)
+    X = np.exp2(logs)
+    model = attr._estimator(fast["OR-L-Probit/intensity"], state).fit(X[train], y[train])
+    probit = attr._estimator(attr.BSVM_PLANTED["probit/z"], state)
+    probit.fit(model.transform(X[train]), y[train])
+    expected = attr.auroc(y[test], probit.decision_function(model.transform(X[test])))
+    assert ours.loc[(attr.readout_name("OR-L-Probit/intensity", "probit"), 1)] == expected
+    paired = fidelity.summarize(rows)
+    contrasts = paired[paired["rival"].notna()]
+    assert set(contrasts["claim"]) == {"a_bsvm"} and len(contrasts) == len(attr.LINK_ATTR_PAIRS)

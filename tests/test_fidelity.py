@@ -157,8 +157,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
     assert "not results" in text
     assert (
         "Claim runs not in this table: a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long,"
-        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_margin_attr, a_nonlinear_attr,"
-        " b_bam,"
+        " a_vb, a_bsvm_attr, a_bsvm_overlap, a_bsvm_grade_attr, a_bsvm_link_attr, a_margin_attr,"
+        " a_nonlinear_attr, b_bam,"
         " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
         " e_mvgp_new, e_mvgp_graph." in text
@@ -581,7 +581,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
     assert "not results" in text  # one of the runs was a smoke run
     missing = (
         "a_rank, a_rank_paper, a_pfa, a_pfa_paper, a_pfa_long, a_vb, a_bsvm_attr, a_bsvm_overlap,"
-        " a_bsvm_grade_attr, a_margin_attr, a_nonlinear_attr, b_bam_attr, c_rflvm, c_rflvm_paper,"
+        " a_bsvm_grade_attr, a_bsvm_link_attr, a_margin_attr, a_nonlinear_attr, b_bam_attr,"
+        " c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
         " e_mvgp_new, e_mvgp_graph"
