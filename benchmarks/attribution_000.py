@@ -7,7 +7,7 @@ the implementation is right, and on paper 000's real cohorts, where it measures 
 mechanism needs. The real-cohort fits are those of runs ``a_rank`` (``default`` rows: its
 splits, fit seeds and specs) and ``a_rank_paper`` (``paper`` rows), so the diagnostics describe
 the fits whose AUROC the fidelity table reports. One seed decides every planted cohort, split
-and fit; nothing is tuned per cohort. Run ``a_bsvm_grade_attr`` (:func:`real_flips_runs`)
+and fit; nothing is tuned per cohort. Run ``a_bsvm_grade_attr`` (:func:`grade_attr_runs`)
 plants far-side label flips in the training labels of the real cohorts themselves. Run
 ``a_bsvm_link_attr`` (:func:`link_attr_runs`) splits the OR-L pair's held-out AUROC into the
 factor scores and the label link.

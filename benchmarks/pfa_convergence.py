@@ -72,11 +72,11 @@ def long_chain_runs(tasks, models, settings, seed):
             n_splits=settings["n_splits"],
         )
         for name, spec in models.items():
+            scaled = X / count_divisor(name)
             for split, table in splits.groupby("split"):
                 train = table.loc[table["role"] == "train", "sample"].to_numpy()
                 test = table.loc[table["role"] == "test", "sample"].to_numpy()
                 fit = make_estimator(spec, derive_seed(seed, RUN, cohort, split))
-                scaled = X / count_divisor(name)
                 fit.fit(scaled[train], y[train].astype(int))
                 r_hat, ess_bulk = chain_diagnostics(fit.idata_)
                 values = {

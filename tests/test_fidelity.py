@@ -959,16 +959,6 @@ def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity
     rows = fidelity.claim_a_pfa_long(settings, 0)
     assert set(rows["cohort"]) == {cohort} and set(rows["claim"]) == {"a_rank"}
     assert set(rows["metric"]) == {"auroc", "r_hat", "ess_bulk"} and len(rows) == 4 * 2 * 3
-    # the chain on intensities / 16 is run a_pfa's fit of those intensities, split by split
-    logs, inverse, *task = tasks[cohort]
-    sixteenth = (logs, lambda x: inverse(x) / 16, *task)
-    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: {cohort: sixteenth})
-    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": long})
-    scaled = fidelity.claim_a_pfa(settings, 0).set_index("split")["value"]
-    mine = rows[(rows["model"] == divided[0]) & (rows["metric"] == "auroc")].set_index("split")
-    pd.testing.assert_series_equal(mine["value"], scaled)
-    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
-    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": short})
     assert rows.loc[rows["metric"] == "r_hat", "value"].ge(0.9).all()
     pfa = fidelity.claim_a_pfa(settings, 0)
     pfa = pfa[pfa["cohort"] == cohort].set_index("split")["value"]
@@ -986,6 +976,14 @@ def test_pfa_long_chain_refits_run_a_pfa_on_its_splits_with_diagnostics(fidelity
         *[("a_pfa_long", name, longer) for name in divided],
     } <= set(zip(paired["claim"], paired["model"], paired["rival"]))
     assert fidelity._run_in(rows, "a_pfa_long") and not fidelity._run_in(rows, "a_pfa")
+    # the chain on intensities / 16 is run a_pfa's fit of those intensities, split by split
+    logs, inverse, *task = tasks[cohort]
+    sixteenth = (logs, lambda x: inverse(x) / 16, *task)
+    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: {cohort: sixteenth})
+    monkeypatch.setitem(fidelity.MODELS, "a_pfa", {"PFA-L-BSVM/intensity": long})
+    scaled = fidelity.claim_a_pfa(settings, 0).set_index("split")["value"]
+    mine = rows[(rows["model"] == divided[0]) & (rows["metric"] == "auroc")].set_index("split")
+    pd.testing.assert_series_equal(mine["value"], scaled)
 
 
 @pytest.mark.parametrize(
