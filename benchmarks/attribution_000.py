@@ -477,10 +477,9 @@ def _flip_draws(settings, seed):
     return pd.concat(out, ignore_index=True)
 
 
-def _real_flips(tasks, rank_models, settings, seed):
-    """The real-cohort rows of :func:`grade_attr_runs`."""
-    specs = {name: rank_models["a_rank"][name] for name in OVERLAP_PAIRS[0]}
-    rows = []
+def _a_rank_trials(tasks, settings, seed):
+    """Run ``a_rank``'s trials of ``tasks`` (:func:`benchmarks.fidelity._paper000_tasks`):
+    ``cohort, X (the intensities), y (0/1), split, train, test, fit seed`` per split."""
     for cohort, (logs, inverse, labels, positive) in tasks.items():
         splits, y, tags = rank_run_splits(
             "a_rank", labels, positive, settings["n_splits"], seed, cohort
@@ -489,24 +488,31 @@ def _real_flips(tasks, rank_models, settings, seed):
         for split, table in splits.groupby("split"):
             train = table.loc[table["role"] == "train", "sample"].to_numpy()
             test = table.loc[table["role"] == "test", "sample"].to_numpy()
-            state = derive_seed(*tags, split)
-            fits = {
-                name: (_estimator(spec, state).fit(X[train], y[train]), y[train])
-                for name, spec in specs.items()
-            }
-            rule = np.mean(
-                [stats.zscore(model.decision_function(X[train])) for model, _ in fits.values()],
-                axis=0,
-            )
-            y_flipped = far_side_flips(rule, y[train], FLIP_FRACTION)
-            for name, spec in specs.items():
-                flipped = _estimator(spec, state).fit(X[train], y_flipped)
-                fits[name.replace("/", FLIPPED + "/")] = (flipped, y_flipped)
-            for name, (model, seen) in fits.items():
-                metrics = _fit_metrics(model, X[train], seen, depth=True)
-                metrics["auroc"] = auroc(y[test], model.decision_function(X[test]))
-                rows += [("a_bsvm_grade_attr", "default", cohort, name, m, split, v)
-                         for m, v in metrics.items()]  # fmt: skip
+            yield cohort, X, y, split, train, test, derive_seed(*tags, split)
+
+
+def _real_flips(tasks, rank_models, settings, seed):
+    """The real-cohort rows of :func:`grade_attr_runs`."""
+    specs = {name: rank_models["a_rank"][name] for name in OVERLAP_PAIRS[0]}
+    rows = []
+    for cohort, X, y, split, train, test, state in _a_rank_trials(tasks, settings, seed):
+        fits = {
+            name: (_estimator(spec, state).fit(X[train], y[train]), y[train])
+            for name, spec in specs.items()
+        }
+        rule = np.mean(
+            [stats.zscore(model.decision_function(X[train])) for model, _ in fits.values()],
+            axis=0,
+        )
+        y_flipped = far_side_flips(rule, y[train], FLIP_FRACTION)
+        for name, spec in specs.items():
+            flipped = _estimator(spec, state).fit(X[train], y_flipped)
+            fits[name.replace("/", FLIPPED + "/")] = (flipped, y_flipped)
+        for name, (model, seen) in fits.items():
+            metrics = _fit_metrics(model, X[train], seen, depth=True)
+            metrics["auroc"] = auroc(y[test], model.decision_function(X[test]))
+            rows += [("a_bsvm_grade_attr", "default", cohort, name, m, split, v)
+                     for m, v in metrics.items()]  # fmt: skip
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 
@@ -525,24 +531,16 @@ def link_attr_runs(tasks, rank_models, settings, seed):
     against its own link refitted on its scores."""
     specs = {name: rank_models["a_rank"][name] for name in OVERLAP_PAIRS[0]}
     rows = []
-    for cohort, (logs, inverse, labels, positive) in tasks.items():
-        splits, y, tags = rank_run_splits(
-            "a_rank", labels, positive, settings["n_splits"], seed, cohort
-        )
-        X = inverse(logs)
-        for split, table in splits.groupby("split"):
-            train = table.loc[table["role"] == "train", "sample"].to_numpy()
-            test = table.loc[table["role"] == "test", "sample"].to_numpy()
-            state = derive_seed(*tags, split)
-            aurocs = {}
-            for name, spec in specs.items():
-                model = _estimator(spec, state).fit(X[train], y[train])
-                aurocs[name] = auroc(y[test], model.decision_function(X[test]))
-                scores_train, scores_test = model.transform(X[train]), model.transform(X[test])
-                for link, planted in LINK_READOUTS.items():
-                    readout = _estimator(BSVM_PLANTED[planted], state).fit(scores_train, y[train])
-                    decision = readout.decision_function(scores_test)
-                    aurocs[readout_name(name, link)] = auroc(y[test], decision)
-            rows += [("a_bsvm_link_attr", "default", cohort, name, "auroc", split, value)
-                     for name, value in aurocs.items()]  # fmt: skip
+    for cohort, X, y, split, train, test, state in _a_rank_trials(tasks, settings, seed):
+        aurocs = {}
+        for name, spec in specs.items():
+            model = _estimator(spec, state).fit(X[train], y[train])
+            aurocs[name] = auroc(y[test], model.decision_function(X[test]))
+            scores_train, scores_test = model.transform(X[train]), model.transform(X[test])
+            for link, planted in LINK_READOUTS.items():
+                readout = _estimator(BSVM_PLANTED[planted], state).fit(scores_train, y[train])
+                decision = readout.decision_function(scores_test)
+                aurocs[readout_name(name, link)] = auroc(y[test], decision)
+        rows += [("a_bsvm_link_attr", "default", cohort, name, "auroc", split, value)
+                 for name, value in aurocs.items()]  # fmt: skip
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)

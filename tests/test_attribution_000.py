@@ -204,22 +204,41 @@ def test_far_side_flips_relabel_the_requested_fraction_deepest_on_the_wrong_side
         attr.far_side_flips(decision, np.r_[np.ones(2, int), np.zeros(58, int)], 0.2)
 
 
-def test_grade_attr_refits_run_a_rank_and_flips_training_labels_only(modules, monkeypatch):
-    """On a tiny cohort: the unflipped OR-L fits are run a_rank's (same held-out AUROC split by
-    split), the flipped fits see far-side flips of the training labels, the held-out AUROC is
-    against the labels as given, and the planted draws are one split each."""
+def _toy_or_l(modules, monkeypatch, cohorts):
+    """Paper 000's tasks replaced by ``cohorts`` copies of one tiny cohort, and the OR-L pair
+    short (in run a_rank and among the planted models): the tasks and the short specs."""
     fidelity, attr = modules
     rng = np.random.default_rng(0)
     labels = pd.Series(np.repeat(["pos", "mid", "neg"], 10))
     logs = rng.normal(size=(30, 5)) + 1.5 * (labels == "pos").to_numpy()[:, None]
-    tasks = {"toy": (logs, np.exp2, labels, ["pos"]), "other": (logs, np.exp2, labels, ["pos"])}
+    tasks = {cohort: (logs, np.exp2, labels, ["pos"]) for cohort in cohorts}
     monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
-    monkeypatch.setattr(attr, "REAL_FLIP_COHORTS", ("toy",))
     quick = {"n_factors": 2, "max_iter": 12, "verbose": False}
     fast = {name: {**spec, "params": {**spec.get("params", {}), **quick}}
             for name, spec in attr.BSVM_PLANTED.items() if name.startswith("OR-L")}  # fmt: skip
     monkeypatch.setattr(attr, "BSVM_PLANTED", {**attr.BSVM_PLANTED, **fast})
     monkeypatch.setitem(fidelity.MODELS, "a_rank", {**fidelity.MODELS["a_rank"], **fast})
+    return tasks, fast
+
+
+def _assert_run_a_ranks_fits(modules, aurocs, settings):
+    """``aurocs`` (indexed by model and split) of the OR-L pair on cohort "toy" are run a_rank's."""
+    fidelity, attr = modules
+    table = fidelity.claim_a(settings, 5, "a_rank")
+    theirs = table[(table["cohort"] == "toy") & table["model"].isin(attr.OVERLAP_PAIRS[0])]
+    theirs = theirs.set_index(["model", "split"])["value"]
+    pd.testing.assert_series_equal(
+        aurocs.loc[list(attr.OVERLAP_PAIRS[0])].sort_index(), theirs.sort_index(), check_names=False
+    )
+
+
+def test_grade_attr_refits_run_a_rank_and_flips_training_labels_only(modules, monkeypatch):
+    """On a tiny cohort: the unflipped OR-L fits are run a_rank's (same held-out AUROC split by
+    split), the flipped fits see far-side flips of the training labels, the held-out AUROC is
+    against the labels as given, and the planted draws are one split each."""
+    fidelity, attr = modules
+    tasks, _ = _toy_or_l(modules, monkeypatch, ["toy", "other"])
+    monkeypatch.setattr(attr, "REAL_FLIP_COHORTS", ("toy",))
     monkeypatch.setattr(attr, "PLANTED", {"n_samples": 40, "n_genes": 8, "n_factors": 2})
     settings = {"n_splits": 2, "n_planted": 3, "cohorts": None}
     rows = fidelity.claim_a_bsvm_grade_attr(settings, 5)
@@ -237,21 +256,11 @@ def test_grade_attr_refits_run_a_rank_and_flips_training_labels_only(modules, mo
         "train_auroc_gap",
     }  # fmt: skip
     ours = real[real["metric"] == "auroc"].set_index(["model", "split"])["value"]
-    table = fidelity.claim_a(settings, 5, "a_rank")
-    theirs = table[(table["cohort"] == "toy") & table["model"].isin(attr.OVERLAP_PAIRS[0])]
-    theirs = theirs.set_index(["model", "split"])["value"]
-    pd.testing.assert_series_equal(
-        ours.loc[list(attr.OVERLAP_PAIRS[0])].sort_index(), theirs.sort_index(), check_names=False
-    )
+    _assert_run_a_ranks_fits(modules, ours, settings)
     # the flipped fits: the same splits, the training labels flipped on the far side of the
     # pair's rule, scored against the test labels as given
-    splits, y, tags = attr.rank_run_splits("a_rank", labels, ["pos"], 2, 5, "toy")
-    table = splits[splits["split"] == 0]
-    train = table.loc[table["role"] == "train", "sample"].to_numpy()
-    test = table.loc[table["role"] == "test", "sample"].to_numpy()
+    _, X, y, _, train, test, state = next(attr._a_rank_trials(tasks, settings, 5))
     specs = {name: fidelity.MODELS["a_rank"][name] for name in attr.OVERLAP_PAIRS[0]}
-    state = fidelity.derive_seed(*tags, 0)
-    X = np.exp2(logs)
     fits = [attr._estimator(spec, state).fit(X[train], y[train]) for spec in specs.values()]
     rule = np.mean([attr.stats.zscore(m.decision_function(X[train])) for m in fits], axis=0)
     y_flipped = attr.far_side_flips(rule, y[train], attr.FLIP_FRACTION)
@@ -277,41 +286,20 @@ def test_link_attr_refits_run_a_rank_and_reads_its_scores_out_by_each_link(modul
     and each readout is its link fitted alone on the fit's label-free training scores, scored on
     the label-free test scores; every contrast pairs under claim a_bsvm."""
     fidelity, attr = modules
-    rng = np.random.default_rng(0)
-    labels = pd.Series(np.repeat(["pos", "mid", "neg"], 10))
-    logs = rng.normal(size=(30, 5)) + 1.5 * (labels == "pos").to_numpy()[:, None]
-    tasks = {"toy": (logs, np.exp2, labels, ["pos"])}
-    monkeypatch.setattr(fidelity, "_paper000_tasks", lambda: tasks)
-    quick = {"n_factors": 2, "max_iter": 12, "verbose": False}
-    fast = {
-        name: {**spec, "params": {**spec.get("params", {}), **quick}}
-        for name, spec in fidelity.MODELS["a_rank"].items()
-        if name.startswith("OR-L")
-    }
-    monkeypatch.setitem(fidelity.MODELS, "a_rank", {**fidelity.MODELS["a_rank"], **fast})
+    tasks, fast = _toy_or_l(modules, monkeypatch, ["toy"])
     settings = {"n_splits": 2, "cohorts": None}
     rows = fidelity.claim_a_bsvm_link_attr(settings, 5)
     assert list(rows.columns) == fidelity.SPLIT_COLUMNS
     assert set(rows["claim"]) == {"a_bsvm_link_attr"} and set(rows["metric"]) == {"auroc"}
     assert set(rows["model"]) == set(fidelity.MODELS["a_bsvm_link_attr"]) and len(rows) == 2 * 6
     ours = rows.set_index(["model", "split"])["value"]
-    table = fidelity.claim_a(settings, 5, "a_rank")
-    theirs = table[table["model"].isin(attr.OVERLAP_PAIRS[0])]
-    theirs = theirs.set_index(["model", "split"])["value"]
-    pd.testing.assert_series_equal(
-        ours.loc[list(attr.OVERLAP_PAIRS[0])].sort_index(), theirs.sort_index(), check_names=False
-    )
-    splits, y, tags = attr.rank_run_splits("a_rank", labels, ["pos"], 2, 5, "toy")
-    part = splits[splits["split"] == 1]
-    train = part.loc[part["role"] == "train", "sample"].to_numpy()
-    test = part.loc[part["role"] == "test", "sample"].to_numpy()
-    state = fidelity.derive_seed(*tags, 1)
-    X = np.exp2(logs)
+    _assert_run_a_ranks_fits(modules, ours, settings)
+    _, X, y, split, train, test, state = list(attr._a_rank_trials(tasks, settings, 5))[1]
     model = attr._estimator(fast["OR-L-Probit/intensity"], state).fit(X[train], y[train])
     probit = attr._estimator(attr.BSVM_PLANTED["probit/z"], state)
     probit.fit(model.transform(X[train]), y[train])
     expected = attr.auroc(y[test], probit.decision_function(model.transform(X[test])))
-    assert ours.loc[(attr.readout_name("OR-L-Probit/intensity", "probit"), 1)] == expected
+    assert ours.loc[(attr.readout_name("OR-L-Probit/intensity", "probit"), split)] == expected
     paired = fidelity.summarize(rows)
     contrasts = paired[paired["rival"].notna()]
     assert set(contrasts["claim"]) == {"a_bsvm"} and len(contrasts) == len(attr.LINK_ATTR_PAIRS)
