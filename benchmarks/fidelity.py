@@ -102,6 +102,10 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
 ``e_mvgp_graph`` (run of :mod:`benchmarks.mvgp_graph`, contrasts of claim ``e_mvgp``)
     Why MV-GP is not poor here: MV-GP, Con. MV-GP and Trace GP on claim ``e_mvgp``'s folds,
     negative sets and fit seeds with the HPO graph's kernel and with it over permuted diseases.
+``e_mvgp_trace_attr`` (run of :mod:`benchmarks.mvgp_attribution`, contrasts of claim ``e_mvgp``)
+    Why Trace GP trails MV-GP: Trace GP's whole path over ``t = lam * sigma2`` on claim
+    ``e_mvgp``'s folds, first negative set and fit seeds, its best fit on the held-out
+    associations (an oracle) against MV-GP.
 ``e_mvgp_new``
     Paper 004 (Table 2's new diseases): on diseases with no training association, scored
     through the disease graph's diffusion kernel, Con. MV-GP and Trace GP do at least as well as
@@ -153,6 +157,7 @@ import pandas as pd
 from benchmarks import (
     attribution_000,
     bam_attribution,
+    mvgp_attribution,
     mvgp_graph,
     pfa_convergence,
     rflvm_sparsity,
@@ -208,6 +213,7 @@ DESCRIPTIVE_METRICS = {
     "top_weight",
     # claim run e_mvgp_graph (benchmarks/mvgp_graph.py)
     "neighbour_share",
+    *mvgp_attribution.METRICS,  # claim run e_mvgp_trace_attr
     "z_density",  # claim c_rflvm_sparsity (benchmarks/rflvm_sparsity.py)
 }
 DEFAULT_SEED = 20261122
@@ -424,6 +430,12 @@ MODELS = {
     }
     | {"popularity": {"class": "gene popularity"}}
     | {name: {"class": "neighbour share"} for name in (mvgp_graph.GRAPH, mvgp_graph.PERMUTED)},
+    # Trace GP at lam = t, sigma2 = 1 over mvgp_attribution.PATH, the best t on the test fold
+    "e_mvgp_trace_attr": {"MVGP-D": _MVGP["MVGP-D"]}
+    | {
+        name: {"class": "TraceGP", **_DIFFUSION, "params": {"sigma2": 1.0, "max_rank": cap}}
+        for name, cap in mvgp_attribution.CAPS.items()
+    },
     "e_mvgp_new": {  # not the identity-covariance models (NOT_FITTED)
         "default": _MVGP_NEW,
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP_NEW.items()},
@@ -597,6 +609,10 @@ CONTRASTS = {
             for name in ("ConMVGP-D", "TraceGP-D")
         ],
         ("e_mvgp", mvgp_graph.GRAPH, mvgp_graph.PERMUTED),
+    ],
+    "e_mvgp_trace_attr": [
+        *[("e_mvgp", name, "MVGP-D") for name in mvgp_attribution.CAPS],
+        ("e_mvgp", *reversed(list(mvgp_attribution.CAPS))),  # the raised cap against the default
     ],
     "e_mvgp_new": [
         *[("e_mvgp_new", "ConMVGP-D", r) for r in ("KPMF", "MVGP-D", "TraceGP-D", "popularity")],
@@ -1440,6 +1456,7 @@ CLAIMS = {
     "e_mvgp": claim_e,
     "e_mvgp_new": claim_e_new,
     "e_mvgp_graph": mvgp_graph.graph_rows,
+    "e_mvgp_trace_attr": mvgp_attribution.path_rows,
 }
 
 

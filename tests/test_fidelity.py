@@ -161,7 +161,7 @@ def test_write_and_markdown_table(fidelity, tmp_path):
         " a_nonlinear_attr, b_bam,"
         " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph." in text
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -585,7 +585,7 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         " c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph"
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
@@ -1012,9 +1012,12 @@ def test_bm2pca_claim_takes_the_papers_samples_per_class(
     assert "BM2PCA k=10" not in set(paper["model"]) and "BM2PCA" in set(paper["model"])
 
 
-def test_trace_gp_path_fits_the_claims_first_negative_set(fidelity, tiny_disease_gene):
-    """benchmarks.mvgp_attribution refits Trace GP on claim e_mvgp's fold, first negative set and
-    fit seed: at lam = t, sigma2 = 1 it scores what the claim's fold function scores."""
+def test_trace_gp_path_refits_the_claims_fold_negative_set_and_mvgp(fidelity, tiny_disease_gene):
+    """Run e_mvgp_trace_attr (benchmarks.mvgp_attribution) fits Trace GP on claim e_mvgp's fold,
+    first negative set and fit seed: at lam = t, sigma2 = 1 each fit of the path scores what the
+    claim's fold function scores; its MV-GP rows are the claim's own, and its best fit at each
+    rank cap is the path's highest R@20, contrasted with MV-GP and the other cap under claim
+    e_mvgp."""
     from omicsbayes._seed import derive_seed
     from omicsbayes.io import associations
     from omicsbayes.preprocess import diffusion_kernel
@@ -1022,24 +1025,58 @@ def test_trace_gp_path_fits_the_claims_first_negative_set(fidelity, tiny_disease
     from omicsbayes.protocols.entries import matrix_entries
 
     attribution = importlib.import_module("benchmarks.mvgp_attribution")
-    table = attribution.trace_gp_path(3, "Orphanet", [1], max_rank=4, path=[0.5, 2.0])
-    assert list(table.columns) == ["cohort", "fold", "t", "recall@20", "rank", "converged"]
+    path = [0.5, 2.0]
+    settings = {"cohorts": ["Orphanet"], "folds": [1], "n_negative_sets": 1}
+    settings["paper_negative_sets"] = 1  # claim_e's MV-GP rows, default protocol only
+    caps = dict(zip(attribution.CAPS, (2, 4)))
+    rows = attribution.path_rows(settings, seed=3, path=path, caps=caps)
+    assert set(rows["claim"]) == {"e_mvgp_trace_attr"} and set(rows["split"]) == {1}
+    assert set(rows["model"]) == set(fidelity.MODELS["e_mvgp_trace_attr"])
     adata = associations.load_orphanet()  # the tiny one
-    rows, cols, _ = matrix_entries(adata.X)
+    kernel = diffusion_kernel(adata.obsp["graph"])
+    entry_rows, entry_cols, _ = matrix_entries(adata.X)
     tags = ("e_mvgp", "Orphanet")
-    splits = fidelity.entry_kfold_splits(rows, cols, 5, random_state=derive_seed(3, *tags))
-    for t, recall in zip(table["t"], table["recall@20"]):
+    splits = fidelity.entry_kfold_splits(
+        entry_rows, entry_cols, 5, random_state=derive_seed(3, *tags)
+    )
+    table, fit_seed = splits[splits["split"] == 1], derive_seed(3, *tags, "ConMVGP-D", 1)
+    fits = attribution.trace_gp_path(adata, table, "known_rows", kernel, fit_seed, path, 4)
+    assert list(fits["t"]) == path
+    for t, recall, precision in zip(fits["t"], fits["recall@20"], fits["precision@20"]):
         spec = {"class": "TraceGP", "params": {"lam": t, "sigma2": 1.0, "max_rank": 4}}
         curves = ranking_fold_curves(
             adata.X,
-            splits[splits["split"] == 1],
+            table,
             "known_rows",
             spec,
-            row_kernel=diffusion_kernel(adata.obsp["graph"]),
+            row_kernel=kernel,
             n_negative_sets=(1,),
-            random_state=derive_seed(3, *tags, "ConMVGP-D", 1),
-        )
-        assert recall == curves[1]["recall"].iloc[-1]
+            random_state=fit_seed,
+        )[1]
+        assert (recall, precision) == (curves["recall"].iloc[-1], curves["precision"].iloc[-1])
+    value = rows.set_index(["model", "metric"])["value"]
+    best = fits.loc[fits["recall@20"].idxmax()]
+    name = list(caps)[1]  # the cap of 4
+    assert value[(name, "recall@20")] == best["recall@20"]
+    assert value[(name, "precision@20")] == best["precision@20"]
+    assert value[(name, "log10_t")] == pytest.approx(np.log10(best["t"]))
+    assert value[(name, "fitted_rank")] == best["rank"] <= 4
+    assert value[(name, "at_rank_cap")] == float(not best["converged"])
+    assert value[(attribution.BEST, "fitted_rank")] <= 2
+    claim = fidelity.claim_e({**settings, "models": ["MVGP-D"]}, seed=3)
+    claim = claim[(claim["protocol"] == "default") & (claim["model"] == "MVGP-D")]
+    ours = rows[rows["model"] == "MVGP-D"].drop(columns="claim")
+    key = ["metric", "split"]
+    pd.testing.assert_frame_equal(
+        ours.sort_values(key).reset_index(drop=True),
+        claim.drop(columns="claim").sort_values(key).reset_index(drop=True),
+    )
+    contrasts = fidelity.summarize(rows).dropna(subset=["rival"])
+    assert set(zip(contrasts["claim"], contrasts["model"], contrasts["rival"])) == {
+        ("e_mvgp", attribution.BEST, "MVGP-D"),
+        ("e_mvgp", name, "MVGP-D"),
+        ("e_mvgp", name, attribution.BEST),
+    }
 
 
 @pytest.mark.parametrize(
