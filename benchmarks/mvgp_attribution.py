@@ -25,21 +25,26 @@ from omicsbayes._seed import derive_seed
 RUN = "e_mvgp_trace_attr"
 CLAIM = "e_mvgp"  # whose folds, negative sets and fit seeds the run reuses
 BEST = "TraceGP-D best t"
-# t = lam * sigma2, across the held-out R@20's peak on both cohorts: below 0.03 the fits need
-# ranks in the hundreds and score less, above 10 they are near rank 0
+# t = lam * sigma2; above 10 the fits are near rank 0, and as t falls their rank grows (into the
+# hundreds below 0.03), so the path starts at 0.03 and goes lower only where it must (FLOOR)
 PATH = np.logspace(-1.5, 1, 6)
+FLOOR = 1e-2  # the path is extended down to this t while its best fit is at its lowest t
 # the path's best fit at TraceGP's default rank cap, and at a cap that it does not reach
 CAPS = {BEST: 50, f"{BEST}, rank cap 400": 400}
 # descriptive metrics of the best fit: log10 t, its fitted rank, 1 when it stopped at the cap
 METRICS = ("log10_t", "fitted_rank", "at_rank_cap")
 
 
-def trace_gp_path(adata, table, protocol_type, kernel, fit_seed, path=PATH, max_rank=50):
-    """One row per ``t`` of ``path``: ``t``, held-out ``recall@20`` and ``precision@20``,
-    fitted ``rank`` and ``converged`` (False: stopped at ``max_rank``), of Trace GP fitted at
-    ``lam = t, sigma2 = 1`` on fold ``table`` of ``protocol_type``, on the first negative set
-    that :func:`~omicsbayes.protocols.disease_gene.running_averaged_scores` draws with
-    ``random_state=fit_seed`` and with the fit seed it draws next."""
+def trace_gp_path(
+    adata, table, protocol_type, kernel, fit_seed, path=PATH, max_rank=50, floor=FLOOR
+):
+    """One row per ``t``: ``t``, held-out ``recall@20`` and ``precision@20``, fitted ``rank``
+    and ``converged`` (False: stopped at ``max_rank``), of Trace GP fitted at ``lam = t,
+    sigma2 = 1`` on fold ``table`` of ``protocol_type``, on the first negative set that
+    :func:`~omicsbayes.protocols.disease_gene.running_averaged_scores` draws with
+    ``random_state=fit_seed`` and with the fit seed it draws next. The ``t`` are ``path``
+    (increasing, log-spaced) and, while the highest R@20 is at the lowest ``t``, that ``t``
+    divided by the path's ratio, down to ``floor``."""
     from omicsbayes.evaluate.ranking import ranking_curves
     from omicsbayes.evaluate.splitters import sample_negatives
     from omicsbayes.models.mvgp import TraceGP
@@ -57,7 +62,8 @@ def trace_gp_path(adata, table, protocol_type, kernel, fit_seed, path=PATH, max_
     fit_rows, fit_cols = np.concatenate([train[0], neg_rows]), np.concatenate([train[1], neg_cols])
     values = np.concatenate([np.ones(train[0].size), np.zeros(neg_rows.size)])
     records = []
-    for t in path:
+
+    def fit(t):
         model = TraceGP(
             lam=float(t), sigma2=1.0, max_rank=max_rank, random_state=model_seed, verbose=False
         )
@@ -74,7 +80,16 @@ def trace_gp_path(adata, table, protocol_type, kernel, fit_seed, path=PATH, max_
                 "converged": bool(model.converged_),
             }
         )
-    return pd.DataFrame(records)
+
+    for t in path:
+        fit(t)
+    ratio = path[1] / path[0] if len(path) > 1 else 10.0
+    while True:
+        fits = pd.DataFrame(records).sort_values("t", ignore_index=True)
+        lowest = fits["t"].iloc[0]
+        if fits["recall@20"].idxmax() != 0 or lowest / ratio < floor * (1 - 1e-9):
+            return fits
+        fit(lowest / ratio)
 
 
 def path_rows(settings, seed, path=PATH, caps=CAPS):
