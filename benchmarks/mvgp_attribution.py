@@ -13,8 +13,11 @@ own). If the oracle at the raised cap stays behind MV-GP, the shortfall is neith
 validation's choice of ``t`` nor the rank cap (reported: the best fit's rank and whether it
 stopped at the cap) but the model's, the nuclear norm without the Hilbert-norm term.
 
-Run ``OMP_NUM_THREADS=1 python -m benchmarks.fidelity --only e_mvgp_trace_attr`` (``--cohorts``,
-``--folds``).
+Run ``e_mvgp_new_trace_attr`` does the same on claim ``e_mvgp_new``'s folds over the diseases
+and fit seeds (new diseases, scored through the disease kernel alone), at the raised cap only.
+
+Run ``OMP_NUM_THREADS=1 python -m benchmarks.fidelity --only e_mvgp_trace_attr`` (or
+``e_mvgp_new_trace_attr``; ``--cohorts``, ``--folds``).
 """
 
 import numpy as np
@@ -22,8 +25,8 @@ import pandas as pd
 
 from omicsbayes._seed import derive_seed
 
-RUN = "e_mvgp_trace_attr"
-CLAIM = "e_mvgp"  # whose folds, negative sets and fit seeds the run reuses
+# claim -> the run that reuses its folds, negative sets and fit seeds
+RUNS = {"e_mvgp": "e_mvgp_trace_attr", "e_mvgp_new": "e_mvgp_new_trace_attr"}
 BEST = "TraceGP-D best t"
 # t = lam * sigma2; above 10 the fits are near rank 0, and as t falls their rank grows (into the
 # hundreds below 0.03), so the path starts at 0.03 and goes lower only where it must (FLOOR)
@@ -31,6 +34,7 @@ PATH = np.logspace(-1.5, 1, 6)
 FLOOR = 1e-2  # the path is extended down to this t while its best fit is at its lowest t
 # the path's best fit at TraceGP's default rank cap, and at a cap that it does not reach
 CAPS = {BEST: 50, f"{BEST}, rank cap 400": 400}
+NEW_CAPS = dict(list(CAPS.items())[1:])  # new diseases: the raised cap only
 # descriptive metrics of the best fit: log10 t, its fitted rank, 1 when it stopped at the cap
 METRICS = ("log10_t", "fitted_rank", "at_rank_cap")
 
@@ -92,22 +96,23 @@ def trace_gp_path(
         fit(lowest / ratio)
 
 
-def path_rows(settings, seed, path=PATH, caps=CAPS):
-    """Per-split rows (``SPLIT_COLUMNS`` of :mod:`benchmarks.fidelity`) of run
-    ``e_mvgp_trace_attr``, protocol ``default``: R@20 and P@20 of MV-GP as claim ``e_mvgp``
-    fits it and, for each model and rank cap of ``caps``, of the path's fit with the highest
-    held-out R@20 (its P@20 at the same ``t``), with that fit's :data:`METRICS`. Folds and fit
-    seeds are claim ``e_mvgp``'s (``derive_seed(seed, "e_mvgp", *tags, "ConMVGP-D", fold)``, the
-    samples of both models)."""
+def path_rows(settings, seed, path=PATH, caps=CAPS, claim="e_mvgp"):
+    """Per-split rows (``SPLIT_COLUMNS`` of :mod:`benchmarks.fidelity`) of run ``RUNS[claim]``,
+    protocol ``default``: R@20 and P@20 of MV-GP as claim ``claim`` fits it and, for each model
+    and rank cap of ``caps``, of the path's fit with the highest held-out R@20 (its P@20 at the
+    same ``t``), with that fit's :data:`METRICS`. Folds and fit seeds are the claim's: of
+    ``e_mvgp`` ``derive_seed(seed, "e_mvgp", *tags, "ConMVGP-D", fold)`` (the samples of both
+    models), of ``e_mvgp_new`` ``derive_seed(seed, "e_mvgp_new", *tags, fold)``."""
     from benchmarks import fidelity
     from omicsbayes.io import associations
     from omicsbayes.preprocess import diffusion_kernel
     from omicsbayes.protocols.disease_gene import ranking_fold_curves
     from omicsbayes.protocols.entries import matrix_entries
 
-    protocol_type, label = fidelity.DISEASE_GENE_RUNS[CLAIM]
+    run = RUNS[claim]
+    protocol_type, label = fidelity.DISEASE_GENE_RUNS[claim]
     loaders = {"OMIM": associations.load_omim, "Orphanet": associations.load_orphanet}
-    spec = fidelity.MODELS[CLAIM]["default"]["MVGP-D"]
+    spec = fidelity.MODELS[claim]["default"]["MVGP-D"]
     rows = []
     for key, load in loaders.items():
         if settings.get("cohorts") and not any(w in key for w in settings["cohorts"]):
@@ -117,12 +122,17 @@ def path_rows(settings, seed, path=PATH, caps=CAPS):
         tags = fidelity.DISEASE_GENE_COHORTS[key]
         kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
         entry_rows, entry_cols, _ = matrix_entries(adata.X)
-        splits = fidelity.entry_kfold_splits(
-            entry_rows, entry_cols, 5, random_state=derive_seed(seed, CLAIM, *tags)
-        )
-        for split in fidelity._folds(settings, sorted(splits["split"].unique()), RUN):
+        split_seed = derive_seed(seed, claim, *tags)
+        if protocol_type == "new_rows":
+            splits = fidelity.row_kfold_splits(adata.n_obs, 5, random_state=split_seed)
+        else:
+            splits = fidelity.entry_kfold_splits(entry_rows, entry_cols, 5, random_state=split_seed)
+        for split in fidelity._folds(settings, sorted(splits["split"].unique()), run):
             table = splits[splits["split"] == split]
-            fit_seed = derive_seed(seed, CLAIM, *tags, fidelity._SAMPLES_OF["MVGP-D"], split)
+            if protocol_type == "new_rows":
+                fit_seed = derive_seed(seed, claim, *tags, split)
+            else:
+                fit_seed = derive_seed(seed, claim, *tags, fidelity._SAMPLES_OF["MVGP-D"], split)
             curves = ranking_fold_curves(
                 adata.X,
                 table,
@@ -142,8 +152,14 @@ def path_rows(settings, seed, path=PATH, caps=CAPS):
                     (name, "fitted_rank", float(best["rank"])),
                     (name, "at_rank_cap", float(not best["converged"])),
                 ]
-                print(f"  {RUN} {key} fold {split} {name}:\n{fits}", flush=True)
+                print(f"  {run} {key} fold {split} {name}:\n{fits}", flush=True)
             rows += [(cohort, name, split, m, v) for name, m, v in part]
     frame = pd.DataFrame(rows, columns=["cohort", "model", "split", "metric", "value"])
-    frame = frame.assign(claim=RUN, protocol="default")
+    frame = frame.assign(claim=run, protocol="default")
     return frame[fidelity.SPLIT_COLUMNS]
+
+
+def new_path_rows(settings, seed):
+    """:func:`path_rows` of claim ``e_mvgp_new`` (run ``e_mvgp_new_trace_attr``) at
+    :data:`NEW_CAPS`."""
+    return path_rows(settings, seed, caps=NEW_CAPS, claim="e_mvgp_new")

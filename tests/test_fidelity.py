@@ -161,7 +161,7 @@ def test_write_and_markdown_table(fidelity, tmp_path):
         " a_nonlinear_attr, b_bam,"
         " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr." in text
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -585,7 +585,7 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         " c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr"
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr"
     )
     assert f"Claim runs not in this table: {missing}." in text
 
@@ -1082,6 +1082,29 @@ def test_trace_gp_path_refits_the_claims_fold_negative_set_and_mvgp(fidelity, ti
     }
 
 
+def test_trace_gp_path_on_new_diseases_refits_claim_e_mvgp_new(fidelity, tiny_disease_gene):
+    """Run e_mvgp_new_trace_attr: claim e_mvgp_new's folds over the diseases and fit seeds; its
+    MV-GP rows are the claim's own and its one model is the path at the raised rank cap."""
+    attribution = importlib.import_module("benchmarks.mvgp_attribution")
+    settings = {"cohorts": ["OMIM"], "folds": [2], "n_negative_sets": 1, "paper_negative_sets": 1}
+    rows = attribution.new_path_rows(settings, seed=5)
+    assert set(rows["claim"]) == {"e_mvgp_new_trace_attr"} and set(rows["split"]) == {2}
+    assert set(rows["model"]) == set(fidelity.MODELS["e_mvgp_new_trace_attr"])
+    assert set(rows["cohort"]) == {"OMIM new diseases (12 x 15)"}
+    claim = fidelity.claim_e_new({**settings, "models": ["MVGP-D"]}, seed=5)
+    claim = claim[(claim["protocol"] == "default") & (claim["model"] == "MVGP-D")]
+    ours = rows[rows["model"] == "MVGP-D"].drop(columns="claim")
+    key = ["metric", "split"]
+    pd.testing.assert_frame_equal(
+        ours.sort_values(key).reset_index(drop=True),
+        claim.drop(columns="claim").sort_values(key).reset_index(drop=True),
+    )
+    contrasts = fidelity.summarize(rows).dropna(subset=["rival"])
+    assert set(zip(contrasts["claim"], contrasts["model"], contrasts["rival"])) == {
+        ("e_mvgp_new", *attribution.NEW_CAPS, "MVGP-D")
+    }
+
+
 @pytest.mark.parametrize(
     ("split_protocol", "task", "split_kw"),
     [
@@ -1134,7 +1157,9 @@ def test_models_option_is_refused_for_claims_that_fit_all_their_models(fidelity,
     ):
         fidelity.main(["--only", "a_margin_attr", "e_mvgp", "--models", "PMF", *out])
     with pytest.raises(
-        SystemExit, match=r"not \['a_bsvm_attr', .*'d_bm2pca'\] \(pick claims with --only\)"
+        SystemExit,
+        match=r"not \['a_bsvm_attr', .*'d_bm2pca', 'e_mvgp_new_trace_attr', 'e_mvgp_trace_attr'\]"
+        r" \(pick claims with --only\)",
     ):
         fidelity.main(["--models", "PMF", *out])  # every claim
     assert not list(tmp_path.iterdir())  # refused before anything is written
