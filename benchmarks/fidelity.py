@@ -1335,6 +1335,27 @@ DISEASE_GENE_RUNS = {
 }
 
 
+def disease_gene_cohorts(settings, run):
+    """``(key, cohort, adata, tags, kernel)`` for each cohort of paper 004's claim run ``run``
+    (:data:`DISEASE_GENE_RUNS`) that ``settings["cohorts"]`` picks (a word of its key; all when
+    empty): the loaded matrix, the label of its rows, its seeding tags
+    (:data:`DISEASE_GENE_COHORTS`) and the diffusion kernel of its disease graph, low-rank
+    (rank 100) on graphs over 2,000 diseases as the claim fits it. For the runs that refit the
+    claim's models (:mod:`benchmarks.mvgp_graph`, :mod:`benchmarks.mvgp_attribution`)."""
+    from omicsbayes.io import associations
+    from omicsbayes.preprocess import diffusion_kernel
+
+    _, label = DISEASE_GENE_RUNS[run]
+    loaders = {"OMIM": associations.load_omim, "Orphanet": associations.load_orphanet}
+    for key, load in loaders.items():
+        if settings.get("cohorts") and not any(w in key for w in settings["cohorts"]):
+            continue
+        adata = load()
+        kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
+        cohort = f"{key} {label} ({adata.n_obs} x {adata.n_vars})"
+        yield key, cohort, adata, DISEASE_GENE_COHORTS[key], kernel
+
+
 def _disease_gene_claim(settings, seed, run):
     """Paper 004's disease-gene claim run ``run`` (:data:`DISEASE_GENE_RUNS`): R@20 and P@20 of
     every model of ``MODELS[run]`` and of gene popularity on OMIM and Orphanet, both from

@@ -104,23 +104,14 @@ def path_rows(settings, seed, path=PATH, caps=CAPS, claim="e_mvgp"):
     ``e_mvgp`` ``derive_seed(seed, "e_mvgp", *tags, "ConMVGP-D", fold)`` (the samples of both
     models), of ``e_mvgp_new`` ``derive_seed(seed, "e_mvgp_new", *tags, fold)``."""
     from benchmarks import fidelity
-    from omicsbayes.io import associations
-    from omicsbayes.preprocess import diffusion_kernel
     from omicsbayes.protocols.disease_gene import ranking_fold_curves
     from omicsbayes.protocols.entries import matrix_entries
 
     run = RUNS[claim]
-    protocol_type, label = fidelity.DISEASE_GENE_RUNS[claim]
-    loaders = {"OMIM": associations.load_omim, "Orphanet": associations.load_orphanet}
+    protocol_type, _ = fidelity.DISEASE_GENE_RUNS[claim]
     spec = fidelity.MODELS[claim]["default"]["MVGP-D"]
     rows = []
-    for key, load in loaders.items():
-        if settings.get("cohorts") and not any(w in key for w in settings["cohorts"]):
-            continue
-        adata = load()
-        cohort = f"{key} {label} ({adata.n_obs} x {adata.n_vars})"
-        tags = fidelity.DISEASE_GENE_COHORTS[key]
-        kernel = diffusion_kernel(adata.obsp["graph"], rank=100 if adata.n_obs > 2000 else None)
+    for key, cohort, adata, tags, kernel in fidelity.disease_gene_cohorts(settings, claim):
         entry_rows, entry_cols, _ = matrix_entries(adata.X)
         split_seed = derive_seed(seed, claim, *tags)
         if protocol_type == "new_rows":

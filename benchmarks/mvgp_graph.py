@@ -85,24 +85,15 @@ def graph_rows(settings, seed):
     "e_mvgp", *tags)``, a fit by ``derive_seed(seed, "e_mvgp", *tags, name, fold)`` with
     ``name`` the model's own or the one ``_SAMPLES_OF`` names, the same for both kernels."""
     from benchmarks import fidelity
-    from omicsbayes.io import associations
-    from omicsbayes.preprocess import diffusion_kernel
     from omicsbayes.protocols.disease_gene import ranking_fold_curves
     from omicsbayes.protocols.entries import fold_of, matrix_entries
 
-    protocol_type, label = fidelity.DISEASE_GENE_RUNS[CLAIM]
-    loaders = {"OMIM": associations.load_omim, "Orphanet": associations.load_orphanet}
+    protocol_type, _ = fidelity.DISEASE_GENE_RUNS[CLAIM]
     names = fidelity._models(settings, ["popularity", *MODELS], RUN)
     specs = fidelity.MODELS[CLAIM]["default"]
     rows = []
-    for key, load in loaders.items():
-        if settings.get("cohorts") and not any(w in key for w in settings["cohorts"]):
-            continue
-        adata = load()
-        cohort = f"{key} {label} ({adata.n_obs} x {adata.n_vars})"
-        tags = fidelity.DISEASE_GENE_COHORTS[key]
+    for key, cohort, adata, tags, kernel in fidelity.disease_gene_cohorts(settings, CLAIM):
         graph = adata.obsp["graph"]
-        kernel = diffusion_kernel(graph, rank=100 if adata.n_obs > 2000 else None)
         entry_rows, entry_cols, _ = matrix_entries(adata.X)
         splits = fidelity.entry_kfold_splits(
             entry_rows, entry_cols, 5, random_state=derive_seed(seed, CLAIM, *tags)

@@ -1012,6 +1012,17 @@ def test_bm2pca_claim_takes_the_papers_samples_per_class(
     assert "BM2PCA k=10" not in set(paper["model"]) and "BM2PCA" in set(paper["model"])
 
 
+def _assert_mvgp_rows_are_the_claims(rows, claim):
+    """The MV-GP rows of a Trace GP path run equal the default MV-GP rows of its claim."""
+    claim = claim[(claim["protocol"] == "default") & (claim["model"] == "MVGP-D")]
+    ours = rows[rows["model"] == "MVGP-D"].drop(columns="claim")
+    key = ["metric", "split"]
+    pd.testing.assert_frame_equal(
+        ours.sort_values(key).reset_index(drop=True),
+        claim.drop(columns="claim").sort_values(key).reset_index(drop=True),
+    )
+
+
 def test_trace_gp_path_refits_the_claims_fold_negative_set_and_mvgp(fidelity, tiny_disease_gene):
     """Run e_mvgp_trace_attr (benchmarks.mvgp_attribution) fits Trace GP on claim e_mvgp's fold,
     first negative set and fit seed: at lam = t, sigma2 = 1 each fit of the path scores what the
@@ -1066,14 +1077,7 @@ def test_trace_gp_path_refits_the_claims_fold_negative_set_and_mvgp(fidelity, ti
     assert value[(name, "fitted_rank")] == best["rank"] <= 4
     assert value[(name, "at_rank_cap")] == float(not best["converged"])
     assert value[(attribution.BEST, "fitted_rank")] <= 2
-    claim = fidelity.claim_e({**settings, "models": ["MVGP-D"]}, seed=3)
-    claim = claim[(claim["protocol"] == "default") & (claim["model"] == "MVGP-D")]
-    ours = rows[rows["model"] == "MVGP-D"].drop(columns="claim")
-    key = ["metric", "split"]
-    pd.testing.assert_frame_equal(
-        ours.sort_values(key).reset_index(drop=True),
-        claim.drop(columns="claim").sort_values(key).reset_index(drop=True),
-    )
+    _assert_mvgp_rows_are_the_claims(rows, fidelity.claim_e({**settings, "models": ["MVGP-D"]}, 3))
     contrasts = fidelity.summarize(rows).dropna(subset=["rival"])
     assert set(zip(contrasts["claim"], contrasts["model"], contrasts["rival"])) == {
         ("e_mvgp", attribution.BEST, "MVGP-D"),
@@ -1092,13 +1096,7 @@ def test_trace_gp_path_on_new_diseases_refits_claim_e_mvgp_new(fidelity, tiny_di
     assert set(rows["model"]) == set(fidelity.MODELS["e_mvgp_new_trace_attr"])
     assert set(rows["cohort"]) == {"OMIM new diseases (12 x 15)"}
     claim = fidelity.claim_e_new({**settings, "models": ["MVGP-D"]}, seed=5)
-    claim = claim[(claim["protocol"] == "default") & (claim["model"] == "MVGP-D")]
-    ours = rows[rows["model"] == "MVGP-D"].drop(columns="claim")
-    key = ["metric", "split"]
-    pd.testing.assert_frame_equal(
-        ours.sort_values(key).reset_index(drop=True),
-        claim.drop(columns="claim").sort_values(key).reset_index(drop=True),
-    )
+    _assert_mvgp_rows_are_the_claims(rows, claim)
     contrasts = fidelity.summarize(rows).dropna(subset=["rival"])
     assert set(zip(contrasts["claim"], contrasts["model"], contrasts["rival"])) == {
         ("e_mvgp_new", *attribution.NEW_CAPS, "MVGP-D")
