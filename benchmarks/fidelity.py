@@ -108,6 +108,16 @@ Claims (the ``claim`` column; a run of ``--only NAME`` measures the claims of on
     associations (an oracle) against MV-GP.
 ``e_mvgp_new_trace_attr`` (run of :mod:`benchmarks.mvgp_attribution`, contrasts of ``e_mvgp_new``)
     The same on claim ``e_mvgp_new``'s folds over the diseases.
+``e_mvgp_rating`` (runs ``e_mvgp_rating``, ``e_mvgp_rating_paper``; :mod:`benchmarks.mvgp_rating`)
+    Paper 004 (Tables 3-4, known users): on rating matrices the constrained models, Con. MV-GP
+    and Trace GP, beat KPMF and PMF (ranks 5 and 20) and MV-GP at R@20 with a similar RMSE;
+    Con. MV-GP with the identity covariance is the best. On MovieLens 100K (a user graph from
+    demographics) and dslabs' MovieLens (no side information: the (I) models only); movie
+    popularity and the training mean are the references.
+``e_mvgp_rating_new`` (:mod:`benchmarks.mvgp_rating`)
+    Paper 004 (Tables 3-4, new users): on users with no training rating, scored through the
+    user graph, Con. MV-GP, Trace GP and KPMF perform alike, Con. MV-GP slightly ahead; on
+    MovieLens 100K.
 ``e_mvgp_new``
     Paper 004 (Table 2's new diseases): on diseases with no training association, scored
     through the disease graph's diffusion kernel, Con. MV-GP and Trace GP do at least as well as
@@ -132,8 +142,9 @@ every estimator at its constructor defaults.
 - Paper 003, ``paper``: every projection 10-dimensional.
 - Paper 004, ``paper``: section 5's grid selection and 5 negative sets; ``default``: the
   estimators select ``lam`` and ``sigma2`` by default, with ``n_negative_sets`` of
-  :data:`SETTINGS`. ``--models`` fits some of a run's models (their rows are those of a full
-  run).
+  :data:`SETTINGS`. On ratings, ``paper``: the RMSE of fits selected by RMSE (the R@20 of the
+  paper's protocol is the ``default`` rows', selected by R@20). ``--models`` fits some of a
+  run's models (their rows are those of a full run).
 
 ``--seed-spread`` (not a claim) prints how far R-L-BSVM's margin over the Gaussian variants on
 GSE7390 grade moves with its fit seed, at the default run's settings.
@@ -161,6 +172,7 @@ from benchmarks import (
     bam_attribution,
     mvgp_attribution,
     mvgp_graph,
+    mvgp_rating,
     pfa_convergence,
     rflvm_sparsity,
 )
@@ -218,6 +230,8 @@ DESCRIPTIVE_METRICS = {
     *mvgp_attribution.METRICS,  # claim run e_mvgp_trace_attr
     "z_density",  # claim c_rflvm_sparsity (benchmarks/rflvm_sparsity.py)
 }
+# Metrics where lower is better: a negative paired difference is "ahead".
+LOWER_IS_BETTER = {"rmse"}
 DEFAULT_SEED = 20261122
 
 # Model specs as the workflow's config writes them; empty params = the constructor's defaults.
@@ -448,6 +462,21 @@ MODELS = {
         "paper": {name: {**spec, "grid": "paper"} for name, spec in _MVGP_NEW.items()},
     },
 }
+# Paper 004's rating models (Table 3): KPMF and PMF at ranks 5 and 20 (KPMF with the diffusion
+# kernel of the user graph, PMF the identity)
+_RATING = {
+    "ConMVGP-D": _MVGP["ConMVGP-D"],
+    "ConMVGP-I": _MVGP["ConMVGP-I"],
+    "TraceGP-D": _MVGP["TraceGP-D"],
+    "TraceGP-I": _MVGP["TraceGP-I"],
+    "MVGP-D": _MVGP["MVGP-D"],
+    **{f"KPMF-{r}": {"class": "KPMF", **_DIFFUSION, "params": {"rank": r}} for r in (5, 20)},
+    **{f"PMF-{r}": {"class": "PMF", **_IDENTITY, "params": {"rank": r}} for r in (5, 20)},
+}
+MODELS["e_mvgp_rating"] = MODELS["e_mvgp_rating_paper"] = _RATING
+MODELS["e_mvgp_rating_new"] = {  # Table 3's new users: the diffusion-kernel models
+    name: spec for name, spec in _RATING.items() if spec["side_information"] == "diffusion"
+}
 # run c_rflvm_paper's two RFLVMs on planted masks, and the drawn mask's density
 # (benchmarks.rflvm_sparsity)
 MODELS["c_rflvm_sparsity"] = {
@@ -518,6 +547,25 @@ _A_CONTRASTS = [
 ]
 _PFA_LONG = f"PFA-L-BSVM {pfa_convergence.LONG_SWEEPS} sweeps/intensity"
 _D_RIVALS = ["PCA+SVM", "PCA+SVM transductive", "LDA+SVM", "LDA+SVM shrinkage", "FULL"]
+# paper 004's rating claim on known users (Table 3): the constrained models against the factor
+# models and MV-GP, and the references (movie popularity for R@20, the training mean for RMSE)
+_REFERENCES = (mvgp_rating.POPULARITY, mvgp_rating.TRAINING_MEAN)
+_FACTOR_MODELS = ("KPMF-5", "KPMF-20", "PMF-5", "PMF-20")
+_RATING_CONTRASTS = [
+    *[
+        ("e_mvgp_rating", winner, rival)
+        for winner in ("ConMVGP-D", "TraceGP-D")
+        for rival in (*_FACTOR_MODELS, "MVGP-D", *_REFERENCES)
+    ],
+    ("e_mvgp_rating", "ConMVGP-D", "TraceGP-D"),
+    *[
+        ("e_mvgp_rating", winner, rival)
+        for winner in ("ConMVGP-I", "TraceGP-I")
+        for rival in ("PMF-5", "PMF-20", *_REFERENCES)
+    ],
+    ("e_mvgp_rating", "ConMVGP-I", "ConMVGP-D"),
+    ("e_mvgp_rating", "ConMVGP-I", "TraceGP-I"),
+]
 CONTRASTS = {
     "a_rank": [
         *_A_CONTRASTS,
@@ -622,6 +670,15 @@ CONTRASTS = {
         ("e_mvgp", *reversed(list(mvgp_attribution.CAPS))),  # the raised cap against the default
     ],
     "e_mvgp_new_trace_attr": [("e_mvgp_new", name, "MVGP-D") for name in mvgp_attribution.NEW_CAPS],
+    "e_mvgp_rating": _RATING_CONTRASTS,
+    "e_mvgp_rating_paper": _RATING_CONTRASTS,
+    "e_mvgp_rating_new": [
+        *[
+            ("e_mvgp_rating_new", "ConMVGP-D", r)
+            for r in ("KPMF-5", "KPMF-20", "MVGP-D", "TraceGP-D", *_REFERENCES)
+        ],
+        *[("e_mvgp_rating_new", "TraceGP-D", r) for r in ("KPMF-5", "KPMF-20", "MVGP-D")],
+    ],
     "e_mvgp_new": [
         *[("e_mvgp_new", "ConMVGP-D", r) for r in ("KPMF", "MVGP-D", "TraceGP-D", "popularity")],
         *[("e_mvgp_new", "TraceGP-D", rival) for rival in ("KPMF", "MVGP-D")],
@@ -642,7 +699,13 @@ CONTRASTS = {
 MORE_SPLITS = ("b_bam", "d_bm2pca")
 BM2PCA_REPEATS = 20  # paper 003's few-shot runs ("averaged over 20 independent runs")
 # claims whose --models picks what they fit (the others fit all their models)
-PICK_MODELS = ("c_rflvm_sparsity", "e_mvgp", "e_mvgp_new", "e_mvgp_graph")
+PICK_MODELS = (
+    "c_rflvm_sparsity",
+    "e_mvgp",
+    "e_mvgp_new",
+    "e_mvgp_graph",
+    *mvgp_rating.RUNS,
+)
 SETTINGS = {
     "full": {
         "n_splits": 10,
@@ -1487,6 +1550,9 @@ CLAIMS = {
     "e_mvgp_graph": mvgp_graph.graph_rows,
     "e_mvgp_trace_attr": mvgp_attribution.path_rows,
     "e_mvgp_new_trace_attr": mvgp_attribution.new_path_rows,
+    "e_mvgp_rating": mvgp_rating.known_users,
+    "e_mvgp_rating_paper": mvgp_rating.known_users_paper,
+    "e_mvgp_rating_new": mvgp_rating.new_users,
 }
 
 
@@ -1801,6 +1867,7 @@ def summarize(per_split):
         wide = group.pivot_table(index="split", columns="model", values="value", sort=False)
         base = {"protocol": protocol, "cohort": cohort, "metric": metric}
         words = ("higher", "lower") if metric in DESCRIPTIVE_METRICS else ("ahead", "behind")
+        words = words[::-1] if metric in LOWER_IS_BETTER else words
         for model in wide:
             mean, se, n = _mean_se(wide[model])
             rows.append({"claim": run, **base, "model": model, "mean": mean, "se": se, "n": n})
@@ -1951,7 +2018,8 @@ def markdown_table(table, argv=(), fitted_by=()):
     lines += [
         f"Verdicts: *ahead* / *behind* when the paired difference exceeds {AHEAD_SE} of its"
         " standard errors, else *tied*; *higher* / *lower* likewise for metrics that describe"
-        f" a fit rather than score it ({', '.join(sorted(DESCRIPTIVE_METRICS))}); n is the"
+        f" a fit rather than score it ({', '.join(sorted(DESCRIPTIVE_METRICS))}); for"
+        f" {', '.join(sorted(LOWER_IS_BETTER))} a negative difference is *ahead*; n is the"
         " number of splits.",
         "",
         "| claim | protocol | cohort | model | rival | metric | difference | verdict | n |",
@@ -2044,14 +2112,15 @@ def main(argv=None):
         nargs="+",
         type=int,
         metavar="K",
-        help="claims e_mvgp, e_mvgp_new: only these of their 5 folds (each fold's rows are those"
-        " of a full run)",
+        help="claims e_mvgp, e_mvgp_new, e_mvgp_rating*: only these of their 5 folds (each fold's"
+        " rows are those of a full run)",
     )
     parser.add_argument(
         "--models",
         nargs="+",
         metavar="NAME",
-        help="claims e_mvgp, e_mvgp_new: only these models ('popularity' too); run"
+        help="claims e_mvgp, e_mvgp_new, e_mvgp_rating*: only these models ('popularity',"
+        " 'training mean' too); run"
         " c_rflvm_sparsity: only the pairs of these IBP models (each model's rows are those of a"
         " full run)",
     )

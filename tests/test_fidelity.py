@@ -161,7 +161,8 @@ def test_write_and_markdown_table(fidelity, tmp_path):
         " a_nonlinear_attr, b_bam,"
         " b_bam_attr, c_rflvm,"
         " c_rflvm_paper, c_rflvm_paper_gplvm, c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr." in text
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr, e_mvgp_rating,"
+        " e_mvgp_rating_paper, e_mvgp_rating_new." in text
     )
     assert (
         "| d_bm2pca | default | digits | BM2PCA | PCA+SVM | accuracy | 0.327 ± 0.015 | ahead | 3 |"
@@ -585,7 +586,8 @@ def test_from_splits_names_the_commands_that_fitted_the_rows(fidelity, tmp_path)
         " c_rflvm, c_rflvm_paper,"
         " c_rflvm_paper_gplvm,"
         " c_rflvm_attribution, c_rflvm_sparsity, e_mvgp,"
-        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr"
+        " e_mvgp_new, e_mvgp_graph, e_mvgp_trace_attr, e_mvgp_new_trace_attr, e_mvgp_rating,"
+        " e_mvgp_rating_paper, e_mvgp_rating_new"
     )
     assert f"Claim runs not in this table: {missing}." in text
 

