@@ -25,29 +25,29 @@ Run ``OMP_NUM_THREADS=1 python -m benchmarks.fidelity --only e_mvgp_rating`` (or
 ``e_mvgp_rating_paper``, ``e_mvgp_rating_new``; ``--cohorts``, ``--folds``, ``--models``).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
 from omicsbayes._seed import derive_seed
 
-# run -> (the rating protocol type of its folds, the run whose folds and fit seeds it uses, the
-# protocol of its rows, the selection metric of its fits, the metrics it reports)
+
+class RatingRun(NamedTuple):
+    """What a rating run fits and reports."""
+
+    protocol_type: str  # "known_users" or "new_users": its folds
+    source: str  # the run whose folds and fit seeds it uses
+    protocol: str  # the protocol column of its rows
+    selection: str  # the selection metric of its fits
+    metrics: tuple  # the metrics it reports
+
+
+BOTH = ("rmse", "recall@20")
 RUNS = {
-    "e_mvgp_rating": (
-        "known_users",
-        "e_mvgp_rating",
-        "default",
-        "recall@20",
-        ("rmse", "recall@20"),
-    ),
-    "e_mvgp_rating_paper": ("known_users", "e_mvgp_rating", "paper", "rmse", ("rmse",)),
-    "e_mvgp_rating_new": (
-        "new_users",
-        "e_mvgp_rating_new",
-        "default",
-        "recall@20",
-        ("rmse", "recall@20"),
-    ),
+    "e_mvgp_rating": RatingRun("known_users", "e_mvgp_rating", "default", "recall@20", BOTH),
+    "e_mvgp_rating_paper": RatingRun("known_users", "e_mvgp_rating", "paper", "rmse", ("rmse",)),
+    "e_mvgp_rating_new": RatingRun("new_users", "e_mvgp_rating_new", "default", "recall@20", BOTH),
 }
 # cohort key -> (loader in omicsbayes.io, the tag after the run's name that seeds its folds and
 # fits, the protocol types it is measured under)
@@ -68,7 +68,7 @@ def rating_cohorts(settings, run):
     from omicsbayes import io
     from omicsbayes.preprocess import diffusion_kernel
 
-    protocol_type = RUNS[run][0]
+    protocol_type = RUNS[run].protocol_type
     for key, (loader, tag, types) in COHORTS.items():
         if protocol_type not in types:
             continue
@@ -135,7 +135,8 @@ def rating_rows(settings, seed, run):
                 spec = models[name]
                 diffusion = spec["side_information"] == "diffusion"
                 if diffusion and kernel is None:
-                    continue  # NO_GRAPH
+                    print(f"  {run} {key}: {name} is not fitted: {NO_GRAPH}", flush=True)
+                    continue
                 params = {**spec.get("params", {}), "selection_metric": selection}
                 fit = rating_fold_metrics(
                     adata.X,
