@@ -115,6 +115,8 @@ def test_contrasts_name_models_the_runs_fit(fidelity):
         for other, into in fidelity.FITS_INTO.items():  # runs fitted apart on this run's splits
             names |= set(fidelity.MODELS[other]) if into == run else set()
         names |= {"popularity"} if run in fidelity.DISEASE_GENE_RUNS else set()
+        references = (fidelity.mvgp_rating.POPULARITY, fidelity.mvgp_rating.TRAINING_MEAN)
+        names |= set(references) if run in fidelity.mvgp_rating.RUNS else set()
         if run == "b_bam_attr":  # scorers the run fits without an estimator class
             names |= {"listwise MAP, no link", "pairwise MAP, no link"}
         for _claim, winner, rival in contrasts:
