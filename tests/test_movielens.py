@@ -66,6 +66,12 @@ def test_a_file_without_the_needed_column_is_named(tmp_path):
         io.load_movielens_100k(data_dir=tmp_path)
 
 
+def test_a_missing_file_is_named(tmp_path):
+    shutil.copy(movielens_100k_dir() / "ml-100k.inter", tmp_path / "ml-100k.inter")
+    with pytest.raises(CohortError, match=r"ml-100k\.user: no such file"):
+        io.load_movielens_100k(data_dir=tmp_path)
+
+
 def test_a_user_rating_a_movie_twice_is_refused(tmp_path):
     for name in ("ml-100k.user", "ml-100k.item"):
         shutil.copy(movielens_100k_dir() / name, tmp_path / name)

@@ -59,7 +59,7 @@ def _user_features(users):
     }
     blocks = []
     for values in columns.values():
-        codes, levels = pd.factorize(values, sort=True)
+        codes, _ = pd.factorize(values, sort=True)
         blocks.append(sp.csr_matrix((np.ones(codes.size), (np.arange(codes.size), codes))))
     return sp.hstack(blocks).tocsr()
 
@@ -96,6 +96,8 @@ def load_movielens_100k(n_neighbors=10, data_dir=None):
 
     def table(name, columns):
         path = data / name
+        if not path.is_file():
+            raise CohortError(f"{path}: no such file; expected MovieLens 100K's {name}")
         frame = pd.read_csv(path, sep="\t", dtype=str)
         frame.columns = [c.split(":")[0] for c in frame.columns]
         missing = sorted(set(columns) - set(frame.columns))
@@ -173,6 +175,8 @@ def load_movielens_small():
 
 
 def _numeric_order(ids):
-    """IDs (strings of whole numbers) in numeric order."""
+    """Distinct IDs in numeric order when all are whole numbers, else in text order."""
     ids = pd.Index(pd.unique(np.asarray(ids, dtype=str)))
-    return ids[np.argsort(ids.astype(int), kind="stable")]
+    if not ids.str.fullmatch(r"[0-9]+").all():
+        return ids.sort_values()
+    return ids[np.argsort(ids.astype(np.int64), kind="stable")]
